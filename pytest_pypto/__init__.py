@@ -1,0 +1,47 @@
+"""pytest-pypto: the test harness for PyPTO tile kernels.
+
+Importing this package is cheap: the toolchain (numpy, the compiler, the simulator)
+loads only when one of its entry points is first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_pypto.config import BackendType, ExecutionMode, RunConfig
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendType",
+    "ExecutionMode",
+    "RunConfig",
+    "__version__",
+    "assert_close",
+    "compile",
+    "run",
+]
+
+# Public names served lazily: name -> module that defines it.
+_LAZY = {
+    "compile": "pytest_pypto.compiler.api",
+    "run": "pytest_pypto.runtime.api",
+    "CompiledProgram": "pytest_pypto.compiler.api",
+    "assert_close": "pytest_pypto.harness.compare",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_pypto.compiler.api import CompiledProgram, compile  # noqa: F401
+    from pytest_pypto.harness.compare import assert_close  # noqa: F401
+    from pytest_pypto.runtime.api import run  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_pypto' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

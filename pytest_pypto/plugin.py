@@ -1,0 +1,5 @@
+"""pytest hooks of pytest-pypto (options, markers, cells, skips, ledger).
+
+Only hooks live here; the logic is in the stage it belongs to, imported lazily so
+that loading the plugin in every pytest run stays cheap.
+"""
