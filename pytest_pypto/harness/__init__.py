@@ -1,0 +1,1 @@
+"""Package placeholder; public names are served lazily."""

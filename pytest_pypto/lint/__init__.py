@@ -1,0 +1,1 @@
+"""Lint checks shipped as collected pytest items."""

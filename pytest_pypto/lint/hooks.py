@@ -1,0 +1,1 @@
+"""pytest hooks of the lint stage (placeholder until the lint framework lands)."""
