@@ -13,9 +13,9 @@ while loading, and that must not pull in numpy.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 
 class BackendType(enum.Enum):

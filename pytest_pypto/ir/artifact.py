@@ -1,0 +1,134 @@
+"""The artifact: what the compiler writes and the simulator reads (PLUGIN.md §8).
+
+This module is the contract between `compiler/` (writer) and `runtime/` (reader);
+neither imports the other.  An artifact directory holds:
+
+    kernel_config.json      the manifest (`Manifest`, below)
+    kernels/<name>.py       generated source of each InCore kernel
+    kernels/<name>.txt      readable kernel listing with the memory map
+    orchestration.py        generated source of the entry (task submission)
+    orchestration.txt       readable orchestration task listing
+    passes/NN_<pass>.txt    IR after each pass (only when dumping)
+
+Every listing starts with a header line naming the platform and
+``sim_backend: numpy-functional`` (or ``null`` for onboard compiles).
+
+Kernel ABI (``kernels/<name>.py``)::
+
+    def make(bind):
+        add = bind("tile.add")            # one local per op the kernel uses
+        ...
+        def <name>(<params in declaration order>):
+            ...                            # straight-line numpy-backed tile program
+            return (<returned Out/InOut tensors>,)   # or () when it returns nothing
+        return <name>
+
+``bind(op_name)`` is supplied by the simulator and returns a callable
+``f(*operands, out=<TileType or None>, **static_attrs)``: value operands
+positionally in the op's parameter order, static parameters as keywords, and
+``out`` the compiled result type (tile results only).  Tensors arrive as numpy
+views (windows of their root buffer), scalars as Python numbers, tiles as
+`ir.values.TileValue`.  The module may import from `pytest_pypto.ir` (types,
+dtypes) and nothing else from the package.
+
+Orchestration ABI (``orchestration.py``)::
+
+    def make(rt):
+        def <entry>(<entry params>):
+            t = rt.create_tensor(shape, dtype, init_value)    # dtype: a DataType
+            out = rt.submit("<kernel>", (x, y, 0.5, out), returns=(3,))
+            v = rt.read(t, (i, j)); rt.write(t, (i, j), v)
+            w = rt.slice(t, shape, offsets); r = rt.reshape(t, shape)
+            n = rt.dim(t, axis)
+            return (out,)
+        return <entry>
+
+``rt.submit`` records one task: per argument its direction from the manifest and
+its byte range; it returns the arguments at positions ``returns`` (a single value
+when there is one, a tuple otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARTIFACT_FORMAT = 1
+MANIFEST_NAME = "kernel_config.json"
+SIM_BACKEND = "numpy-functional"
+
+
+@dataclass
+class ArgInfo:
+    """One parameter of a kernel or of the entry."""
+
+    name: str
+    kind: str  # "tensor" | "scalar"
+    direction: str  # "In" | "Out" | "InOut" | "Scalar"
+    dtype: str  # DataType name
+    shape: list[int | str] = field(default_factory=list)  # str: a dynamic dim's name
+
+
+@dataclass
+class KernelInfo:
+    """One InCore kernel: its id, core class and argument directions."""
+
+    name: str
+    func_id: int
+    core_type: str  # "aic" | "aiv" | "mix"
+    args: list[ArgInfo]
+    source: str  # path relative to the artifact dir, e.g. "kernels/add.py"
+    listing: str  # e.g. "kernels/add.txt"
+    returns: list[int] = field(default_factory=list)  # positions of returned params
+
+
+@dataclass
+class Manifest:
+    """kernel_config.json."""
+
+    program: str
+    platform: str
+    arch: str
+    mode: str
+    toolchain_version: str
+    sim_backend: str | None
+    entry: str
+    entry_args: list[ArgInfo]
+    entry_returns: list[int]
+    kernels: list[KernelInfo]
+    orchestration: str = "orchestration.py"
+    orchestration_listing: str = "orchestration.txt"
+    format: int = ARTIFACT_FORMAT
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def kernel(self, name: str) -> KernelInfo:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(f"artifact of {self.program!r} has no kernel {name!r}")
+
+
+def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
+    """Write kernel_config.json (stable key order, so equal artifacts are equal bytes)."""
+    path = Path(directory) / MANIFEST_NAME
+    path.write_text(json.dumps(asdict(manifest), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_manifest(directory: str | Path) -> Manifest:
+    """Read kernel_config.json; ValueError when it is missing fields or of another format."""
+    path = Path(directory) / MANIFEST_NAME
+    raw = json.loads(path.read_text())
+    if raw.get("format") != ARTIFACT_FORMAT:
+        raise ValueError(f"{path}: artifact format {raw.get('format')!r}, expected {ARTIFACT_FORMAT}")
+    try:
+        kernels = [
+            KernelInfo(**{**k, "args": [ArgInfo(**a) for a in k["args"]]}) for k in raw["kernels"]
+        ]
+        entry_args = [ArgInfo(**a) for a in raw["entry_args"]]
+        fields = {k: v for k, v in raw.items() if k not in ("kernels", "entry_args")}
+        return Manifest(kernels=kernels, entry_args=entry_args, **fields)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: malformed manifest ({exc})") from None

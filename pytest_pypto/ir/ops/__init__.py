@@ -1,0 +1,1 @@
+"""Op entries, one module per family; importing this package registers them all."""

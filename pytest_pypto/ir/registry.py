@@ -1,0 +1,197 @@
+"""The op registry: one `OpSpec` per op, the single place every fact about an op lives.
+
+An entry holds the op's signature (`ParamSpec`s), its type rule, its memory-space
+rule, its arch gate, its numpy semantics and its docstring.  The parser asks it
+how to bind and type a call, the compiler asks it where operands must live and
+whether the arch has the op, the simulator asks it what to compute, and the lint
+check asks it whether every op is documented and tested.
+
+Op modules under `pytest_pypto/ir/ops/` register their entries with `register`;
+importing `REGISTRY` from here loads them all.
+
+Numpy semantics come in two forms (exactly one is set on an entry):
+
+* ``compute(*operands, **attrs) -> ndarray`` for value ops.  Operands arrive in
+  parameter order: tiles as arrays of their **valid region**, widened (floats to
+  float32, ints to int64, bool stays bool); scalars as Python numbers already
+  converted to the tile dtype's category; static params come as keywords.  It
+  returns the result's valid region, still wide.  The simulator rounds it once to
+  the result dtype (RNE / two's-complement wrap) and places it in a fresh buffer
+  whose elements outside the valid region are poisoned (DSL.md §5).
+* ``execute(*operands, out, **attrs)`` for ops whose meaning is about memory
+  (load, store, move, create_tile, in-place accumulate...).  Operands arrive as
+  `TileValue`s (see `ir.values`), numpy views for tensors, Python scalars; ``out``
+  is the compiled result `TileType` (None when the op yields a tensor or nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_pypto.ir.types import Type
+
+if TYPE_CHECKING:
+    from pytest_pypto.arch import ArchSpec
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+
+# Kinds of parameters.  Value kinds hold IR expressions; the rest are static.
+VALUE_KINDS = frozenset({"tile", "tensor", "scalar", "tile_or_scalar"})
+STATIC_KINDS = frozenset(
+    {"shape", "index_list", "dtype", "space", "int", "float", "bool", "str", "enum", "literal"}
+)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of an op.
+
+    kind: "tile" | "tensor" | "scalar" | "tile_or_scalar" (value operands);
+    "index_list" (offsets: ints or Scalar expressions); "shape" (static ints);
+    "dtype" | "space" | "int" | "float" | "bool" | "str" | "enum" | "literal".
+    """
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    keyword_only: bool = False
+    optional: bool = False  # value param that may be None (e.g. tmp_tile=None)
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class OpRuleError(Exception):
+    """Raised by type/memory/arch rules; the caller attaches the span and error class."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class OpTypeError(OpRuleError):
+    """A shape/dtype rule failed (DSL.md §6.3)."""
+
+
+class OpSpaceError(OpRuleError):
+    """A memory-space rule failed (DSL.md §6.2)."""
+
+
+class OpArchError(OpRuleError):
+    """The op or dtype is not available on this arch (DSL.md §6.6)."""
+
+
+@dataclass
+class CallInfo:
+    """What rules see of one call: operand types, static values and (at compile) the arch.
+
+    ``values`` holds static params as Python values; index lists become tuples whose
+    items are ints where known at compile time and None where dynamic.
+    ``bounds`` (compile only) maps an index-list param to per-item (lo, hi)
+    intervals where interval arithmetic could bound a dynamic offset.
+    """
+
+    op: str
+    types: dict[str, Type | None]
+    values: dict[str, Any]
+    arch: ArchSpec | None = None
+    bounds: dict[str, tuple[tuple[int, int] | None, ...]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MemRule:
+    """Where operands must live and where the result lands.
+
+    ``operands`` maps a tile param to the spaces it accepts; the first is the one a
+    retargetable producer (load/create_tile without target_memory) is steered to,
+    and the one automatic move insertion aims for.  ``result`` is a fixed space,
+    ``"same:<param>"`` (views, in-place ops), ``"attr:<param>"`` (e.g. load's
+    target_memory), or None (the op yields no tile).
+    """
+
+    operands: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    result: str | None = None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything about one op (see the module docstring)."""
+
+    name: str
+    params: tuple[ParamSpec, ...]
+    type_rule: Callable[[CallInfo], Type | None]
+    mem: MemRule
+    doc: str
+    spellings: tuple[str, ...] = ()
+    scalar_form: str | None = None  # e.g. tile.add -> tile.adds when the rhs is a scalar
+    arch_rule: Callable[[ArchSpec, CallInfo], None] | None = None
+    compute: Callable[..., Any] | None = None
+    execute: Callable[..., Any] | None = None
+    tier: int = 1
+
+    @property
+    def level(self) -> str:
+        """'tile', 'tensor' or 'scalar': the prefix of the op name."""
+        return self.name.split(".", 1)[0]
+
+    @property
+    def short_name(self) -> str:
+        return self.name.split(".", 1)[1]
+
+    def param(self, name: str) -> ParamSpec:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(f"{self.name} has no parameter {name!r}")
+
+
+_REGISTRY: dict[str, OpSpec] = {}
+
+
+def register(spec: OpSpec) -> OpSpec:
+    """Add an op; each name is registered once."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"op {spec.name!r} registered twice")
+    if (spec.compute is None) == (spec.execute is None):
+        raise ValueError(f"op {spec.name!r} needs exactly one of compute/execute")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+class _Registry(Mapping[str, OpSpec]):
+    """Read-only view of all ops; loads the op modules on first access."""
+
+    _loaded = False
+
+    def _load(self) -> dict[str, OpSpec]:
+        if not _Registry._loaded:
+            _Registry._loaded = True
+            import pytest_pypto.ir.ops  # noqa: F401  (registers every op module)
+        return _REGISTRY
+
+    def __getitem__(self, name: str) -> OpSpec:
+        return self._load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def by_spelling(self, spelling: str) -> list[OpSpec]:
+        """Ops reachable as `pl.<spelling>` / `pl.tile.<spelling>` / `pl.tensor.<spelling>`."""
+        return [s for s in self._load().values() if spelling in s.spellings]
+
+
+REGISTRY = _Registry()

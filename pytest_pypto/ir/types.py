@@ -1,0 +1,165 @@
+"""IR types (DSL.md §2): tensors in DDR, tiles on chip, scalars, tuples.
+
+Types are frozen and hashable, so they can key caches and be compared structurally.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+
+from pytest_pypto.ir.dtypes import DataType
+
+
+class MemorySpace(enum.Enum):
+    """Where a buffer lives (DSL.md §2.4); values are the names used in ArchSpec tables."""
+
+    DDR = "DDR"
+    Vec = "Vec"
+    Mat = "Mat"
+    Left = "Left"
+    Right = "Right"
+    Acc = "Acc"
+    Bias = "Bias"
+    LeftScale = "LeftScale"
+    RightScale = "RightScale"
+
+    def __repr__(self) -> str:
+        return f"pl.Mem.{self.name}"
+
+
+CUBE_SPACES = frozenset({"Mat", "Left", "Right", "Acc", "Bias", "LeftScale", "RightScale"})
+VECTOR_SPACES = frozenset({"Vec"})
+
+
+class Direction(enum.Enum):
+    """How a kernel parameter is accessed (DSL.md §1.2); drives task dependencies."""
+
+    IN = "In"
+    OUT = "Out"
+    INOUT = "InOut"
+    SCALAR = "Scalar"
+
+    @property
+    def reads(self) -> bool:
+        return self in (Direction.IN, Direction.INOUT)
+
+    @property
+    def writes(self) -> bool:
+        return self in (Direction.OUT, Direction.INOUT)
+
+
+_dyn_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, eq=False)
+class DynVar:
+    """A dynamic tensor dimension (`pl.dynamic("M")`): identity, not name, makes it one dim."""
+
+    name: str
+    uid: int = field(default_factory=lambda: next(_dyn_ids))
+
+    def __repr__(self) -> str:
+        return f"{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(("DynVar", self.uid))
+
+
+Dim = int | DynVar
+
+
+class Type:
+    """Base of IR types."""
+
+    kind: str = "?"
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A DDR buffer, row-major; dims are ints or DynVars."""
+
+    shape: tuple[Dim, ...]
+    dtype: DataType
+    kind = "Tensor"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class TileType(Type):
+    """An on-chip buffer: static physical shape, valid region, memory space, pad.
+
+    ``valid`` holds one entry per dim: an int when known at compile time, or None
+    when it is Scalar-valued (known only at run time).  ``space`` is None until
+    memory-space inference fixes it.
+    """
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    space: str | None = None
+    valid: tuple[int | None, ...] | None = None
+    pad: str | None = None
+    kind = "Tile"
+
+    def __post_init__(self) -> None:
+        if self.valid is None:
+            object.__setattr__(self, "valid", tuple(self.shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def with_(self, **changes: object) -> TileType:
+        """A copy with some fields changed."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    """A register value: scalar params, read results, loop vars (INDEX), comparisons (BOOL)."""
+
+    dtype: DataType
+    kind = "Scalar"
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    """Several values returned together (binds positionally)."""
+
+    items: tuple[Type, ...]
+    kind = "Tuple"
+
+
+def type_str(t: Type | None) -> str:
+    """Stable, readable rendering of a type (used by the printer and diagnostics)."""
+    if t is None:
+        return "?"
+    if isinstance(t, TensorType):
+        return f"Tensor[[{', '.join(map(str, t.shape))}], {t.dtype.name}]"
+    if isinstance(t, TileType):
+        parts = [f"[{', '.join(map(str, t.shape))}]", t.dtype.name]
+        if t.space is not None:
+            parts.append(t.space)
+        if tuple(t.valid or ()) != t.shape:
+            parts.append("valid=[" + ", ".join("?" if v is None else str(v) for v in t.valid) + "]")
+        if t.pad is not None:
+            parts.append(f"pad={t.pad}")
+        return f"Tile[{', '.join(parts)}]"
+    if isinstance(t, ScalarType):
+        return f"Scalar[{t.dtype.name}]"
+    if isinstance(t, TupleType):
+        return f"Tuple[{', '.join(type_str(i) for i in t.items)}]"
+    return repr(t)

@@ -1,0 +1,118 @@
+"""Run-time values shared by the op registry's numpy semantics and the simulator.
+
+A tile at run time is a `TileValue`: a numpy buffer of the tile's physical shape in
+the storage dtype, plus its valid region and memory space.  Elements outside the
+valid region are poisoned (DSL.md §5.5) unless the tile has a pad value, so a test
+that reads undefined memory fails loudly instead of passing by luck.
+
+Imports numpy: only the toolchain (compiler checks never, simulator always) loads it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.ir.dtypes import DataType
+
+# "poison" (default) or "zero": how undefined memory reads (RunConfig.uninitialized).
+UNINITIALIZED: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "pypto_uninitialized", default="poison"
+)
+
+POISON_BYTE = 0xA5
+
+
+def poison_value(dtype: DataType) -> Any:
+    """The scalar an undefined element of ``dtype`` holds (NaN, 0xA5.. bytes, True)."""
+    npd = dtype.np
+    if dtype.name == "BOOL":
+        return np.True_
+    if dtype.is_float and _has_nan(npd):
+        return np.array(np.nan, dtype=np.float32).astype(npd)[()]
+    raw = np.full(npd.itemsize, POISON_BYTE, dtype=np.uint8)
+    return raw.view(npd)[0]
+
+
+def _has_nan(npd: np.dtype) -> bool:
+    return bool(np.isnan(np.array(np.nan, dtype=np.float32).astype(npd)))
+
+
+def fill_value(dtype: DataType, pad: str | None = None) -> Any:
+    """What fills a fresh buffer or a tile's invalid region: the pad value if set,
+    else poison (or zero when the run asks for zero-initialized memory)."""
+    if pad is not None:
+        return pad_value(dtype, pad)
+    if UNINITIALIZED.get() == "zero":
+        return np.zeros((), dtype=dtype.np)[()]
+    return poison_value(dtype)
+
+
+def pad_value(dtype: DataType, pad: str) -> Any:
+    """`zero` -> 0; `min`/`max` -> -inf/+inf for floats, iinfo min/max for ints (§2.5)."""
+    npd = dtype.np
+    if pad == "zero":
+        return np.zeros((), dtype=npd)[()]
+    if dtype.is_float:
+        value = -np.inf if pad == "min" else np.inf
+        return np.array(value, dtype=np.float32).astype(npd)[()]
+    info = np.iinfo(npd)
+    return npd.type(info.min if pad == "min" else info.max)
+
+
+def new_buffer(shape: tuple[int, ...], dtype: DataType, pad: str | None = None) -> np.ndarray:
+    """A fresh buffer of ``shape`` filled with the undefined-memory value."""
+    return np.full(shape, fill_value(dtype, pad), dtype=dtype.np)
+
+
+def valid_slices(valid: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(0, int(v)) for v in valid)
+
+
+@dataclass
+class TileValue:
+    """A tile at run time: physical buffer, valid region, dtype, memory space, pad."""
+
+    data: np.ndarray
+    valid: tuple[int, ...]
+    dtype: DataType
+    space: str
+    pad: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def valid_view(self) -> np.ndarray:
+        """The valid region (a view: writes go to the tile)."""
+        return self.data[valid_slices(self.valid)]
+
+    def invalidate_outside(self) -> None:
+        """Re-fill everything outside the valid region (pad value or poison)."""
+        mask = np.ones(self.data.shape, dtype=bool)
+        mask[valid_slices(self.valid)] = False
+        if mask.any():
+            self.data[mask] = fill_value(self.dtype, self.pad)
+
+
+def widen(array: np.ndarray, dtype: DataType) -> np.ndarray:
+    """Exact widening for computation: floats -> float32, ints -> int64, bool unchanged."""
+    if dtype.is_float:
+        return array.astype(np.float32, copy=False)
+    if dtype.is_int:
+        return array.astype(np.int64, copy=False)
+    return array
+
+
+def narrow(wide: Any, dtype: DataType) -> np.ndarray:
+    """Round a wide result once to ``dtype``: RNE for floats, two's-complement wrap for ints."""
+    arr = np.asarray(wide)
+    if dtype.is_int and arr.dtype.kind == "f":
+        raise TypeError("narrow(): float result for an integer dtype; convert in the op")
+    if dtype.is_float and arr.dtype != np.float32 and arr.dtype.kind == "f":
+        arr = arr.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(dtype.np)
