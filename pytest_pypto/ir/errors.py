@@ -1,0 +1,147 @@
+"""Diagnostics of the toolchain (DSL.md §6.0): every error points into the user's kernel.
+
+Three phases, three families: `ParserError` (decoration time), `CompileError`
+(per arch), `SimulationError` (run time).  `str(exc)` renders rustc-style::
+
+    Error: <message>
+      --> tests/test_softmax.py:23:13
+       |
+    23 |             m: pl.Tile[[64, 128], pl.FP32] = pl.row_max(t, tmp)
+       |             ^
+       = note: <note>
+       = help: <hint>
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Sequence
+
+from pytest_pypto.ir.nodes import Span
+
+
+def render(
+    message: str,
+    span: Span | None,
+    *,
+    hint: str | None = None,
+    notes: Sequence[str] = (),
+    level: str = "Error",
+    source_line: str | None = None,
+) -> str:
+    """Render a diagnostic with its location, source snippet, notes and hint."""
+    lines = [f"{level}: {message}"]
+    if span is not None:
+        lines.append(f"  --> {span.file}:{span.line}:{span.col}")
+        text = source_line
+        if text is None:
+            text = linecache.getline(span.file, span.line).rstrip("\n")
+        if text:
+            gutter = " " * len(str(span.line))
+            lines.append(f"{gutter} |")
+            lines.append(f"{span.line} | {text}")
+            lines.append(f"{gutter} | {' ' * max(span.col - 1, 0)}^")
+    pad = " " * (len(str(span.line)) if span else 1)
+    for note in notes:
+        lines.append(f"{pad}  = note: {note}")
+    if hint:
+        lines.append(f"{pad}  = help: {hint}")
+    return "\n".join(lines)
+
+
+class PyptoError(Exception):
+    """Base of toolchain errors; keeps file, line, column, hint (and arch for compile errors)."""
+
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        *,
+        hint: str | None = None,
+        notes: Sequence[str] = (),
+        arch: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.hint = hint
+        self.notes = tuple(notes)
+        self.arch = arch
+
+    @property
+    def file(self) -> str | None:
+        return self.span.file if self.span else None
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        return self.span.col if self.span else None
+
+    def __str__(self) -> str:
+        return render(self.message, self.span, hint=self.hint, notes=self.notes)
+
+
+# Parse phase (arch-independent)
+class ParserError(PyptoError):
+    """Raised while `@pl.program` parses a class."""
+
+
+class ParserSyntaxError(ParserError):
+    """A Python construct the DSL does not have (e.g. `while`, a bare `range`)."""
+
+
+class ParserTypeError(ParserError):
+    """Types disagree: annotations, carried values, scalar categories, closures."""
+
+
+class InvalidOperationError(ParserError):
+    """An op used wrongly: operators on tiles, bad dispatch, wrong keywords."""
+
+
+# Compile phase (per arch)
+class CompileError(PyptoError):
+    """Raised while compiling for one arch."""
+
+
+class MemorySpaceError(CompileError):
+    """Illegal memory space or move (DSL.md §6.2)."""
+
+
+class ShapeError(CompileError):
+    """Shape or dtype rule violated once spaces are known (DSL.md §6.3)."""
+
+
+class BoundsError(CompileError):
+    """A window reads or writes past a tensor's edge (DSL.md §6.4)."""
+
+
+class CapacityError(CompileError):
+    """Peak live bytes of a memory space exceed the arch's usable capacity (§6.5)."""
+
+
+class ArchSupportError(CompileError):
+    """Op, dtype or cast not available on the arch (§6.6)."""
+
+
+class DirectionError(CompileError):
+    """Argument directions violated (§6.7)."""
+
+
+class PlacementError(CompileError):
+    """An op in the wrong kind of function (§6.8)."""
+
+
+class UnsupportedFeatureError(CompileError, NotImplementedError):
+    """A Tier 3 construct: needs a real PyPTO installation (§6.9)."""
+
+
+# Run phase (simulator)
+class SimulationError(PyptoError):
+    """Raised by the simulator: dynamic bounds, dtype bindings, artifact mismatches."""
+
+
+class PyptoWarning(UserWarning):
+    """Warnings of the toolchain (rendered like errors, level 'warning')."""
