@@ -25,15 +25,16 @@ __all__ = [
 # Public names served lazily: name -> module that defines it.
 _LAZY = {
     "compile": "pytest_pypto.compiler.api",
-    "run": "pytest_pypto.runtime.api",
-    "CompiledProgram": "pytest_pypto.compiler.api",
+    "run": "pytest_pypto.harness.dispatch",
+    "CompiledProgram": "pytest_pypto.ir.artifact",
     "assert_close": "pytest_pypto.harness.compare",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_pypto.compiler.api import CompiledProgram, compile  # noqa: F401
+    from pytest_pypto.compiler.api import compile  # noqa: F401
     from pytest_pypto.harness.compare import assert_close  # noqa: F401
-    from pytest_pypto.runtime.api import run  # noqa: F401
+    from pytest_pypto.harness.dispatch import run
+    from pytest_pypto.ir.artifact import CompiledProgram  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -132,3 +132,24 @@ def read_manifest(directory: str | Path) -> Manifest:
         return Manifest(kernels=kernels, entry_args=entry_args, **fields)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: malformed manifest ({exc})") from None
+
+
+@dataclass
+class CompiledProgram:
+    """What `pytest_pypto.compile` returns: an artifact directory plus its manifest.
+
+    Defined here (not in the compiler) because the runtime accepts it and must not
+    import the compiler.
+    """
+
+    artifact_dir: Path
+    manifest: Manifest
+    ir_text: str = ""  # printed IR after the last pass
+
+    @property
+    def platform(self) -> str:
+        return self.manifest.platform
+
+    @property
+    def program_name(self) -> str:
+        return self.manifest.program

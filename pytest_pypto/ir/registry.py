@@ -133,6 +133,8 @@ class OpSpec:
     type_rule: Callable[[CallInfo], Type | None]
     mem: MemRule
     doc: str
+    # Names the op is reachable under: "name" = `pl.name` and `pl.tile.name`;
+    # "tile.name" = only `pl.tile.name` (e.g. tile.full vs the tensor-level pl.full).
     spellings: tuple[str, ...] = ()
     scalar_form: str | None = None  # e.g. tile.add -> tile.adds when the rhs is a scalar
     arch_rule: Callable[[ArchSpec, CallInfo], None] | None = None
@@ -192,6 +194,14 @@ class _Registry(Mapping[str, OpSpec]):
     def by_spelling(self, spelling: str) -> list[OpSpec]:
         """Ops reachable as `pl.<spelling>` / `pl.tile.<spelling>` / `pl.tensor.<spelling>`."""
         return [s for s in self._load().values() if spelling in s.spellings]
+
+    def by_namespace(self, namespace: str, name: str) -> list[OpSpec]:
+        """Ops reachable as `pl.<name>` (namespace "") or `pl.tile.<name>` ("tile")."""
+        found = []
+        for s in self._load().values():
+            if name in s.spellings or (namespace and f"{namespace}.{name}" in s.spellings):
+                found.append(s)
+        return found
 
 
 REGISTRY = _Registry()
