@@ -1,8 +1,163 @@
 """pytest hooks of pytest-pypto (options, markers, cells, skips, ledger).
 
-Only hooks live here; the logic is in the stage it belongs to, imported lazily so
+Only hooks and fixtures live here; the logic is in the stage it belongs to
+(``pytest_pypto.harness.*``, ``pytest_pypto.runtime.devices``), imported lazily so
 that loading the plugin in every pytest run stays cheap.
 """
 
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
 # The lint stage registers its own collection hooks (cheap to import).
 pytest_plugins = ["pytest_pypto.lint.hooks"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from pytest_pypto.harness.options import add_options
+
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from pytest_pypto.harness.cells import MARKERS
+
+    for name, description in MARKERS:
+        config.addinivalue_line("markers", f"{name}: {description}")
+    if getattr(config.option, "help", False):
+        return  # --help must work even with a bad PYPTO_* variable around
+    from pytest_pypto.harness.options import SETTINGS_KEY, resolve
+
+    config.stash[SETTINGS_KEY] = resolve(config)
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        config.pluginmanager.register(_LedgerHooks(), "pypto-ledger")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from pytest_pypto.harness.session import header_lines
+
+    return header_lines(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from pytest_pypto.harness.cells import CELL_FIXTURE, constraints_of, needs_cells
+    from pytest_pypto.harness.session import settings
+
+    try:
+        constraints_of(metafunc.definition)
+    except ValueError as exc:
+        pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
+    if not needs_cells(metafunc.fixturenames):
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if CELL_FIXTURE in names:
+            return  # the test chose its own cells
+    cells = settings(metafunc.config).cells
+    metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_pypto.harness.cells import CELL_FIXTURE, CELL_PROPERTY, item_skip_reason
+    from pytest_pypto.harness.session import onboard_missing, settings
+
+    requested = settings(config).cells
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        cell = callspec.params.get(CELL_FIXTURE) if callspec is not None else None
+        if cell is not None:
+            item.user_properties.append((CELL_PROPERTY, cell))
+        reason = item_skip_reason(item, cell, requested, lambda: onboard_missing(config))
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+class _LedgerHooks:
+    """Controller-side hooks of the coverage ledger (registered in pytest_configure)."""
+
+    def __init__(self) -> None:
+        from pytest_pypto.harness.ledger import Ledger
+
+        self.ledger = Ledger()
+        self.unmet: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.ledger.record(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_pypto.harness.session import settings
+
+        self.unmet = self.ledger.unmet(settings(session.config).require)
+        if self.unmet:
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if session.config.pluginmanager.get_plugin("terminalreporter") is None:
+                for line in self._require_lines(session.config):
+                    print(line, file=sys.stderr)
+
+    def _require_lines(self, config: pytest.Config) -> list[str]:
+        from pytest_pypto.harness.session import settings
+
+        requested = settings(config).cells
+        lines = []
+        for cell in self.unmet:
+            why = "" if cell in requested else " (not requested by --pypto-arch/--pypto-mode)"
+            lines.append(f"--pypto-require: cell {cell} executed no test{why}")
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_pypto.harness.session import settings
+
+        s = settings(terminalreporter.config)
+        if not self.ledger.outcomes and not s.require:
+            return
+        terminalreporter.section("pypto coverage ledger")
+        for line in self.ledger.table(s.cells):
+            terminalreporter.write_line(line)
+        for line in self._require_lines(terminalreporter.config):
+            terminalreporter.write_line(f"FAILED {line}", red=True, bold=True)
+
+
+@pytest.fixture
+def pypto_platform(request: pytest.FixtureRequest) -> str:
+    """The cell's platform string ('a2a3sim', 'a2a3', 'a5sim' or 'a5')."""
+    cell = getattr(request, "param", None)
+    if cell is None:
+        pytest.fail(
+            f"{request.node.nodeid}: platform-bound pypto fixtures must be requested as "
+            f"test arguments (or via usefixtures), not with getfixturevalue(), so the test "
+            f"can be parametrized over cells",
+            pytrace=False,
+        )
+    return cell
+
+
+@pytest.fixture
+def pypto_config(request: pytest.FixtureRequest, pypto_platform: str) -> Any:
+    """The RunConfig of this item's cell, with the command-line options applied."""
+    from pytest_pypto.harness.session import config_for
+
+    return config_for(request, pypto_platform)
+
+
+@pytest.fixture
+def pypto_device(request: pytest.FixtureRequest, pypto_platform: str) -> Iterator[int | None]:
+    """The leased NPU id onboard (held for the test), None on sim."""
+    from pytest_pypto.harness.session import lease_device
+
+    yield from lease_device(request.config, pypto_platform)
+
+
+@pytest.fixture
+def pypto_rng(request: pytest.FixtureRequest) -> Any:
+    """A numpy Generator seeded from the base seed and this test's node id."""
+    from pytest_pypto.harness.seeding import make_rng
+    from pytest_pypto.harness.session import seed_for
+
+    return make_rng(seed_for(request))

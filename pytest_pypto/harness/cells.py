@@ -1,0 +1,190 @@
+"""Cells: which tests run per platform, and why a cell of a test is skipped.
+
+A test that requests a platform-bound fixture gets one item per requested cell
+(id = platform string).  Markers narrow the cells a test makes sense on; a cell
+outside them is skipped with a reason that says which marker and why, never
+silently deselected.  Onboard cells also skip when this host has no NPU or no
+onboard runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, parse_platform
+
+# Fixtures whose value depends on the cell; requesting any of them multiplies the test.
+# Add a fixture here when it becomes platform-bound.
+PLATFORM_BOUND_FIXTURES: tuple[str, ...] = (
+    "pypto_config",
+    "pypto_runner",
+    "pypto_platform",
+    "pypto_device",
+)
+
+# The fixture that carries the cell; parametrized indirectly.
+CELL_FIXTURE = "pypto_platform"
+CELL_PROPERTY = "pypto_platform"
+
+ONBOARD_MARKER_REASON = "needs an NPU: runs only with --pypto-mode onboard"
+SIM_MARKER_REASON = "simulator only (pypto_sim): runs only with --pypto-mode sim"
+
+MARKERS: tuple[tuple[str, str], ...] = (
+    (
+        "pypto_arch(*archs)",
+        "the test only makes sense on these architectures (a2a3, a5); other cells are skipped",
+    ),
+    ("pypto_onboard", "needs real hardware; skipped on simulator cells"),
+    ("pypto_sim", "simulator only (e.g. inspects simulator traces); skipped on onboard cells"),
+    (
+        "platforms(*platforms)",
+        "PyPTO migration alias: the platform strings the test supports "
+        "(a2a3sim, a2a3, a5sim, a5); other cells are skipped",
+    ),
+)
+
+__all__ = [
+    "CELL_FIXTURE",
+    "MARKERS",
+    "ONBOARD_MARKER_REASON",
+    "PLATFORM_BOUND_FIXTURES",
+    "Constraints",
+    "constraints_of",
+    "item_skip_reason",
+    "needs_cells",
+    "skip_reason",
+]
+
+
+def needs_cells(fixturenames: Iterable[str]) -> bool:
+    """Whether a test's fixture closure includes a platform-bound fixture."""
+    names = set(fixturenames)
+    return any(name in names for name in PLATFORM_BOUND_FIXTURES)
+
+
+def _names(marker_args: Sequence[object]) -> list[object]:
+    """Marker args may be given spread out or as one list/tuple."""
+    out: list[object] = []
+    for arg in marker_args:
+        if isinstance(arg, (list, tuple, set, frozenset)):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What a test's markers allow.  None = no constraint on that axis."""
+
+    archs: tuple[str, ...] | None = None
+    platforms: tuple[str, ...] | None = None
+    onboard: bool = False
+    sim: bool = False
+
+
+def constraints_of(node: object) -> Constraints:
+    """Read and validate the pypto markers of a test; ValueError explains a bad one.
+
+    ``node`` is anything with ``iter_markers`` (an item or a function definition).
+    Stacked markers of the same kind intersect.
+    """
+    archs: set[str] | None = None
+    for mark in node.iter_markers("pypto_arch"):  # type: ignore[attr-defined]
+        given = _names(mark.args)
+        if not given:
+            raise ValueError("@pytest.mark.pypto_arch needs at least one architecture")
+        bad = [a for a in given if a not in ARCH_CHOICES]
+        if bad:
+            raise ValueError(
+                f"@pytest.mark.pypto_arch({bad[0]!r}): unknown architecture; "
+                f"valid are {', '.join(ARCH_CHOICES)}"
+            )
+        archs = set(given) if archs is None else archs & set(given)
+    platforms: set[str] | None = None
+    for mark in node.iter_markers("platforms"):  # type: ignore[attr-defined]
+        given = _names(mark.args)
+        if not given:
+            raise ValueError("@pytest.mark.platforms needs at least one platform string")
+        for p in given:
+            try:
+                parse_platform(p)  # type: ignore[arg-type]
+            except ValueError as exc:
+                raise ValueError(f"@pytest.mark.platforms: {exc}") from None
+        platforms = set(given) if platforms is None else platforms & set(given)  # type: ignore[arg-type]
+    onboard = node.get_closest_marker("pypto_onboard") is not None  # type: ignore[attr-defined]
+    sim = node.get_closest_marker("pypto_sim") is not None  # type: ignore[attr-defined]
+    if onboard and sim:
+        raise ValueError("a test cannot be both @pytest.mark.pypto_onboard and pypto_sim")
+    return Constraints(
+        archs=tuple(a for a in ARCH_CHOICES if a in archs) if archs is not None else None,
+        platforms=tuple(p for p in PLATFORMS if p in platforms) if platforms is not None else None,
+        onboard=onboard,
+        sim=sim,
+    )
+
+
+def marker_skip_reason(constraints: Constraints, cell: str) -> str | None:
+    """Why the markers rule out this cell (None when they allow it)."""
+    backend, mode = parse_platform(cell)
+    if constraints.archs is not None and backend.arch_name not in constraints.archs:
+        return (
+            f"runs only on {', '.join(constraints.archs)} (pypto_arch marker), "
+            f"not on {backend.arch_name} (cell {cell})"
+        )
+    if constraints.platforms is not None and cell not in constraints.platforms:
+        return (
+            f"supports only {', '.join(constraints.platforms)} (platforms marker), not cell {cell}"
+        )
+    if constraints.onboard and mode.value == "sim":
+        return ONBOARD_MARKER_REASON
+    if constraints.sim and mode.value != "sim":
+        return SIM_MARKER_REASON
+    return None
+
+
+def skip_reason(
+    constraints: Constraints,
+    cells: Sequence[str],
+    onboard_missing: str | None,
+) -> str | None:
+    """Why an item over ``cells`` should skip (None = run it).
+
+    A cell item passes one cell.  A test without platform-bound fixtures passes all
+    requested cells and runs when any of them satisfies its markers.
+    ``onboard_missing`` is what this host lacks for onboard cells (or None).
+    """
+    reasons: list[str] = []
+    for cell in cells:
+        reason = marker_skip_reason(constraints, cell)
+        if reason is None and parse_platform(cell)[1].value != "sim" and onboard_missing:
+            reason = f"onboard cell {cell}: {onboard_missing}"
+        if reason is None:
+            return None
+        reasons.append(reason)
+    if not reasons:
+        return "no cell requested"
+    return reasons[0] if len(set(reasons)) == 1 else "; ".join(dict.fromkeys(reasons))
+
+
+def item_skip_reason(
+    node: object,
+    cell: str | None,
+    requested: Sequence[str],
+    onboard_missing: Callable[[], str | None],
+) -> str | None:
+    """Why a collected item should skip (None = run it).
+
+    ``cell`` is the item's cell, or None for a test without platform-bound fixtures;
+    such a test is judged only when it carries a pypto marker, against every
+    requested cell.  ``onboard_missing`` is called only when an onboard cell matters.
+    """
+    constraints = constraints_of(node)
+    if cell is None and constraints == Constraints():
+        return None
+    cells = [cell] if cell is not None else list(requested)
+    hardware_matters = cell is not None or constraints.onboard
+    needs_onboard = any(parse_platform(c)[1].value != "sim" for c in cells)
+    missing = onboard_missing() if hardware_matters and needs_onboard else None
+    return skip_reason(constraints, cells, missing)

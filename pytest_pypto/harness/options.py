@@ -1,0 +1,227 @@
+"""The plugin's options: one table drives ``addoption``, ini keys, env mirrors and resolution.
+
+Every option ``--pypto-<name>`` has the ini key ``pypto_<name>`` and the environment
+mirror ``PYPTO_<NAME>``.  Precedence: command line > env > ini > default.  A bad
+value is a ``pytest.UsageError`` naming the option, where the value came from, the
+value and the valid choices (exit status 4, no traceback).
+
+Register an option here only once the machinery behind it exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, PLATFORMS, parse_platform
+
+__all__ = ["OPTIONS", "SETTINGS_KEY", "Option", "Settings", "add_options", "resolve"]
+
+
+def _split(raw: str) -> list[str]:
+    parts = [p.strip() for p in raw.split(",")]
+    if not raw.strip() or any(not p for p in parts):
+        raise ValueError("empty entry")
+    return parts
+
+
+def parse_arch(raw: str) -> tuple[str, ...]:
+    """``a2a3``, ``a5``, a comma list of them, or ``all`` -> arch names in table order."""
+    parts = _split(raw)
+    if parts == ["all"]:
+        return ARCH_CHOICES
+    bad = [p for p in parts if p not in ARCH_CHOICES]
+    if bad:
+        raise ValueError(f"unknown architecture {bad[0]!r}")
+    return tuple(a for a in ARCH_CHOICES if a in parts)
+
+
+def parse_mode(raw: str) -> tuple[str, ...]:
+    """``sim``, ``onboard`` or a comma list -> mode names in table order."""
+    parts = _split(raw)
+    bad = [p for p in parts if p not in MODE_CHOICES]
+    if bad:
+        raise ValueError(f"unknown execution mode {bad[0]!r}")
+    return tuple(m for m in MODE_CHOICES if m in parts)
+
+
+def parse_devices(raw: str) -> tuple[int, ...]:
+    """Device ids and ranges (``0``, ``0-7``, ``0,2,5``, mixed)."""
+    from pytest_pypto.runtime.devices import parse_device_list
+
+    return parse_device_list(raw)
+
+
+def parse_seed(raw: str) -> int:
+    """A non-negative integer base seed."""
+    try:
+        value = int(str(raw).strip(), 0)
+    except ValueError:
+        raise ValueError("not an integer") from None
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def parse_cells(raw: str) -> tuple[str, ...]:
+    """A comma list of platform strings (cells)."""
+    parts = _split(raw)
+    for p in parts:
+        parse_platform(p)  # ValueError for an unknown cell
+    return tuple(dict.fromkeys(parts))
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row of the option table."""
+
+    name: str
+    metavar: str
+    help: str
+    choices: str
+    parse: Callable[[str], Any]
+    default: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--pypto-{self.name}"
+
+    @property
+    def dest(self) -> str:
+        return f"pypto_{self.name}"
+
+    @property
+    def ini(self) -> str:
+        return f"pypto_{self.name}"
+
+    @property
+    def env(self) -> str:
+        return f"PYPTO_{self.name.upper()}"
+
+
+_CELLS = ", ".join(PLATFORMS)
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "arch",
+        "ARCHS",
+        "architectures to test",
+        parse=parse_arch,
+        default="a2a3",
+        choices=f"{', '.join(ARCH_CHOICES)}, a comma list of them, or all",
+    ),
+    Option(
+        "mode",
+        "MODES",
+        "execution modes to test",
+        parse=parse_mode,
+        default="sim",
+        choices=f"{', '.join(MODE_CHOICES)}, or a comma list of them",
+    ),
+    Option(
+        "device",
+        "IDS",
+        "devices onboard tests may lease (default: all visible NPUs)",
+        parse=parse_devices,
+        choices="device ids and ranges such as 0, 0-7, 0,2,5 or 0-3,6",
+    ),
+    Option(
+        "seed",
+        "INT",
+        "base seed for input data (default: derived per test)",
+        parse=parse_seed,
+        choices="a non-negative integer",
+    ),
+    Option(
+        "require",
+        "CELLS",
+        "fail the session if a listed cell executed no test",
+        parse=parse_cells,
+        choices=f"a comma list of cells from {_CELLS}",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved options of one session."""
+
+    archs: tuple[str, ...] = ("a2a3",)
+    modes: tuple[str, ...] = ("sim",)
+    devices: tuple[int, ...] | None = None
+    seed: int | None = None
+    require: tuple[str, ...] = ()
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """Requested cells in table order (arch-major, sim first)."""
+        out = []
+        for platform, (backend, mode) in PLATFORMS.items():
+            if backend.arch_name in self.archs and mode.value in self.modes:
+                out.append(platform)
+        return tuple(out)
+
+    def command_line(self) -> list[str]:
+        """The options as command-line arguments (for reproduction lines)."""
+        args = [f"--pypto-arch={','.join(self.archs)}", f"--pypto-mode={','.join(self.modes)}"]
+        if self.seed is not None:
+            args.append(f"--pypto-seed={self.seed}")
+        return args
+
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every option with its ini key (env mirrors are read at resolution)."""
+    group = parser.getgroup("pypto", "pytest-pypto")
+    for opt in OPTIONS:
+        default = f" (default: {opt.default})" if opt.default else ""
+        group.addoption(
+            opt.flag,
+            dest=opt.dest,
+            metavar=opt.metavar,
+            default=None,
+            help=f"{opt.help}: {opt.choices}{default}; env {opt.env}, ini {opt.ini}",
+        )
+        parser.addini(opt.ini, f"{opt.help} (same as {opt.flag})", type="string", default="")
+
+
+def _raw(config: pytest.Config, opt: Option, env: Mapping[str, str]) -> tuple[str | None, str]:
+    value = config.getoption(opt.dest, None)
+    if value is not None:
+        return value, "the command line"
+    if env.get(opt.env):
+        return env[opt.env], f"environment variable {opt.env}"
+    ini = config.getini(opt.ini)
+    if ini:
+        return ini, f"ini key {opt.ini}"
+    return opt.default, "the default"
+
+
+def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Settings:
+    """Apply command line > env > ini > default to every option, validating each."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        raw, source = _raw(config, opt, env)
+        if raw is None:
+            continue
+        try:
+            values[opt.name] = opt.parse(raw)
+        except ValueError as exc:
+            raise pytest.UsageError(
+                f"{opt.flag}: invalid value {raw!r} (from {source}): {exc}. "
+                f"Valid values: {opt.choices}."
+            ) from None
+    return Settings(
+        archs=values.get("arch", Settings.archs),
+        modes=values.get("mode", Settings.modes),
+        devices=values.get("device"),
+        seed=values.get("seed"),
+        require=values.get("require", ()),
+    )

@@ -1,0 +1,121 @@
+"""Per-session state the plugin's hooks and fixtures share: settings, onboard status,
+the cell's RunConfig, device leases and the report header.
+
+Kept out of ``plugin.py`` (hooks only) and imported lazily by it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_pypto.harness.options import SETTINGS_KEY, Settings
+from pytest_pypto.harness.seeding import DEFAULT_BASE_SEED, test_seed
+
+_ONBOARD_KEY = pytest.StashKey[Any]()
+SEED_PROPERTY = "pypto_seed"
+
+__all__ = [
+    "config_for",
+    "header_lines",
+    "lease_device",
+    "onboard_missing",
+    "onboard_status",
+    "settings",
+    "seed_for",
+]
+
+
+def settings(config: pytest.Config) -> Settings:
+    """The resolved options (defaults when configure did not resolve them, e.g. --help)."""
+    return config.stash.get(SETTINGS_KEY, None) or Settings()
+
+
+def onboard_status(config: pytest.Config) -> Any:
+    """NPUs and onboard runtimes of this host, discovered once per session (per worker)."""
+    status = config.stash.get(_ONBOARD_KEY, None)
+    if status is None:
+        from pytest_pypto.runtime.devices import onboard_status as discover
+
+        status = discover(requested=settings(config).devices)
+        config.stash[_ONBOARD_KEY] = status
+    return status
+
+
+def onboard_missing(config: pytest.Config) -> str | None:
+    """What this host lacks for onboard cells (None when they can run)."""
+    return onboard_status(config).missing()
+
+
+def seed_for(request: pytest.FixtureRequest) -> int:
+    """This test's seed; recorded once in ``user_properties`` (junitxml, reports)."""
+    seed = test_seed(settings(request.config).seed, request.node.nodeid)
+    props = request.node.user_properties
+    if not any(key == SEED_PROPERTY for key, _ in props):
+        props.append((SEED_PROPERTY, seed))
+    return seed
+
+
+def config_for(request: pytest.FixtureRequest, platform: str) -> Any:
+    """The RunConfig of the item's cell with the session's options applied."""
+    from pytest_pypto.config import RunConfig
+
+    device = None
+    if "pypto_device" in request.fixturenames:
+        device = request.getfixturevalue("pypto_device")
+    return RunConfig(platform=platform, seed=seed_for(request), device_id=device)
+
+
+def _worker_index() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    digits = worker.lstrip("gw")
+    return int(digits) if digits.isdigit() else 0
+
+
+def lease_device(config: pytest.Config, platform: str) -> Iterator[int | None]:
+    """Lease an NPU for an onboard cell for the whole test (None on sim).
+
+    Workers start probing at different devices so they spread out; the lease is an
+    OS file lock (see ``pytest_pypto.runtime.devices``) released at teardown.
+    """
+    from pytest_pypto.arch import ExecutionMode, parse_platform
+
+    if parse_platform(platform)[1] is ExecutionMode.SIM:
+        yield None
+        return
+    status = onboard_status(config)
+    if not status.devices:
+        pytest.skip(f"onboard cell {platform}: {status.missing()}")
+    from pytest_pypto.runtime.devices import DeviceLease
+
+    with DeviceLease.acquire(status.devices, start=_worker_index()) as lease:
+        yield lease.device_id
+
+
+def header_lines(config: pytest.Config) -> list[str]:
+    """The report header: cells, devices, package version, base seed."""
+    from pytest_pypto import __version__
+    from pytest_pypto.arch import ExecutionMode, parse_platform
+
+    s = settings(config)
+    cells = s.cells
+    if any(parse_platform(c)[1] is ExecutionMode.ONBOARD for c in cells):
+        from pytest_pypto.runtime.devices import format_device_list
+
+        status = onboard_status(config)
+        devices = format_device_list(status.devices) if status.devices else "none visible"
+        runtimes = ", ".join(status.runtimes) or "none installed"
+        devices = f"{devices} (onboard runtime: {runtimes})"
+    else:
+        devices = "none needed (sim only)"
+    seed = (
+        f"{s.seed}"
+        if s.seed is not None
+        else f"{DEFAULT_BASE_SEED} (default; set with --pypto-seed)"
+    )
+    return [
+        f"pytest-pypto {__version__}: cells {', '.join(cells)}; devices {devices}; base seed {seed}"
+    ]

@@ -1,0 +1,252 @@
+"""NPU discovery, device ranges, device leases and the onboard-runtime lookup.
+
+Stdlib only: the plugin reads these while collecting, before (and often without)
+loading the toolchain.
+
+- NPUs are the device nodes ``/dev/davinci<N>``.  The directory is injectable
+  (``dev_root=`` or the ``PYPTO_DEV_ROOT`` environment variable) so tests can fake
+  ``davinci0..7`` files in a temporary directory.
+- ``ASCEND_RT_VISIBLE_DEVICES`` narrows them (like ``CUDA_VISIBLE_DEVICES``: set but
+  empty hides every device).  Device ids here are the ``/dev/davinci<N>`` numbers;
+  ``--pypto-device`` narrows further in the same numbering.
+- A lease is an exclusive ``fcntl`` lock on ``<lock dir>/davinci<N>.lock``: every
+  process on the host (xdist workers, parallel pytest runs) sees it, and it dies with
+  its process.  The lock dir is ``$PYPTO_LOCK_DIR`` or ``<tmp>/pytest-pypto-devices``.
+- An onboard runtime is an entry point in the group ``pytest_pypto.runtimes``; the
+  package ships the simulator only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+DEV_ROOT_ENV = "PYPTO_DEV_ROOT"
+VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+LOCK_DIR_ENV = "PYPTO_LOCK_DIR"
+RUNTIME_GROUP = "pytest_pypto.runtimes"
+
+_NODE = re.compile(r"davinci(\d+)")
+_ITEM = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+__all__ = [
+    "DEV_ROOT_ENV",
+    "LOCK_DIR_ENV",
+    "RUNTIME_GROUP",
+    "VISIBLE_ENV",
+    "DeviceLease",
+    "OnboardStatus",
+    "discover_npus",
+    "format_device_list",
+    "onboard_runtimes",
+    "onboard_status",
+    "parse_device_list",
+]
+
+
+def parse_device_list(text: str) -> tuple[int, ...]:
+    """Parse ``0``, ``0-7``, ``0,2,5`` or a mix into sorted unique ids.
+
+    ValueError says which part is wrong, so the option error can quote it.
+    """
+    ids: set[int] = set()
+    parts = str(text).split(",")
+    for part in parts:
+        match = _ITEM.fullmatch(part)
+        if not match:
+            raise ValueError(
+                f"{part.strip()!r} is not a device id or range; use e.g. 0, 0-7, 0,2,5"
+            )
+        lo = int(match.group(1))
+        hi = int(match.group(2)) if match.group(2) is not None else lo
+        if hi < lo:
+            raise ValueError(f"range {part.strip()!r} is empty (end before start)")
+        ids.update(range(lo, hi + 1))
+    return tuple(sorted(ids))
+
+
+def format_device_list(ids: Iterable[int]) -> str:
+    """Compact form of a device list for headers and skip reasons: ``0-3,5``."""
+    ids = sorted(set(ids))
+    runs: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        runs.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(runs)
+
+
+def _dev_root(dev_root: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    if dev_root is not None:
+        return Path(dev_root)
+    return Path(env.get(DEV_ROOT_ENV) or "/dev")
+
+
+def discover_npus(
+    dev_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    requested: Sequence[int] | None = None,
+) -> tuple[int, ...]:
+    """Ids of the NPUs this process may use.
+
+    The ``davinci<N>`` nodes under ``dev_root`` (default ``$PYPTO_DEV_ROOT`` or
+    ``/dev``), narrowed by ``ASCEND_RT_VISIBLE_DEVICES`` and by ``requested``
+    (``--pypto-device``; None = all).  A malformed visibility variable hides nothing
+    rather than guessing.
+    """
+    env = os.environ if env is None else env
+    try:
+        names = os.listdir(_dev_root(dev_root, env))
+    except OSError:
+        return ()
+    found = {int(m.group(1)) for name in names if (m := _NODE.fullmatch(name))}
+    visible = env.get(VISIBLE_ENV)
+    if visible is not None:
+        if not visible.strip():
+            found = set()
+        else:
+            try:
+                found &= set(parse_device_list(visible))
+            except ValueError:
+                pass
+    if requested is not None:
+        found &= set(requested)
+    return tuple(sorted(found))
+
+
+def onboard_runtimes() -> tuple[str, ...]:
+    """Names of the installed onboard runtimes (entry points in ``pytest_pypto.runtimes``)."""
+    from importlib.metadata import entry_points
+
+    try:
+        eps = entry_points(group=RUNTIME_GROUP)
+    except TypeError:  # Python < 3.10 API shape; kept for safety
+        eps = entry_points().get(RUNTIME_GROUP, [])  # type: ignore[attr-defined]
+    return tuple(sorted({ep.name for ep in eps}))
+
+
+@dataclass(frozen=True)
+class OnboardStatus:
+    """What onboard cells have to work with on this host; computed once per session."""
+
+    devices: tuple[int, ...]
+    runtimes: tuple[str, ...]
+    dev_root: str
+    visible_env: str | None
+    requested: tuple[int, ...] | None
+
+    def missing(self) -> str | None:
+        """Why onboard cells cannot run here (None when they can)."""
+        reasons = []
+        if not self.devices:
+            where = f"no {self.dev_root}/davinci<N> device node"
+            if self.visible_env is not None:
+                where += f" with {VISIBLE_ENV}={self.visible_env!r}"
+            if self.requested is not None:
+                where += f" in --pypto-device {format_device_list(self.requested)}"
+            reasons.append(f"no NPU visible ({where})")
+        if not self.runtimes:
+            reasons.append(
+                f"no onboard runtime installed (no entry point in group {RUNTIME_GROUP!r}; "
+                f"the package ships the simulator only)"
+            )
+        return "; ".join(reasons) or None
+
+
+def onboard_status(
+    requested: Sequence[int] | None = None,
+    dev_root: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> OnboardStatus:
+    """Discover NPUs and onboard runtimes in one go (for skips and the report header)."""
+    env = os.environ if env is None else env
+    return OnboardStatus(
+        devices=discover_npus(dev_root, env, requested),
+        runtimes=onboard_runtimes(),
+        dev_root=str(_dev_root(dev_root, env)),
+        visible_env=env.get(VISIBLE_ENV),
+        requested=tuple(requested) if requested is not None else None,
+    )
+
+
+def _lock_dir(lock_dir: str | os.PathLike[str] | None) -> Path:
+    if lock_dir is not None:
+        return Path(lock_dir)
+    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir(), "pytest-pypto-devices"))
+
+
+class DeviceLease:
+    """An exclusive, process-wide lease of one NPU, held until ``release()``.
+
+    ``acquire`` tries every device without blocking, starting at ``start`` (so xdist
+    workers spread out), and polls until one is free or ``timeout`` seconds pass.
+    The lock is an ``fcntl.flock`` on a per-device file, so it vanishes if the
+    holder dies.  Use as a context manager.
+    """
+
+    def __init__(self, device_id: int, handle: IO[Any]) -> None:
+        self.device_id = device_id
+        self._handle: IO[Any] | None = handle
+
+    @classmethod
+    def acquire(
+        cls,
+        devices: Sequence[int],
+        *,
+        start: int = 0,
+        lock_dir: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        poll: float = 0.05,
+    ) -> DeviceLease:
+        """Lease one of ``devices``; TimeoutError names them when none frees up in time."""
+        import fcntl
+
+        if not devices:
+            raise ValueError("no device to lease")
+        directory = _lock_dir(lock_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        order = [devices[(start + k) % len(devices)] for k in range(len(devices))]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            for dev in order:
+                handle = open(directory / f"davinci{dev}.lock", "a+")  # noqa: SIM115
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.close()
+                    continue
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{os.getpid()}\n")
+                handle.flush()
+                return cls(dev, handle)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"no device free among {format_device_list(devices)} after {timeout}s "
+                    f"(locks in {directory})"
+                )
+            time.sleep(poll)
+
+    def release(self) -> None:
+        """Give the device back (idempotent)."""
+        if self._handle is not None:
+            import fcntl
+
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> DeviceLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
