@@ -1,1 +1,2 @@
-"""Lint checks shipped as collected pytest items."""
+# SPDX-License-Identifier: Apache-2.0
+"""Lint checks shipped as collected pytest items (PLUGIN.md section 11)."""

@@ -1,1 +1,93 @@
-"""pytest hooks of the lint stage (placeholder until the lint framework lands)."""
+# SPDX-License-Identifier: Apache-2.0
+"""pytest hooks of the lint stage: the split option, markers, manifest collection, summary.
+
+Loaded in every pytest run, so only the stdlib (and pytest, already loaded) is
+imported here; the lint framework loads when a `lint.toml` is actually collected.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+SPLIT_CHOICES = ("check", "file")
+MANIFEST_NAME = "lint.toml"
+# Built-in checks' own markers, registered up front so `-m` works before collection.
+BUILTIN_MARKERS = {
+    "license_header": "lint check license-header: files start with the manifest's template",
+    "english_only": "lint check english-only: text stays within the allowed character ranges",
+    "no_broad_raises": "lint check no-broad-raises: no pytest.raises(Exception/BaseException)",
+    "hygiene": "group of lint checks: repository hygiene (built-in checks)",
+}
+_HITS = "pypto_lint_cache_hits"
+_MISSES = "pypto_lint_cache_misses"
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("pypto", "pytest-pypto")
+    group.addoption(
+        "--pypto-lint-split",
+        dest="pypto_lint_split",
+        default=None,
+        metavar="check|file",
+        help="lint items: one per check (default) or one per (check, file). "
+        "Env PYPTO_LINT_SPLIT, ini pypto_lint_split.",
+    )
+    parser.addini("pypto_lint_split", "lint items: one per 'check' (default) or per 'file'")
+
+
+def split_mode(config: Any) -> str:
+    """--pypto-lint-split, then PYPTO_LINT_SPLIT, then ini, then 'check'."""
+    value = config.getoption("pypto_lint_split", None)
+    source = "--pypto-lint-split"
+    if value is None and os.environ.get("PYPTO_LINT_SPLIT"):
+        value, source = os.environ["PYPTO_LINT_SPLIT"], "PYPTO_LINT_SPLIT"
+    if value is None and config.getini("pypto_lint_split"):
+        value, source = config.getini("pypto_lint_split"), "pypto_lint_split (ini)"
+    if value is None:
+        return "check"
+    value = str(value).strip()
+    if value not in SPLIT_CHOICES:
+        import pytest
+
+        raise pytest.UsageError(
+            f"{source}: invalid value {value!r}; choose from {', '.join(SPLIT_CHOICES)}"
+        )
+    return value
+
+
+def pytest_configure(config: Any) -> None:
+    split_mode(config)  # validate early: a bad value is a usage error, exit status 4
+    config.addinivalue_line("markers", "lint: a lint check collected from a lint.toml manifest")
+    for name, doc in BUILTIN_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    config.pluginmanager.register(_CacheStats(), "pypto-lint-cache-stats")
+
+
+def pytest_collect_file(file_path: Path, parent: Any) -> Any:
+    if file_path.name != MANIFEST_NAME:
+        return None
+    from pytest_pypto.lint.items import LintManifest
+
+    return LintManifest.from_parent(parent, path=file_path)
+
+
+class _CacheStats:
+    """Sums lint cache hits/misses from reports (under xdist: every worker's reports)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when != "call" and not (report.when == "setup" and report.failed):
+            return
+        props = dict(p for p in report.user_properties if len(p) == 2)
+        if _HITS in props:
+            self.hits += int(props[_HITS])
+            self.misses += int(props.get(_MISSES, 0))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.hits or self.misses:
+            terminalreporter.write_line(f"pypto lint cache: {self.hits} hits, {self.misses} misses")

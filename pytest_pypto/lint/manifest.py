@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Reading `lint/lint.toml`: which checks run, on which files, with which options.
+
+Schema::
+
+    [lint]
+    modules = ["myproj_checks", "local_checks.py"]  # import names, or .py paths
+                                                    # relative to this manifest
+    [checks.<check-id>]          # one table per enabled check
+    files = ["src/**/*.py"]      # optional: replace the check's default globs
+    exclude = ["src/gen/**"]     # optional: added to the check's excludes
+    markers = ["style"]          # optional: extra group markers
+    hint = "..."                 # optional: replace the check's hint
+    enabled = false              # optional: keep the table but skip the check
+    <option> = <value>           # the check's own options
+
+Problems with one check (unknown id, bad option) become that check's error item;
+problems with the whole manifest (bad TOML, a module that fails to import) are
+collection errors.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_pypto.lint.cache import digest
+from pytest_pypto.lint.framework import CheckSpec, checks_of
+
+BUILTIN_MODULES = (
+    "pytest_pypto.lint.builtin.license",
+    "pytest_pypto.lint.builtin.english",
+    "pytest_pypto.lint.builtin.raises",
+)
+ENTRY_POINT_GROUP = "pytest_pypto.lint_checks"
+_COMMON = {"files", "exclude", "markers", "hint", "enabled"}
+
+
+class ManifestError(Exception):
+    """The manifest as a whole cannot be used; the message says why, for a person."""
+
+
+@dataclass
+class Enabled:
+    """One check as configured by the manifest (or the reason it cannot run)."""
+
+    id: str
+    spec: CheckSpec | None = None
+    files: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+    hint: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    option_texts: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def config_key(self) -> str:
+        """Digest of what, besides the inputs, the check's result depends on."""
+        from pytest_pypto import __version__
+
+        assert self.spec is not None
+        return digest(
+            __version__,
+            self.spec.source_digest,
+            json.dumps(self.options, sort_keys=True, default=str),
+            json.dumps(self.option_texts, sort_keys=True),
+            json.dumps([self.files, self.exclude]),
+        )
+
+
+@dataclass
+class Manifest:
+    path: Path
+    checks: list[Enabled]
+
+
+def load(path: Path) -> Manifest:
+    """Parse and resolve a manifest; raises ManifestError for whole-manifest problems."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        raise ManifestError(f"{path}: lint manifests need Python 3.11+ (tomllib)") from None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ManifestError(f"{path}: cannot read the lint manifest: {e}") from None
+    lint = data.get("lint", {})
+    tables = data.get("checks", {})
+    unknown_top = set(data) - {"lint", "checks"}
+    if unknown_top:
+        raise ManifestError(
+            f"{path}: unknown table(s) {sorted(unknown_top)}; expected [lint] and [checks.<id>]"
+        )
+    if not isinstance(lint, dict) or not isinstance(tables, dict):
+        raise ManifestError(f"{path}: [lint] and [checks.<id>] must be tables")
+    modules = lint.get("modules", [])
+    if not _is_str_list(modules):
+        raise ManifestError(f"{path}: [lint] modules must be a list of strings")
+    known = known_checks(path.parent, modules)
+    checks = []
+    for cid, table in tables.items():
+        en = _resolve(path, cid, table, known)
+        if en is not None:
+            checks.append(en)
+    return Manifest(path, checks)
+
+
+def known_checks(base: Path, modules: list[str]) -> dict[str, CheckSpec]:
+    """Built-ins, then entry points, then the manifest's modules (later ones win)."""
+    known: dict[str, CheckSpec] = {}
+    for mod in BUILTIN_MODULES:
+        importlib.import_module(mod)
+        known.update(checks_of(mod))
+    known.update(_entry_point_checks())
+    own: dict[str, CheckSpec] = {}
+    for entry in modules:
+        for cid, spec in checks_of(_import(base, entry)).items():
+            if cid in own and own[cid].fn is not spec.fn:
+                raise ManifestError(f"check id {cid!r} is defined twice in the manifest's modules")
+            own[cid] = spec
+    known.update(own)
+    return known
+
+
+def _entry_point_checks() -> dict[str, CheckSpec]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, CheckSpec] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as e:
+            raise ManifestError(
+                f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP!r} "
+                f"failed to load: {type(e).__name__}: {e}"
+            ) from None
+        spec = getattr(obj, "lint_check", None)
+        if spec is not None:
+            found[spec.id] = spec
+        else:
+            found.update(checks_of(getattr(obj, "__name__", ep.value.split(":")[0])))
+    return found
+
+
+def _import(base: Path, entry: str) -> str:
+    """Import a check module; returns its module name."""
+    try:
+        if entry.endswith(".py") or "/" in entry:
+            file = (base / entry).resolve()
+            name = f"_pypto_lint_{digest(str(file))[:10]}_{file.stem}"
+            if name not in sys.modules:
+                spec = importlib.util.spec_from_file_location(name, file)
+                if spec is None or spec.loader is None or not file.is_file():
+                    raise FileNotFoundError(f"no such file: {file}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+            return name
+        sys.path.insert(0, str(base))
+        try:
+            return importlib.import_module(entry).__name__
+        finally:
+            sys.path.remove(str(base))
+    except Exception as e:
+        raise ManifestError(
+            f"cannot import lint check module {entry!r} named in {base / 'lint.toml'}: "
+            f"{type(e).__name__}: {e}"
+        ) from None
+
+
+def _is_str_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _resolve(path: Path, cid: str, table: Any, known: Mapping[str, CheckSpec]) -> Enabled | None:
+    en = Enabled(id=cid)
+    where = f"{path.name} [checks.{cid}]"
+    if not isinstance(table, dict):
+        en.error = f"{where} must be a table"
+        return en
+    spec = known.get(cid)
+    if spec is None:
+        names = ", ".join(sorted(known)) or "none"
+        en.error = f"unknown lint check {cid!r} in {path}; known checks: {names}"
+        return en
+    if table.get("enabled", True) is False:
+        return None
+    en.spec = spec
+    for key in ("files", "exclude", "markers"):
+        if key in table and not _is_str_list(table[key]):
+            en.error = f"{where}: {key!r} must be a list of strings, got {table[key]!r}"
+            return en
+    if not isinstance(table.get("hint", ""), str) or not isinstance(
+        table.get("enabled", True), bool
+    ):
+        en.error = f"{where}: 'hint' must be a string and 'enabled' a boolean"
+        return en
+    en.files = tuple(table.get("files", spec.files))
+    en.exclude = spec.exclude + tuple(table.get("exclude", ()))
+    en.markers = spec.markers + tuple(m.replace("-", "_") for m in table.get("markers", ()))
+    en.hint = table.get("hint", spec.hint)
+    options = dict(spec.options)
+    for key, value in table.items():
+        if key in _COMMON:
+            continue
+        if key not in spec.options:
+            valid = ", ".join(sorted(_COMMON | set(spec.options)))
+            en.error = f"{where}: unknown option {key!r}; valid options: {valid}"
+            return en
+        default = spec.options[key]
+        if default is not None and not _same_kind(default, value):
+            en.error = (
+                f"{where}: option {key!r} must be {type(default).__name__}, "
+                f"got {type(value).__name__} {value!r}"
+            )
+            return en
+        options[key] = value
+    en.options = options
+    for key in spec.file_options:
+        rel = options.get(key)
+        if not rel:
+            en.error = f"{where}: option {key!r} (a file relative to {path.name}) is required"
+            return en
+        try:
+            en.option_texts[key] = (path.parent / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            en.error = f"{where}: cannot read {key} file {rel!r}: {e}"
+            return en
+    return en
+
+
+def _same_kind(default: object, value: object) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default))

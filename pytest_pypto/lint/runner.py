@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running one configured check over its files, through the cache."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pytest_pypto.lint.cache import LintCache, digest
+from pytest_pypto.lint.files import FileSet, select
+from pytest_pypto.lint.framework import CheckError, FileContext, ProjectContext, Violation
+from pytest_pypto.lint.manifest import Enabled
+
+
+class CheckCrashed(Exception):
+    """The check itself raised: a tool error, reported as an error and never cached."""
+
+
+@dataclass
+class Result:
+    violations: list[Violation] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+
+
+def files_for(en: Enabled, fileset: FileSet) -> list[str]:
+    """The session files a configured check looks at."""
+    return select(fileset.files, en.files, en.exclude)
+
+
+def run(
+    en: Enabled, fileset: FileSet, cache: LintCache, paths: Sequence[str] | None = None
+) -> Result:
+    """Run `en` on `paths` (default: all its files); cached entries are reused."""
+    assert en.spec is not None
+    paths = files_for(en, fileset) if paths is None else list(paths)
+    config_key = en.config_key
+    res = Result()
+    if en.spec.scope == "project":
+        key = digest(config_key, *(f"{p}={fileset.digest(p)}" for p in paths))
+        cached = cache.get(en.id, key)
+        if cached is not None:
+            res.hits += 1
+            res.violations = cached
+            return res
+        ctx = ProjectContext(fileset.root, en.id, en.options, en.option_texts, files=paths)
+        found = _call(en, ctx, None)
+        cache.put(en.id, key, found)
+        res.misses += 1
+        res.violations = found
+        return res
+    for path in paths:
+        key = digest(config_key, path, fileset.digest(path))
+        cached = cache.get(en.id, key)
+        if cached is not None:
+            res.hits += 1
+            res.violations.extend(cached)
+            continue
+        ctx = FileContext(fileset.root, en.id, en.options, en.option_texts, path=path)
+        found = _call(en, ctx, path)
+        cache.put(en.id, key, found)
+        res.misses += 1
+        res.violations.extend(found)
+    return res
+
+
+def _call(en: Enabled, ctx: FileContext | ProjectContext, path: str | None) -> list[Violation]:
+    assert en.spec is not None
+    try:
+        out = [Violation(str(p), int(n), str(m)) for p, n, m in en.spec.fn(ctx) or ()]
+    except CheckError as e:
+        where = f" on {path}" if path else ""
+        raise CheckCrashed(f"lint check {en.id!r} could not run{where}: {e}") from None
+    except Exception as e:
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))
+        where = f" on {path}" if path else ""
+        raise CheckCrashed(f"lint check {en.id!r} crashed{where}:\n{tb}") from None
+    return out
