@@ -1,0 +1,146 @@
+"""The generic runner of op semantics: what the simulator calls for every tile op.
+
+`apply(spec, *operands, out=..., **attrs)` turns `TileValue` operands into the wide
+valid-region arrays a ``compute`` expects (scalars converted to the tile dtype
+first, DSL.md §5.1), rounds the wide result once to ``out.dtype`` and places it in
+a fresh buffer poisoned outside the valid region (§5.5).  ``execute`` ops get
+their operands unchanged.
+
+Speed matters (the simulator must stay within a small factor of plain numpy), so
+the fast path makes no copies beyond numpy's own result arrays: no widening copy
+for FP32/INT64, no narrowing copy when the dtype already matches, no poison fill
+when the result covers the whole tile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.ir.dtypes import ALL_DTYPES, DataType
+from pytest_pypto.ir.registry import OpSpec
+from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue, new_buffer, widen
+
+_BY_NUMPY: dict[Any, DataType] = {}
+
+
+def dtype_of(array: np.ndarray) -> DataType:
+    """The DataType that stores as ``array.dtype`` (int64 -> INT64, not INDEX)."""
+    if not _BY_NUMPY:
+        for dt in ALL_DTYPES:
+            if dt.storage is not None and dt.name != "INDEX" and dt.bits != 4:
+                _BY_NUMPY.setdefault(dt.np, dt)
+    try:
+        return _BY_NUMPY[np.dtype(array.dtype)]
+    except KeyError:
+        raise TypeError(f"no DSL dtype stores as numpy {array.dtype}") from None
+
+
+def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
+    """Convert a scalar operand to the tile dtype, as the device narrows it (§5.1).
+
+    Floats round once (RNE) to the tile's float format and come back as a Python float;
+    ints (and floats given to an int tile, truncated as a C cast) wrap to the width.
+    """
+    if dtype.is_float:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.asarray(float(value), dtype=np.float64).astype(dtype.np))
+    if dtype.is_int:
+        if isinstance(value, float) or (hasattr(value, "dtype") and value.dtype.kind == "f"):
+            value = 0 if value != value else int(value)
+        v = int(value) & ((1 << dtype.bits) - 1)
+        if dtype.kind != "uint" and v >= 1 << (dtype.bits - 1):
+            v -= 1 << dtype.bits
+        return v
+    return bool(value)
+
+
+def convert_array(array: Any, dtype: DataType) -> np.ndarray:
+    """Round/wrap an array once to ``dtype`` (floats RNE with overflow to inf; ints wrap;
+    floats into ints: round half to even, NaN -> 0, clamped).  No copy when it matches."""
+    arr = np.asarray(array)
+    target = dtype.np
+    if arr.dtype == target:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype.is_int and arr.dtype.kind == "f":
+            info = np.iinfo(target)
+            arr = np.nan_to_num(np.rint(arr.astype(np.float64)), nan=0.0)
+            return np.clip(arr, info.min, info.max).astype(target)
+        if dtype.is_float and arr.dtype.kind == "f" and arr.dtype.itemsize > 4:
+            arr = arr.astype(np.float32)
+        return arr.astype(target, copy=False)
+
+
+def _joint_views(tiles: list[TileValue]) -> list[np.ndarray]:
+    """Views of every tile over the first tile's valid region (broadcast dims stay 1)."""
+    lead = tiles[0]
+    rank = lead.data.ndim
+    if any(t.data.ndim != rank for t in tiles):
+        return [t.valid_view() for t in tiles]
+    ext = []
+    for d in range(rank):
+        e = int(lead.valid[d])
+        if lead.shape[d] == 1:
+            wider = [int(t.valid[d]) for t in tiles[1:] if t.shape[d] != 1]
+            if wider:
+                e = wider[0]
+        ext.append(e)
+    views = []
+    for t in tiles:
+        sl = tuple(
+            slice(0, 1) if t.shape[d] == 1 and ext[d] != 1 else slice(0, min(ext[d], t.shape[d]))
+            for d in range(rank)
+        )
+        views.append(t.data[sl])
+    return views
+
+
+def place(wide: Any, out: TileType, inputs: tuple[Any, ...] = ()) -> TileValue:
+    """Round ``wide`` once to ``out.dtype`` and put it at the origin of a fresh tile buffer."""
+    narrowed = convert_array(wide, out.dtype)
+    if not narrowed.flags.writeable or any(
+        isinstance(t, TileValue) and np.may_share_memory(narrowed, t.data) for t in inputs
+    ):
+        narrowed = narrowed.copy()
+    valid = tuple(narrowed.shape)
+    if valid == tuple(out.shape):
+        data = narrowed
+    else:
+        if len(valid) != len(out.shape) or any(v > s for v, s in zip(valid, out.shape)):
+            raise ValueError(f"result region {valid} does not fit the tile shape {out.shape}")
+        data = new_buffer(tuple(out.shape), out.dtype, out.pad)
+        data[tuple(slice(0, v) for v in valid)] = narrowed
+    return TileValue(data, valid, out.dtype, out.space or "Vec", out.pad)
+
+
+def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: Any) -> Any:
+    """Run one op on run-time values: ``compute`` through widen/round/place, ``execute`` as is.
+
+    ``out`` is the compiled result type; when omitted for a compute op (tests), the result
+    takes the first tile's dtype and the result array's shape.
+    """
+    if spec.execute is not None:
+        return spec.execute(*operands, out=out, **attrs)
+    tiles = [op for op in operands if isinstance(op, TileValue)]
+    lead_dtype = tiles[0].dtype if tiles else out.dtype
+    if getattr(spec.compute, "region", None) == "lhs" and len(tiles) > 1:
+        views = iter(_joint_views(tiles))
+    else:
+        views = iter([t.valid_view() for t in tiles])
+    args = []
+    for op in operands:
+        if isinstance(op, TileValue):
+            args.append(widen(next(views), op.dtype))
+        elif op is None or isinstance(op, np.ndarray):
+            args.append(op)
+        else:
+            args.append(scalar_to_dtype(op, lead_dtype))
+    with np.errstate(all="ignore"):
+        wide = spec.compute(*args, **attrs)
+    if out is None:
+        shape = np.shape(wide)
+        out = TileType(tuple(shape), lead_dtype, tiles[0].space if tiles else None)
+    return place(wide, out, operands)

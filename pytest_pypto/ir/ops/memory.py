@@ -1,0 +1,410 @@
+"""Memory ops: tile.load, tile.store, tile.move, tile.create, tile.full (DSL.md §4.1, §2.5).
+
+Their numpy semantics are about buffers (windows, valid regions, poison, in-place
+tensor writes), so they use ``execute`` rather than ``compute``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_pypto.ir.ops._rules import (
+    OpBoundsError,
+    check_window,
+    dims,
+    dtype_list,
+    enum_name,
+    space_name,
+    static_shape,
+    tensor,
+    tile,
+)
+from pytest_pypto.ir.registry import (
+    CallInfo,
+    MemRule,
+    OpArchError,
+    OpSpaceError,
+    OpSpec,
+    OpTypeError,
+    ParamSpec,
+    register,
+)
+from pytest_pypto.ir.types import TensorType, TileType
+
+SCALE_SPACES = ("LeftScale", "RightScale")
+
+
+def _index_list(info: CallInfo, name: str, rank: int, what: str) -> tuple[Any, ...]:
+    items = info.values.get(name)
+    if items is None or not isinstance(items, (tuple, list)):
+        raise OpTypeError(f"The operator {info.op} requires '{name}' to be a list, but got {items!r}")
+    if len(items) != rank:
+        raise OpTypeError(
+            f"The operator {info.op} requires one {what} per dimension ({rank}), but got "
+            f"{len(items)} in '{name}'"
+        )
+    return tuple(items)
+
+
+# ----------------------------------------------------------------------- load
+
+
+def _load_type(info: CallInfo) -> TileType:
+    src = tensor(info, "tensor")
+    if src.rank < 1:
+        raise OpTypeError(f"The operator {info.op} requires a tensor of rank >= 1")
+    _index_list(info, "offsets", src.rank, "offset")
+    shape = static_shape(info, "shapes", _index_list(info, "shapes", src.rank, "extent"))
+    requested = info.values.get("valid_shape")
+    valid = list(shape if requested is None else _index_list(info, "valid_shape", src.rank,
+                                                             "valid extent"))
+    for d, (v, s) in enumerate(zip(valid, shape)):
+        if v is not None and not 0 <= v <= s:
+            raise OpTypeError(
+                f"The operator {info.op} requires 0 <= valid_shape <= shapes, but got "
+                f"valid_shape {dims(valid)} for shapes {dims(shape)} (dimension {d})"
+            )
+    if info.values.get("clamp"):
+        offsets = info.values.get("offsets")
+        for d, (o, size) in enumerate(zip(offsets, src.shape)):
+            if valid[d] is None:
+                continue
+            if o is None or not isinstance(size, int):
+                valid[d] = None  # cut at the source edge at run time
+            else:
+                valid[d] = max(0, min(valid[d], size - o))
+    else:
+        check_window(info, "offsets", valid, src.shape, verb="reads", whose="source")
+    return TileType(shape, src.dtype, space_name(info.values.get("target_memory")),
+                    tuple(valid))
+
+
+def _load_arch(arch: Any, info: CallInfo) -> None:
+    target = space_name(info.values.get("target_memory"))
+    if target is None or target in arch.load_targets:
+        return
+    raise OpSpaceError(
+        f"The operator {info.op} cannot target {target}: a load lands only in "
+        f"{dtype_list(arch.load_targets)}",
+        f"load into pl.Mem.Mat, then pl.move(..., target_memory=pl.Mem.{target})",
+    )
+
+
+def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clamp: bool):
+    """Per-dim extents actually covered, raising on out-of-range windows (run-time §6.4)."""
+    cut = []
+    for d, (o, e, n) in enumerate(zip(offsets, extents, size)):
+        o, e = int(o), int(e)
+        if o < 0:
+            raise OpBoundsError(f"{op} {verb} before the start of dimension {d}: offset {o} < 0")
+        if o + e > n and not clamp:
+            raise OpBoundsError(
+                f"{op} {verb} past the end of dimension {d}: offset {o} + extent {e} > "
+                f"{whose} extent {n}"
+            )
+        cut.append(max(0, min(e, n - o)))
+    return tuple(cut)
+
+
+def _load_execute(src, *, offsets, shapes, valid_shape=None, target_memory=None, clamp=False,
+                  out=None, **_):
+    from pytest_pypto.ir.apply import dtype_of
+    from pytest_pypto.ir.values import TileValue, new_buffer
+
+    shape = tuple(int(s) for s in shapes)
+    requested = shape if valid_shape is None else tuple(int(v) for v in valid_shape)
+    valid = _runtime_window("tile.load", "reads", "source", offsets, requested, src.shape,
+                            bool(clamp))
+    dtype = out.dtype if out is not None else dtype_of(src)
+    window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
+    pad = out.pad if out is not None else None
+    if valid == shape:
+        data = src[window].astype(dtype.np, copy=True)
+    else:
+        data = new_buffer(shape, dtype, pad)
+        data[tuple(slice(0, v) for v in valid)] = src[window]
+    space = (out.space if out is not None else None) or space_name(target_memory) or "Vec"
+    return TileValue(data, valid, dtype, space, pad)
+
+
+register(OpSpec(
+    name="tile.load",
+    params=(
+        ParamSpec("tensor", "tensor"),
+        ParamSpec("offsets", "index_list"),
+        ParamSpec("shapes", "shape"),
+        ParamSpec("valid_shape", "index_list", default=None),
+        ParamSpec("target_memory", "space", default=None),
+        ParamSpec("clamp", "bool", default=False),
+    ),
+    type_rule=_load_type,
+    mem=MemRule(result="attr:target_memory"),
+    arch_rule=_load_arch,
+    execute=_load_execute,
+    spellings=("load",),
+    doc="Copy a window of a DDR tensor into a new tile (Vec, or Mat). The tile's valid region "
+        "is valid_shape (default shapes) cut at the source edge when clamp=True; the rest is "
+        "poisoned. target_memory=None means Vec unless the consumers demand Mat.",
+))
+
+
+# ---------------------------------------------------------------------- store
+
+
+def _store_type(info: CallInfo) -> TensorType:
+    src = tile(info, "tile")
+    dst = tensor(info, "output_tensor")
+    if src.rank != dst.rank:
+        raise OpTypeError(
+            f"The operator {info.op} requires the tile rank to equal the tensor rank, but got "
+            f"rank {src.rank} and rank {dst.rank}"
+        )
+    _index_list(info, "offsets", dst.rank, "offset")
+    if src.dtype.name != dst.dtype.name and (
+        src.space == "Vec" or (src.space is None and src.dtype.name not in ("FP32", "INT32"))
+    ):
+        raise OpTypeError(
+            f"The operator {info.op} requires the tile dtype to equal the tensor dtype, but got "
+            f"{src.dtype.name} and {dst.dtype.name}",
+            f"pl.cast the tile to pl.{dst.dtype.name} before storing it",
+        )
+    atomic = enum_name(info.values.get("atomic"))
+    if atomic not in (None, "None_", "None", 0, "Add", 1):
+        raise OpTypeError(f"The operator {info.op} requires atomic None_ or Add, but got {atomic}")
+    check_window(info, "offsets", src.valid, dst.shape, verb="writes", whose="destination")
+    return dst
+
+
+def _store_arch(arch: Any, info: CallInfo) -> None:
+    src = tile(info, "tile")
+    dst = tensor(info, "output_tensor")
+    if src.space is not None and src.space not in arch.store_sources:
+        raise OpSpaceError(
+            f"The operator {info.op} requires a tile in {dtype_list(arch.store_sources)}, "
+            f"but got {src.space}",
+            "pl.move the tile to pl.Mem.Vec first",
+        )
+    if src.space == "Acc" and dst.dtype.name not in arch.acc_store_dtypes:
+        raise OpArchError(
+            f"The operator {info.op} stores an Acc tile into an {dst.dtype.name} tensor on the "
+            f"'{arch.name}' backend; Acc stores only into {dtype_list(arch.acc_store_dtypes)}",
+            "pl.cast on the vector side and store that, or store into an FP32/INT32 tensor",
+        )
+    if src.space == "Vec" and src.dtype.name != dst.dtype.name:
+        raise OpTypeError(
+            f"The operator {info.op} requires the tile dtype to equal the tensor dtype, but got "
+            f"{src.dtype.name} and {dst.dtype.name}",
+            f"pl.cast the tile to pl.{dst.dtype.name} before storing it",
+        )
+    if enum_name(info.values.get("atomic")) in ("Add", 1):
+        name = dst.dtype.name
+        if name not in arch.atomic_add_dtypes:
+            hint = ("accumulate in fp32, cast after" if name == "BF16"
+                    else f"atomic add supports {dtype_list(arch.atomic_add_dtypes)}")
+            raise OpArchError(
+                f"The operator {info.op} atomically adds into a {name} tensor, which the "
+                f"'{arch.name}' backend cannot do",
+                hint,
+            )
+
+
+def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
+    from pytest_pypto.ir.apply import convert_array
+
+    valid = tuple(int(v) for v in src.valid)
+    _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
+    window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
+    region = src.valid_view()
+    if enum_name(atomic) in ("Add", 1):
+        from pytest_pypto.ir.values import widen
+
+        total = widen(region, src.dtype) + widen(dst[window], src.dtype)
+        dst[window] = convert_array(total, dst.dtype)
+    elif region.dtype == dst.dtype:
+        dst[window] = region
+    else:
+        dst[window] = convert_array(region, dst.dtype)
+    return dst
+
+
+register(OpSpec(
+    name="tile.store",
+    params=(
+        ParamSpec("tile", "tile"),
+        ParamSpec("offsets", "index_list"),
+        ParamSpec("output_tensor", "tensor"),
+        ParamSpec("atomic", "enum", default=None, keyword_only=True),
+    ),
+    type_rule=_store_type,
+    mem=MemRule(operands={"tile": ("Vec", "Acc")}, result=None),
+    arch_rule=_store_arch,
+    execute=_store_execute,
+    spellings=("store",),
+    doc="Write the tile's valid region into the tensor at offsets and return the tensor "
+        "(rebind it). Acc tiles convert once (RNE) to FP32/FP16/BF16/INT32 tensors; "
+        "atomic=Add adds into the destination instead of overwriting it.",
+))
+
+
+# ----------------------------------------------------------------------- move
+
+
+def _move_type(info: CallInfo) -> TileType:
+    src = tile(info, "tile")
+    target = space_name(info.values.get("target_memory"))
+    if target is None:
+        raise OpTypeError(f"The operator {info.op} requires target_memory")
+    if target == "DDR":
+        raise OpSpaceError(
+            f"The operator {info.op} cannot target DDR: tiles leave the chip only by a store",
+            "use pl.store(tile, offsets, tensor)",
+        )
+    if src.space is not None and src.space == target:
+        raise OpSpaceError(
+            f"The operator {info.op} requires a target different from the source space, but "
+            f"the tile is already in {target}",
+            "drop the pl.move",
+        )
+    return src.with_(space=target)
+
+
+def _move_arch(arch: Any, info: CallInfo) -> None:
+    src = tile(info, "tile")
+    target = space_name(info.values.get("target_memory"))
+    if not arch.has_space(target):
+        raise OpArchError(
+            f"The operator {info.op} targets {target}, which does not exist on the "
+            f"'{arch.name}' backend"
+        )
+    if src.space is None or target in arch.move_graph.get(src.space, ()):
+        return
+    if (src.space, target) in arch.cross_core_moves:
+        return
+    legal = [s for s in arch.move_graph.get(src.space, ()) if s != "DDR"]
+    legal += [f"{b} (cross-core transfer)" for a, b in arch.cross_core_moves if a == src.space]
+    listed = ", ".join(legal) if legal else "none"
+    raise OpSpaceError(
+        f"tile.move has no path from {src.space} to {target} on '{arch.name}'; legal moves "
+        f"from {src.space}: {listed}",
+        f"move to pl.Mem.{legal[0].split(' ')[0]} first" if legal else None,
+    )
+
+
+def _move_execute(src, *, target_memory=None, out=None, **_):
+    from pytest_pypto.ir.values import TileValue
+
+    space = (out.space if out is not None else None) or space_name(target_memory)
+    return TileValue(src.data.copy(), tuple(src.valid), src.dtype, space, src.pad)
+
+
+register(OpSpec(
+    name="tile.move",
+    params=(
+        ParamSpec("tile", "tile"),
+        ParamSpec("target_memory", "space"),
+        ParamSpec("blayout", "enum", default=None),
+        ParamSpec("slayout", "enum", default=None),
+    ),
+    type_rule=_move_type,
+    mem=MemRule(result="attr:target_memory"),
+    arch_rule=_move_arch,
+    execute=_move_execute,
+    spellings=("move",),
+    doc="Copy a tile to another memory space along a legal move edge or cross-core transfer; "
+        "shape, dtype and valid region are kept, blayout/slayout are accepted and ignored.",
+))
+
+
+# --------------------------------------------------------------- create / full
+
+
+def _create_type(info: CallInfo) -> TileType:
+    shape = static_shape(info, "shape", info.values.get("shape"))
+    dtype = info.values.get("dtype")
+    if dtype is None:
+        raise OpTypeError(f"The operator {info.op} requires a dtype")
+    target = space_name(info.values.get("target_memory"))
+    if target in SCALE_SPACES or target == "DDR":
+        raise OpSpaceError(
+            f"The operator {info.op} cannot create a tile in {target}",
+            "create it in pl.Mem.Vec or pl.Mem.Mat",
+        )
+    return TileType(shape, dtype, target)
+
+
+def _create_arch(arch: Any, info: CallInfo) -> None:
+    target = space_name(info.values.get("target_memory"))
+    if target is not None and not arch.has_space(target):
+        raise OpArchError(
+            f"The operator {info.op} targets {target}, which does not exist on the "
+            f"'{arch.name}' backend"
+        )
+
+
+def _create_execute(*, shape, dtype, target_memory=None, out=None, **_):
+    from pytest_pypto.ir.values import TileValue, new_buffer
+
+    shape = tuple(int(s) for s in shape)
+    space = (out.space if out is not None else None) or space_name(target_memory) or "Vec"
+    return TileValue(new_buffer(shape, dtype), shape, dtype, space)
+
+
+register(OpSpec(
+    name="tile.create",
+    params=(
+        ParamSpec("shape", "shape"),
+        ParamSpec("dtype", "dtype"),
+        ParamSpec("target_memory", "space", default=None),
+    ),
+    type_rule=_create_type,
+    mem=MemRule(result="attr:target_memory"),
+    arch_rule=_create_arch,
+    execute=_create_execute,
+    spellings=("create_tile", "tile.create"),
+    doc="Allocate a new tile whose contents are undefined (poisoned, DSL.md §5.5); "
+        "target_memory=None means Vec unless the consumers demand another space.",
+))
+
+
+def _full_type(info: CallInfo) -> TileType:
+    shape = static_shape(info, "shape", info.values.get("shape"))
+    dtype = info.values.get("dtype")
+    value = info.values.get("value")
+    if dtype is None:
+        raise OpTypeError(f"The operator {info.op} requires a dtype")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise OpTypeError(
+            f"The operator {info.op} requires a literal int or float value, but got {value!r}",
+            "fill with a constant, then pl.adds a Scalar if the value is dynamic",
+        )
+    if dtype.is_int and isinstance(value, float) and value != int(value):
+        info.warnings.append(f"{info.op}: {value} truncates to {int(value)} in {dtype.name}")
+    return TileType(shape, dtype)
+
+
+def _full_execute(*, shape, dtype, value, out=None, **_):
+    import numpy as np
+
+    from pytest_pypto.ir.apply import scalar_to_dtype
+    from pytest_pypto.ir.values import TileValue
+
+    shape = tuple(int(s) for s in shape)
+    data = np.full(shape, scalar_to_dtype(value, dtype), dtype=dtype.np)
+    space = (out.space if out is not None else None) or "Vec"
+    return TileValue(data, shape, dtype, space)
+
+
+register(OpSpec(
+    name="tile.full",
+    params=(
+        ParamSpec("shape", "shape"),
+        ParamSpec("dtype", "dtype"),
+        ParamSpec("value", "literal"),
+    ),
+    type_rule=_full_type,
+    mem=MemRule(result="Vec"),
+    execute=_full_execute,
+    spellings=("tile.full",),
+    doc="A new Vec tile of shape filled with a literal value (converted to dtype first), "
+        "fully valid.",
+))
