@@ -1,0 +1,56 @@
+"""`pytest_pypto.run`: compile when needed, then dispatch on the simulator of the platform.
+
+The harness sits above both the compiler and the runtime, so this is where a
+parsed program meets a `Worker`.  The compiler is imported lazily: dispatching an
+already compiled artifact never loads it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from pytest_pypto.config import RunConfig
+from pytest_pypto.ir.artifact import CompiledProgram
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_pypto.runtime.worker import SimRun, Worker
+
+__all__ = ["run", "worker_for"]
+
+_DEFAULT = RunConfig()
+_workers: dict[str, Worker] = {}
+
+
+def worker_for(platform: str) -> Worker:
+    """The process-wide `Worker` of a platform (raises for onboard platforms)."""
+    worker = _workers.get(platform)
+    if worker is None:
+        from pytest_pypto.runtime.worker import Worker
+
+        worker = _workers[platform] = Worker(platform=platform)
+    return worker
+
+
+def run(
+    program_or_compiled: Any, *arrays: Any, config: RunConfig = _DEFAULT
+) -> SimRun | CompiledProgram:
+    """Run a kernel program on ``config.platform`` with ``arrays`` bound to the entry's params.
+
+    ``program_or_compiled`` is a parsed program (``@pl.program``; compiled here with
+    ``config``), a `CompiledProgram`, or an artifact directory.  Out/InOut arrays
+    receive the results in place; the returned `SimRun` also holds them by name, the
+    executed task graph and the path of its ``deps.json``.  With
+    ``config.codegen_only`` nothing is dispatched and the `CompiledProgram` is returned.
+    """
+    if isinstance(program_or_compiled, (CompiledProgram, str, os.PathLike)):
+        compiled = program_or_compiled
+    else:
+        from pytest_pypto.compiler.api import compile as compile_program
+
+        compiled = compile_program(program_or_compiled, config)
+    if config.codegen_only:
+        if not isinstance(compiled, CompiledProgram):
+            raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
+        return compiled
+    return worker_for(config.platform).run(compiled, *arrays, config=config)

@@ -1,0 +1,148 @@
+"""Load an artifact directory: manifest, generated kernels and orchestration, built once.
+
+Generated sources follow the ABIs documented in `pytest_pypto.ir.artifact`.  They
+are compiled and their ``make`` functions called once per artifact (keyed by the
+directory and a hash of the manifest's bytes, so a rewritten artifact is reloaded)
+and per op binder; every later run of the same artifact reuses the built kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_pypto.ir.artifact import MANIFEST_NAME, Manifest, read_manifest
+from pytest_pypto.ir.errors import SimulationError
+
+Binder = Callable[[str], Callable[..., Any]]
+
+
+def registry_bind(op: str) -> Callable[..., Any]:
+    """The default op binder: the registry entry's numpy semantics via `ir.apply.apply`."""
+    from pytest_pypto.ir.apply import apply
+    from pytest_pypto.ir.registry import REGISTRY
+
+    try:
+        spec = REGISTRY[op]
+    except KeyError:
+        raise SimulationError(
+            f"generated code binds op '{op}', which the op registry does not have",
+            hint="the artifact was produced by a different toolchain version; recompile it",
+        ) from None
+    return functools.partial(apply, spec)
+
+
+@dataclass
+class Kernel:
+    """A built kernel plus what dispatch needs from its manifest entry."""
+
+    name: str
+    func_id: int
+    core_type: str
+    fn: Callable[..., Any]
+    arg_names: tuple[str, ...]
+    directions: tuple[str, ...]
+    kinds: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    shapes: tuple[tuple[int | str, ...], ...]
+    returns: tuple[int, ...]
+
+
+@dataclass
+class LoadedArtifact:
+    """An artifact ready to run: manifest, built kernels and the orchestration's ``make``."""
+
+    directory: Path
+    manifest: Manifest
+    digest: str
+    kernels: dict[str, Kernel]
+    make_orchestration: Callable[[Any], Callable[..., Any]]
+
+
+_lock = threading.Lock()
+_by_content: dict[tuple[str, str, Binder], LoadedArtifact] = {}
+_by_stat: dict[tuple[str, int, int, int], str] = {}
+
+
+def load_artifact(directory: str | os.PathLike, bind: Binder = registry_bind) -> LoadedArtifact:
+    """The built artifact in ``directory`` (cached per directory, manifest hash and binder)."""
+    directory = Path(directory)
+    key_dir = str(directory.resolve())
+    manifest_path = directory / MANIFEST_NAME
+    try:
+        st = manifest_path.stat()
+    except FileNotFoundError:
+        raise SimulationError(
+            f"{directory} is not an artifact directory: {MANIFEST_NAME} is missing",
+            hint="pass the CompiledProgram returned by pytest_pypto.compile(...)",
+        ) from None
+    stat_key = (key_dir, st.st_mtime_ns, st.st_size, st.st_ino)
+    digest = _by_stat.get(stat_key)
+    if digest is None:
+        digest = hashlib.sha256(manifest_path.read_bytes()).hexdigest()
+        _by_stat[stat_key] = digest
+    content_key = (key_dir, digest, bind)
+    loaded = _by_content.get(content_key)
+    if loaded is None:
+        with _lock:
+            loaded = _by_content.get(content_key)
+            if loaded is None:
+                loaded = _build(directory, digest, bind)
+                _by_content[content_key] = loaded
+    return loaded
+
+
+def clear_cache() -> None:
+    """Forget every built artifact (tests; long sessions rewriting artifacts in place)."""
+    with _lock:
+        _by_content.clear()
+        _by_stat.clear()
+
+
+def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
+    try:
+        manifest = read_manifest(directory)
+    except ValueError as exc:
+        raise SimulationError(f"cannot load the artifact: {exc}") from None
+    kernels = {}
+    for info in manifest.kernels:
+        make = _load_make(directory / info.source, f"kernel '{info.name}'")
+        fn = make(bind)
+        if not callable(fn):
+            raise SimulationError(
+                f"{directory / info.source}: make(bind) returned {fn!r}, not a kernel function"
+            )
+        kernels[info.name] = Kernel(
+            name=info.name,
+            func_id=info.func_id,
+            core_type=info.core_type,
+            fn=fn,
+            arg_names=tuple(a.name for a in info.args),
+            directions=tuple(a.direction for a in info.args),
+            kinds=tuple(a.kind for a in info.args),
+            dtypes=tuple(a.dtype for a in info.args),
+            shapes=tuple(tuple(a.shape) for a in info.args),
+            returns=tuple(info.returns),
+        )
+    make_orch = _load_make(directory / manifest.orchestration, "the orchestration")
+    return LoadedArtifact(directory, manifest, digest, kernels, make_orch)
+
+
+def _load_make(path: Path, what: str) -> Callable[[Any], Any]:
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise SimulationError(f"cannot read generated source of {what}: {exc}") from None
+    namespace: dict[str, Any] = {"__name__": f"pypto_generated.{path.stem}", "__file__": str(path)}
+    code = compile(source, str(path), "exec")  # real path: tracebacks show generated lines
+    exec(code, namespace)
+    make = namespace.get("make")
+    if not callable(make):
+        raise SimulationError(f"{path}: generated source of {what} defines no make() function")
+    return make

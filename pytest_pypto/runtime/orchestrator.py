@@ -1,0 +1,165 @@
+"""The orchestration runtime object ``rt`` that generated orchestration code calls.
+
+It implements the orchestration ABI of `pytest_pypto.ir.artifact`: tensor handles
+(`create_tensor`, `slice`, `reshape`, `transpose`, `dim`), blocking scalar access
+(`read`, `write`) and task submission (`submit`), recording each task into the
+run's `TaskGraph` with per-argument directions from the manifest and byte ranges
+from the handles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.ir.dtypes import DataType, dtype_by_name
+from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.values import new_buffer
+from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.loader import Kernel
+from pytest_pypto.runtime.tensors import (
+    RootBuffer,
+    TensorHandle,
+    reshape_view,
+    slice_view,
+    transpose_view,
+)
+
+
+class Orchestrator:
+    """``rt``: what an orchestration function sees of the simulated device."""
+
+    def __init__(self, kernels: dict[str, Kernel], graph: TaskGraph, roots: list[RootBuffer]):
+        self._kernels = kernels
+        self._graph = graph
+        self.roots = roots
+
+    # -- tensors -----------------------------------------------------------------
+    def add_root(self, data: np.ndarray, dtype: DataType, name: str, origin: str) -> TensorHandle:
+        root = RootBuffer(len(self.roots), data, dtype, name, origin)
+        self.roots.append(root)
+        return root.handle()
+
+    def create_tensor(
+        self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None
+    ) -> TensorHandle:
+        """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given."""
+        if isinstance(dtype, str):
+            dtype = dtype_by_name(dtype)
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise SimulationError(f"pl.create_tensor got a negative dimension in {list(shape)}")
+        if init_value is None:
+            data = new_buffer(shape, dtype)
+        else:
+            data = np.full(shape, init_value, dtype=dtype.np)
+        label = name or f"create_tensor#{len(self.roots)}"
+        return self.add_root(data, dtype, label, "create_tensor")
+
+    def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
+        return slice_view(self._handle(t, "slice"), shape, offsets)
+
+    def reshape(self, t: TensorHandle, shape: Any) -> TensorHandle:
+        return reshape_view(self._handle(t, "reshape"), shape)
+
+    def transpose(self, t: TensorHandle, axis1: int, axis2: int) -> TensorHandle:
+        return transpose_view(self._handle(t, "transpose"), axis1, axis2)
+
+    def dim(self, t: TensorHandle, axis: int) -> int:
+        return self._handle(t, "tensor.dim").shape[int(axis)]
+
+    # -- blocking scalar access ----------------------------------------------------
+    def read(self, t: TensorHandle, index: Any) -> Any:
+        """`pl.tensor.read`: waits for every pending producer of ``t``, then reads."""
+        t = self._handle(t, "tensor.read")
+        idx = self._index(t, index, "tensor.read")
+        self._graph.finish_writers(t)
+        return t.array[idx].item()
+
+    def write(self, t: TensorHandle, index: Any, value: Any) -> None:
+        """`pl.tensor.write`: waits for every pending task touching ``t``, then writes."""
+        t = self._handle(t, "tensor.write")
+        if t.root.origin == "In":
+            raise SimulationError(
+                f"pl.tensor.write into entry parameter '{t.root.name}', which is declared In",
+                hint="declare it pl.InOut[...] or write into a pl.create_tensor buffer",
+            )
+        idx = self._index(t, index, "tensor.write")
+        self._graph.finish_writers(t, include_readers=True)
+        t.array[idx] = value
+
+    # -- tasks -------------------------------------------------------------------
+    def submit(self, kernel: str, args: Any, returns: Any = ()) -> Any:
+        """Record one task of ``kernel``; returns the arguments at positions ``returns``."""
+        k = self._kernels.get(kernel)
+        if k is None:
+            raise SimulationError(
+                f"orchestration submits kernel '{kernel}', which the artifact does not have "
+                f"(kernels: {', '.join(self._kernels) or 'none'})"
+            )
+        if len(args) != len(k.kinds):
+            raise SimulationError(
+                f"task of kernel '{kernel}' got {len(args)} arguments, but the kernel takes "
+                f"{len(k.kinds)} ({', '.join(k.arg_names)})"
+            )
+        call_args: list[Any] = []
+        handles: list[TensorHandle | None] = []
+        for i, a in enumerate(args):
+            if k.kinds[i] == "tensor":
+                if a.__class__ is not TensorHandle:
+                    raise SimulationError(
+                        f"argument '{k.arg_names[i]}' of kernel '{kernel}' must be a tensor, "
+                        f"but the orchestration passed {type(a).__name__}"
+                    )
+                if a.root.dtype.name != k.dtypes[i] or len(a.shape) != len(k.shapes[i]):
+                    self._mismatch(k, i, a)
+                for want, got in zip(k.shapes[i], a.shape):
+                    if want != got and want.__class__ is int:
+                        self._mismatch(k, i, a)
+                call_args.append(a.array)
+                handles.append(a)
+            else:
+                if isinstance(a, TensorHandle):
+                    raise SimulationError(
+                        f"argument '{k.arg_names[i]}' of kernel '{kernel}' is a scalar, "
+                        f"but the orchestration passed a tensor"
+                    )
+                call_args.append(a)
+                handles.append(None)
+        self._graph.submit(k, call_args, handles)
+        if len(returns) == 1:
+            return args[returns[0]]
+        return tuple(args[r] for r in returns)
+
+    # -- helpers -----------------------------------------------------------------
+    @staticmethod
+    def _mismatch(k: Kernel, i: int, a: TensorHandle) -> None:
+        want = f"Tensor[{list(k.shapes[i])}, {k.dtypes[i]}]"
+        got = f"Tensor[{list(a.shape)}, {a.root.dtype.name}]"
+        raise SimulationError(
+            f"argument '{k.arg_names[i]}' of kernel '{k.name}' expects {want}, "
+            f"but the orchestration passed {got} (a window of '{a.root.name}')"
+        )
+
+    @staticmethod
+    def _handle(t: Any, what: str) -> TensorHandle:
+        if t.__class__ is not TensorHandle:
+            raise SimulationError(f"pl.{what} needs a tensor, got {type(t).__name__}")
+        return t
+
+    @staticmethod
+    def _index(t: TensorHandle, index: Any, what: str) -> tuple[int, ...]:
+        idx = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
+        if len(idx) != len(t.shape):
+            raise SimulationError(
+                f"pl.{what} of tensor '{t.root.name}' (rank {len(t.shape)}) got index "
+                f"{list(idx)}; it needs one index per dimension"
+            )
+        for axis, (i, n) in enumerate(zip(idx, t.shape)):
+            if not 0 <= i < n:
+                raise SimulationError(
+                    f"pl.{what} index {i} is out of range for dimension {axis} of extent {n} "
+                    f"(tensor '{t.root.name}', at run time)"
+                )
+        return idx

@@ -1,0 +1,204 @@
+"""`Worker`: runs compiled artifacts on the bundled numpy functional simulator.
+
+One worker serves one sim platform ('a2a3sim' or 'a5sim') and refuses artifacts
+compiled for another.  A run stages the caller's arrays (`staging`), calls the
+generated orchestration with an `Orchestrator` as ``rt``, executes the recorded
+task graph (`graph`), copies Out/InOut results back and writes the executed graph
+to ``deps.json`` in a run directory.
+
+The runtime reads artifacts and the op registry only; it never imports the
+compiler or the language.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.arch import ExecutionMode, parse_platform, spec
+from pytest_pypto.config import RunConfig
+from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
+from pytest_pypto.ir.errors import PyptoWarning, SimulationError
+from pytest_pypto.ir.values import UNINITIALIZED
+from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
+from pytest_pypto.runtime.orchestrator import Orchestrator
+from pytest_pypto.runtime.staging import stage
+
+__all__ = ["OnboardExecutionError", "SimRun", "Worker"]
+
+
+class OnboardExecutionError(SimulationError):
+    """Execution was asked of an onboard platform, which the bundled simulator cannot serve."""
+
+
+@dataclass
+class SimRun:
+    """The result of one simulated run."""
+
+    program: str
+    platform: str
+    outputs: dict[str, np.ndarray]  # Out/InOut entry params by name (the caller's arrays)
+    returns: tuple[np.ndarray, ...]  # the entry's returned params, in order
+    tasks: list[dict[str, Any]]  # executed tasks, as in deps.json
+    run_dir: Path
+    deps_path: Path
+    uninitialized: str = "poison"
+    war_hazards: list[dict[str, Any]] = field(default_factory=list)
+    sim_backend: str = SIM_BACKEND
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.outputs[name]
+
+    def deps(self) -> dict[str, Any]:
+        """The parsed deps.json."""
+        return json.loads(self.deps_path.read_text())
+
+
+class Worker:
+    """Executes artifacts of one sim platform."""
+
+    def __init__(self, platform: str = "a2a3sim", *, bind: Binder = registry_bind) -> None:
+        arch, mode = parse_platform(platform)
+        if mode is not ExecutionMode.SIM:
+            raise OnboardExecutionError(
+                f"cannot execute on platform '{platform}': running kernels on hardware needs "
+                f"an Ascend NPU and an onboard runtime (entry-point group "
+                f"'pytest_pypto.runtimes'); the bundled toolchain only simulates",
+                hint=f"compile only (RunConfig(codegen_only=True)), or run on "
+                f"'{_sim_twin(arch)}' to use the numpy simulator",
+            )
+        self.platform = platform
+        self.arch = spec(arch)
+        self.bind = bind
+
+    def __repr__(self) -> str:
+        return f"Worker(platform={self.platform!r})"
+
+    def load(self, artifact: CompiledProgram | LoadedArtifact | str | os.PathLike) -> LoadedArtifact:
+        """The built artifact, refused when it was compiled for another platform."""
+        if isinstance(artifact, LoadedArtifact):
+            loaded = artifact
+        else:
+            directory = artifact.artifact_dir if isinstance(artifact, CompiledProgram) else artifact
+            loaded = load_artifact(directory, self.bind)
+        manifest = loaded.manifest
+        if manifest.platform != self.platform:
+            raise SimulationError(
+                f"artifact of '{manifest.program}' was compiled for platform "
+                f"'{manifest.platform}', but this worker runs '{self.platform}'",
+                hint=f"compile it with RunConfig(platform='{self.platform}'), or run it on "
+                f"Worker(platform='{manifest.platform}')",
+            )
+        return loaded
+
+    def run(
+        self,
+        artifact: CompiledProgram | LoadedArtifact | str | os.PathLike,
+        *arrays: Any,
+        config: RunConfig | None = None,
+    ) -> SimRun:
+        """Stage ``arrays``, run the entry and its tasks, copy results back."""
+        cfg = config if config is not None else _DEFAULT_CONFIG
+        loaded = self.load(artifact)
+        manifest = loaded.manifest
+        clusters = cfg.sim_clusters or self.arch.sim_clusters
+        graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war)
+        rt = Orchestrator(loaded.kernels, graph, [])
+        token = UNINITIALIZED.set(cfg.uninitialized)
+        try:
+            entry_args, copy_back, dyn = stage(manifest, arrays, rt)
+            entry = loaded.make_orchestration(rt)
+            entry(*entry_args)
+            graph.drain()
+        finally:
+            UNINITIALIZED.reset(token)
+        for caller, staged in copy_back:
+            np.copyto(caller, staged)
+
+        run_dir = _new_run_dir(cfg, manifest.program)
+        meta = {
+            "program": manifest.program,
+            "platform": self.platform,
+            "arch": self.arch.name,
+            "uninitialized": cfg.uninitialized,
+            "schedule_seed": cfg.schedule_seed,
+            "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
+            "dynamic_dims": dyn,
+        }
+        record = graph.to_json(rt.roots, meta)
+        deps_path = run_dir / "deps.json"
+        deps_path.write_text(json.dumps(record, indent=1))
+        if graph.war_hazards:
+            _warn_war(manifest.program, graph.war_hazards)
+        outputs = {
+            a.name: value
+            for a, value in zip(manifest.entry_args, arrays)
+            if a.kind == "tensor" and a.direction != "In"
+        }
+        return SimRun(
+            program=manifest.program,
+            platform=self.platform,
+            outputs=outputs,
+            returns=tuple(arrays[i] for i in manifest.entry_returns),
+            tasks=record["tasks"],
+            run_dir=run_dir,
+            deps_path=deps_path,
+            uninitialized=cfg.uninitialized,
+            war_hazards=record["war_hazards"],
+        )
+
+
+_DEFAULT_CONFIG = RunConfig()
+
+
+def _sim_twin(arch: Any) -> str:
+    from pytest_pypto.arch import platform_string
+
+    return platform_string(arch, ExecutionMode.SIM)
+
+
+def _warn_war(program: str, hazards: list[dict[str, Any]]) -> None:
+    first = hazards[0]
+    warnings.warn(
+        f"'{program}': {len(hazards)} write-after-read hazard(s) the device does not order; "
+        f"first: task {first['writer']} writes '{first['tensor_name']}' bytes "
+        f"{first['writer_bytes']} that task {first['reader']} reads (bytes "
+        f"{first['reader_bytes']}) without depending on it",
+        PyptoWarning,
+        stacklevel=3,
+    )
+
+
+# -- run directories ------------------------------------------------------------------
+
+_run_counter = itertools.count()
+_temp_root: Path | None = None
+
+
+def _new_run_dir(cfg: RunConfig, program: str) -> Path:
+    """A fresh directory for one run's records: kept under the kernels dir when saving
+    kernels, else in a per-process temporary directory removed at exit."""
+    global _temp_root
+    n = next(_run_counter)
+    if cfg.save_kernels:
+        base = Path(cfg.save_kernels_dir or "build_output") / "runs"
+        path = base / f"{program}-{os.getpid()}-{n:05d}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if _temp_root is None:
+        _temp_root = Path(tempfile.mkdtemp(prefix="pypto-runs-"))
+        atexit.register(shutil.rmtree, _temp_root, True)
+    path = _temp_root / f"{program}-{n:05d}"
+    path.mkdir()
+    return path
