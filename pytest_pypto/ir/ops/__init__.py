@@ -5,4 +5,12 @@ scalar forms), unary, cast, matmul, reduce (row/col reductions), expand
 (row_expand_*).  Importing stays numpy-free: numpy loads on the first compute.
 """
 
-from pytest_pypto.ir.ops import elementwise, memory  # noqa: F401
+from pytest_pypto.ir.ops import (  # noqa: F401
+    cast,
+    elementwise,
+    expand,
+    matmul,
+    memory,
+    reduce,
+    unary,
+)

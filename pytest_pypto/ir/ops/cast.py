@@ -1,0 +1,111 @@
+"""tile.cast: dtype conversion with a rounding mode, legalized per arch (DSL.md §5.3).
+
+The compiler fills the static ``chain`` attr with the arch's chain of native hops
+(`ir.casts.cast_chain`); the simulator rounds once per hop.  Cast is an ``execute``
+op because the numerics depend on the source dtype, not only on widened values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name
+from pytest_pypto.ir.ops._rules import tile
+from pytest_pypto.ir.registry import (
+    CallInfo,
+    MemRule,
+    OpArchError,
+    OpSpec,
+    OpTypeError,
+    ParamSpec,
+    register,
+)
+from pytest_pypto.ir.types import TileType
+
+
+def _target(info: CallInfo):
+    dst = info.values.get("target_type")
+    if dst is None or not hasattr(dst, "bits"):
+        raise OpTypeError(f"The operator {info.op} requires a target dtype, but got {dst!r}",
+                          "e.g. pl.cast(x, pl.FP32)")
+    return dst
+
+
+def _cast_type(info: CallInfo) -> TileType:
+    src = tile(info, "tile")
+    dst = _target(info)
+    if src.dtype.name == dst.name:
+        raise OpTypeError(
+            f"The operator {info.op} requires a target dtype different from the source dtype, "
+            f"but got {src.dtype.name} to {dst.name}",
+            f"drop the pl.cast: the tile is already {dst.name}",
+        )
+    try:
+        mode_name(info.values.get("mode", "round"))
+    except ValueError:
+        raise OpTypeError(
+            f"The operator {info.op} requires mode to be one of {', '.join(CAST_MODES)} (or 0-6), "
+            f"but got {info.values.get('mode')!r}"
+        ) from None
+    if dst.storage is None:
+        raise OpTypeError(
+            f"The operator {info.op} cannot produce {dst.name}: the bundled toolchain has no "
+            "numeric format for it"
+        )
+    return TileType(src.shape, dst, valid=src.valid, pad=src.pad)
+
+
+def _cast_arch(arch: Any, info: CallInfo) -> None:
+    src = tile(info, "tile").dtype.name
+    dst = _target(info).name
+    if cast_chain(arch, src, dst) is None:
+        raise OpArchError(
+            f"pl.cast from {src} to {dst} has no chain of native conversions on the "
+            f"'{arch.name}' backend",
+            "cast through another dtype the arch converts natively, or target a5"
+            if arch.name != "a5" else "cast through another dtype the arch converts natively",
+        )
+
+
+def resolve_chain(src: str, dst: str, chain: Any = None, arch: Any = None) -> list[str]:
+    """The hops to run: the compiled chain, else the arch's chain, else a direct conversion."""
+    if chain:
+        return [str(c) for c in chain]
+    if arch is not None:
+        from pytest_pypto.arch import spec
+
+        found = cast_chain(spec(arch) if isinstance(arch, str) else arch, src, dst)
+        if found is None:
+            raise ValueError(f"no chain of native casts from {src} to {dst} on {arch}")
+        return found
+    return [src, dst]
+
+
+def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=None, **_):
+    from pytest_pypto.ir.apply import place
+    from pytest_pypto.ir.casts import run_chain
+
+    hops = resolve_chain(src.dtype.name, target_type.name, chain, arch)
+    result = run_chain(src.valid_view(), hops, mode_name(mode))
+    out = out or TileType(src.shape, target_type, src.space, pad=src.pad)
+    return place(result, out, (src,))
+
+
+register(OpSpec(
+    name="tile.cast",
+    params=(
+        ParamSpec("tile", "tile"),
+        ParamSpec("target_type", "dtype"),
+        ParamSpec("mode", "literal", default="round"),
+        ParamSpec("chain", "literal", default=None, keyword_only=True),
+    ),
+    type_rule=_cast_type,
+    mem=MemRule(operands={"tile": ("Vec",)}, result="Vec"),
+    arch_rule=_cast_arch,
+    execute=_cast_execute,
+    spellings=("cast",),
+    doc="Convert a tile to another dtype over its valid region. float->int applies mode "
+        "(none/rint/round/floor/ceil/trunc/odd, default round) and clamps with a warning; "
+        "other pairs round to nearest even or wrap; non-native pairs run as the arch's chain "
+        "of native hops, one rounding per hop.",
+))
