@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_pypto.lint import manifest as manifest_mod
+import pytest_pypto.lint.manifest as manifest_mod
 from pytest_pypto.lint.cache import LintCache
 from pytest_pypto.lint.files import FileSet
 from pytest_pypto.lint.manifest import Enabled
@@ -104,12 +104,16 @@ class LintItem(pytest.Item):
         en = self.enabled
         if en.error is not None:
             pytest.fail(en.error, pytrace=False)
+        problem = None
         try:
             self.result = run(en, fileset(self.config), lint_cache(self.config), self.paths)
         except CheckCrashed as e:
-            pytest.fail(str(e), pytrace=False)
+            problem = str(e)
         except OSError as e:
-            pytest.fail(f"lint check {en.id!r} could not read its input: {e}", pytrace=False)
+            problem = f"lint check {en.id!r} could not read its input: {e}"
+        if problem is not None:  # outside the except: no chained "during handling" noise
+            pytest.fail(problem, pytrace=False)
+        assert self.result is not None
         self.user_properties.append((HITS, self.result.hits))
         self.user_properties.append((MISSES, self.result.misses))
 

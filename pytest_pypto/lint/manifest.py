@@ -185,7 +185,7 @@ def _is_str_list(v: object) -> bool:
 
 def _resolve(path: Path, cid: str, table: Any, known: Mapping[str, CheckSpec]) -> Enabled | None:
     en = Enabled(id=cid)
-    where = f"{path.name} [checks.{cid}]"
+    where = f"{path.parent.name}/{path.name} [checks.{cid}]"
     if not isinstance(table, dict):
         en.error = f"{where} must be a table"
         return en

@@ -73,7 +73,10 @@ def _call(en: Enabled, ctx: FileContext | ProjectContext, path: str | None) -> l
         where = f" on {path}" if path else ""
         raise CheckCrashed(f"lint check {en.id!r} could not run{where}: {e}") from None
     except Exception as e:
-        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))
+        tb_ = e.__traceback__
+        while tb_ is not None and tb_.tb_frame.f_code.co_filename == __file__:
+            tb_ = tb_.tb_next  # show the check's frames, not the runner's
+        tb = "".join(traceback.format_exception(type(e), e, tb_))
         where = f" on {path}" if path else ""
         raise CheckCrashed(f"lint check {en.id!r} crashed{where}:\n{tb}") from None
     return out
