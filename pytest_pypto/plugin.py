@@ -59,6 +59,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             names = [n.strip() for n in names.split(",")]
         if CELL_FIXTURE in names:
             return  # the test chose its own cells
+    if CELL_FIXTURE not in metafunc.fixturenames:
+        # A platform-bound fixture overridden without the cell (e.g. a stand-in
+        # pypto_runner): pull the cell fixture into the closure so the id still shows it.
+        metafunc.fixturenames.append(CELL_FIXTURE)
     cells = settings(metafunc.config).cells
     metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True)
 
