@@ -9,9 +9,13 @@ the arch table rather than literals (ARCH.md).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import inspect
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from pytest_pypto.arch import ARCH_CHOICES, ARCH_SPECS, MODE_CHOICES
 from pytest_pypto.lint.framework import CheckError, FileContext, ProjectContext, Violation, check
@@ -42,7 +46,7 @@ def op_registry(ctx: ProjectContext) -> Iterator[Violation]:
     where = _op_locator(ctx, name)
     for op_name in sorted(registry):
         op = registry[op_name]
-        path, line = where(op_name)
+        path, line = where(op_name, op)
         doc = getattr(op, "doc", None)
         if not isinstance(doc, str) or not doc.strip():
             yield Violation(path, line, f"op {op_name!r} has no docstring")
@@ -53,7 +57,7 @@ def op_registry(ctx: ProjectContext) -> Iterator[Violation]:
         spellings = tuple(getattr(op, "spellings", ()) or ())
         needles = [f'"{op_name}"', f"'{op_name}'"]
         for sp in spellings:
-            needles += [f"pl.{sp}(", f"pl.tile.{sp}("]
+            needles += [f"pl.{sp}("] if "." in sp else [f"pl.{sp}(", f"pl.tile.{sp}("]
         if not any(n in tests for n in needles):
             shown = ", ".join(needles)
             yield Violation(
@@ -64,13 +68,24 @@ def op_registry(ctx: ProjectContext) -> Iterator[Violation]:
             )
 
 
-def _op_locator(ctx: ProjectContext, module: str) -> Callable[[str], tuple[str, int]]:
-    """Map an op name to the first line of the registry package quoting it."""
+def _op_locator(ctx: ProjectContext, module: str) -> Callable[[str, Any], tuple[str, int]]:
+    """Where to point at an op: the source of its rule/semantics, else its quoted name."""
     package_dir = "/".join(module.split(".")[:-1]) + "/"
     fallback = module.replace(".", "/") + ".py"
     sources = [(p, ctx.read_text(p)) for p in ctx.files if p.startswith(package_dir)]
+    root = ctx.root.resolve()
 
-    def where(op_name: str) -> tuple[str, int]:
+    def where(op_name: str, op: Any) -> tuple[str, int]:
+        for attr in ("compute", "execute", "type_rule"):
+            fn = getattr(op, attr, None)
+            while isinstance(fn, functools.partial):
+                fn = fn.func
+            try:
+                file = Path(inspect.getsourcefile(fn) or "").resolve()  # type: ignore[arg-type]
+                line = inspect.getsourcelines(fn)[1]  # type: ignore[arg-type]
+                return file.relative_to(root).as_posix(), max(line, 1)
+            except (TypeError, OSError, ValueError):
+                continue
         for quoted in (f'"{op_name}"', f"'{op_name}'"):
             for path, text in sources:
                 i = text.find(quoted)
