@@ -91,7 +91,7 @@ def _joint_views(tiles: list[TileValue]) -> list[np.ndarray]:
     views = []
     for t in tiles:
         sl = tuple(
-            slice(0, 1) if t.shape[d] == 1 and ext[d] != 1 else slice(0, min(ext[d], t.shape[d]))
+            slice(0, 1) if t.shape[d] == 1 and ext[d] > 1 else slice(0, min(ext[d], t.shape[d]))
             for d in range(rank)
         )
         views.append(t.data[sl])
