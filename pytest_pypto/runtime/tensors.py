@@ -116,7 +116,7 @@ def _frame_coords(start: int, shape: tuple[int, ...], strides: tuple[int, ...]) 
 
 def overlaps(a: TensorHandle, b: TensorHandle) -> bool:
     """Whether two windows share an element (exact for boxes of one frame, else by bytes)."""
-    if a.root is not b.root or a.hi <= b.lo or b.hi <= a.lo:
+    if a.root is not b.root or a.hi <= b.lo or b.hi <= a.lo or a.lo == a.hi or b.lo == b.hi:
         return False
     if a.strides == b.strides and a.coords is not None and b.coords is not None:
         for ca, da, cb, db in zip(a.coords, a.shape, b.coords, b.shape):

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+from runtime_artifacts import K, T
 
-from conftest import K, T
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import PyptoWarning
 from pytest_pypto.runtime.worker import Worker

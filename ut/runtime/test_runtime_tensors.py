@@ -1,0 +1,92 @@
+"""Tensor windows: overlap and containment agree with the elements the views really share."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_pypto.ir.dtypes import FP16, FP32
+from pytest_pypto.runtime.tensors import (
+    RootBuffer,
+    covers,
+    overlaps,
+    reshape_view,
+    slice_view,
+    transpose_view,
+)
+
+
+def _root(shape, dtype=FP32):
+    data = np.arange(int(np.prod(shape)), dtype=dtype.np).reshape(shape)
+    return RootBuffer(0, data, dtype, "t", "create_tensor")
+
+
+def _elements(h):
+    """Flat element indices a view touches (the root holds 0..n-1 in order)."""
+    return set(h.array.astype(np.int64).ravel().tolist())
+
+
+@st.composite
+def windows(draw, shape):
+    offs, ext = [], []
+    for n in shape:
+        o = draw(st.integers(0, n))
+        offs.append(o)
+        ext.append(draw(st.integers(0, n - o)))
+    return ext, offs
+
+
+@st.composite
+def views(draw):
+    """A window of a 2-D root, optionally of a reshaped or transposed whole."""
+    rows, cols = draw(st.sampled_from([(6, 8), (4, 12), (5, 5)]))
+    root = _root((rows, cols))
+    frame = root.handle()
+    kind = draw(st.sampled_from(["plain", "reshape", "transpose"]))
+    if kind == "reshape":
+        frame = reshape_view(frame, (cols, rows))
+    elif kind == "transpose":
+        frame = transpose_view(frame, 0, 1)
+    return root, frame, kind
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_overlap_and_cover_match_the_shared_elements(data):
+    root, frame, _ = data.draw(views())
+    ext_a, off_a = data.draw(windows(frame.shape))
+    ext_b, off_b = data.draw(windows(frame.shape))
+    a = slice_view(frame, ext_a, off_a)
+    b = slice_view(frame, ext_b, off_b)
+    ea, eb = _elements(a), _elements(b)
+    if ea & eb:
+        assert overlaps(a, b) and overlaps(b, a)  # never drop a real dependency
+    elif a.strides == b.strides and a.coords is not None:
+        assert not overlaps(a, b)  # boxes of one frame are exact
+    if covers(a, b):
+        assert eb <= ea
+    # byte range: from the first to one past the last byte touched
+    if ea:
+        assert a.byte_range == (min(ea) * 4, (max(ea) + 1) * 4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_windows_of_differently_shaped_frames_are_conservative(data):
+    root = _root((6, 8))
+    a = slice_view(root.handle(), *data.draw(windows((6, 8))))
+    b = slice_view(reshape_view(root.handle(), (4, 12)), *data.draw(windows((4, 12))))
+    if _elements(a) & _elements(b):
+        assert overlaps(a, b)
+
+
+def test_views_of_different_roots_never_overlap():
+    a, b = _root((4, 4)), _root((4, 4))
+    b.id = 1
+    assert not overlaps(a.handle(), b.handle())
+
+
+def test_byte_ranges_scale_with_the_element_size():
+    h = slice_view(_root((8, 16), FP16).handle(), [2, 4], [1, 3])
+    assert h.byte_range == ((16 + 3) * 2, (2 * 16 + 3 + 4) * 2)
