@@ -1,0 +1,152 @@
+"""`compile(program, config)`: run the passes for the config's arch and write the artifact.
+
+Compilation reads only `config.arch` for its decisions; the execution mode is
+recorded in the manifest (the runtime refuses an artifact of another platform)
+but changes nothing else.  The output is deterministic: the same program and
+arch give a byte-identical artifact, so the harness can cache it by content.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest_pypto
+from pytest_pypto.arch import MODE_NAMES, spec
+from pytest_pypto.compiler import capacity, cores, directions, memspace, structure, typecheck
+from pytest_pypto.compiler.codegen import kernel_source, orchestration_source
+from pytest_pypto.compiler.directions import returned_params
+from pytest_pypto.compiler.listing import (
+    header,
+    kernel_listing,
+    orchestration_listing,
+    render_program,
+)
+from pytest_pypto.compiler.passes import Pass, PassContext, PassManager
+from pytest_pypto.config import RunConfig
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.artifact import (
+    SIM_BACKEND,
+    ArgInfo,
+    CompiledProgram,
+    KernelInfo,
+    Manifest,
+    write_manifest,
+)
+from pytest_pypto.ir.registry import REGISTRY, OpSpec
+from pytest_pypto.ir.types import Direction, ScalarType, TensorType
+
+PASSES: list[Pass] = [
+    Pass("check_unsupported", structure.check_unsupported),
+    Pass("select_entry", structure.select_entry),
+    Pass("check_placement", structure.check_placement),
+    Pass("flatten_calls", structure.flatten_calls),
+    Pass("check_directions", directions.check_directions),
+    Pass("infer_memory_spaces", memspace.infer_memory_spaces),
+    Pass("check_types_for_arch", typecheck.check_types_for_arch),
+    Pass("check_bounds", typecheck.check_bounds),
+    Pass("check_capacity", capacity.check_capacity),
+    Pass("classify_cores", cores.classify_cores),
+]
+
+
+def ir_printer() -> Callable[[n.Program], str]:
+    """The language's IR printer when it is there, else the compiler's plain rendering."""
+    try:
+        from pytest_pypto.ir import printer  # type: ignore[attr-defined]
+    except ImportError:
+        return render_program
+    for name in ("print_program", "format_program", "program_to_str", "render_program"):
+        fn = getattr(printer, name, None)
+        if callable(fn):
+            return fn
+    return render_program
+
+
+def compile(  # noqa: A001  (PyPTO's name)
+    program: n.Program,
+    config: RunConfig = RunConfig(),  # noqa: B008  (frozen, safe as a default)
+    *,
+    output_dir: str | Path | None = None,
+    registry: Mapping[str, OpSpec] | None = None,
+) -> CompiledProgram:
+    """Compile ``program`` for ``config.arch`` into an artifact directory.
+
+    ``output_dir`` None makes a fresh temporary directory.  The user's program is
+    never mutated (the passes work on a deep copy).
+    """
+    arch = spec(config.arch)
+    work = copy.deepcopy(program)
+    ctx = PassContext(arch=arch, registry=registry if registry is not None else REGISTRY,
+                      source_lines=tuple(program.source_lines))
+    out = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="pypto_"))
+    out.mkdir(parents=True, exist_ok=True)
+    printer = ir_printer()
+    manager = PassManager(PASSES)
+    work = manager.run(
+        work, ctx, dump_dir=out / "passes" if config.dump_passes else None, printer=printer
+    )
+    manifest = write_artifact(work, ctx, config, out)
+    return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=printer(work))
+
+
+def _arg(p: n.Param) -> ArgInfo:
+    t = p.type
+    if isinstance(t, ScalarType):
+        return ArgInfo(p.name, "scalar", Direction.SCALAR.value, t.dtype.name)
+    assert isinstance(t, TensorType)
+    direction = p.direction if p.direction is not Direction.SCALAR else Direction.IN
+    shape = [d if isinstance(d, int) else str(d) for d in t.shape]
+    return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape)
+
+
+def write_artifact(program: n.Program, ctx: PassContext, config: RunConfig, out: Path) -> Manifest:
+    """Codegen: kernels, orchestration, listings and the manifest."""
+    platform = config.platform
+    sim_backend = SIM_BACKEND if config.is_sim else None
+    kernels_dir = out / "kernels"
+    kernels_dir.mkdir(exist_ok=True)
+    infos: list[KernelInfo] = []
+    func_ids: dict[str, int] = {}
+    for func_id, fn in enumerate(structure.kernels(program)):
+        func_ids[fn.name] = func_id
+        facts = ctx.facts(fn.name)
+        head = header(f"kernel {fn.name}", platform, sim_backend)
+        (kernels_dir / f"{fn.name}.py").write_text(kernel_source(fn, ctx.registry, head[2:]))
+        (kernels_dir / f"{fn.name}.txt").write_text(
+            kernel_listing(fn, facts, func_id, platform, sim_backend)
+        )
+        infos.append(KernelInfo(
+            name=fn.name,
+            func_id=func_id,
+            core_type=facts.core_type,
+            args=[_arg(p) for p in fn.params],
+            source=f"kernels/{fn.name}.py",
+            listing=f"kernels/{fn.name}.txt",
+            returns=returned_params(fn),
+        ))
+    entry = program.functions[ctx.entry]  # type: ignore[index]
+    head = header(f"orchestration of {program.name}", platform, sim_backend)
+    (out / "orchestration.py").write_text(
+        orchestration_source(program, entry, ctx.registry, head[2:])
+    )
+    (out / "orchestration.txt").write_text(
+        orchestration_listing(program, entry, func_ids, ctx.kernels, platform, sim_backend)
+    )
+    manifest = Manifest(
+        program=program.name,
+        platform=platform,
+        arch=ctx.arch.name,
+        mode=MODE_NAMES[config.execution_mode],
+        toolchain_version=pytest_pypto.__version__,
+        sim_backend=sim_backend,
+        entry=entry.name,
+        entry_args=[_arg(p) for p in entry.params],
+        entry_returns=returned_params(entry),
+        kernels=infos,
+        extra={"passes": [p.name for p in PASSES]},
+    )
+    write_manifest(out, manifest)
+    return manifest

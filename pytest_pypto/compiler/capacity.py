@@ -1,0 +1,274 @@
+"""Per-arch capacity (DSL.md §6.5): peak live bytes per memory space, and the memory map.
+
+Buffers: each tile-producing op allocates one, except views and in-place ops
+(result rule ``same:<param>``), which share their operand's buffer, and loop
+carries / if merges, which share their initial value's.  A buffer lives from its
+definition to its last use in statement order; used inside a loop it was defined
+outside of (or carried by it), it lives over the whole loop.  The peak is a lower
+bound of PyPTO's allocator (which can also fail by fragmentation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pytest_pypto.arch import ARCH_SPECS, ArchSpec
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.structure import kernels
+from pytest_pypto.compiler.walk import is_tile, stmt_exprs, used_names
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.errors import CapacityError
+from pytest_pypto.ir.types import TileType, type_str
+
+
+def tile_bytes(t: TileType, arch: ArchSpec) -> int:
+    """Bytes a tile occupies: Acc M rounded to the arch's row alignment, then space alignment."""
+    shape = list(t.shape)
+    if t.space == "Acc" and len(shape) >= 2:
+        align = arch.acc_m_align.get(t.dtype.name, 1)
+        shape[-2] = math.ceil(shape[-2] / align) * align
+    raw = t.dtype.nbytes(math.prod(shape))
+    align = arch.alignment.get(t.space or "", 1)
+    return math.ceil(raw / align) * align
+
+
+@dataclass(eq=False)
+class Buffer:
+    """One allocation (an alias class of tile values) and its live range in program points."""
+
+    name: str
+    type: TileType
+    nbytes: int
+    start: int
+    end: int
+    span: n.Span | None
+    members: list[str] = field(default_factory=list)
+    parent: Buffer | None = None
+    offset: int = 0
+
+    @property
+    def space(self) -> str:
+        return self.type.space or "Vec"
+
+    @property
+    def line(self) -> int:
+        return self.span.line if self.span else 0
+
+    def find(self) -> Buffer:
+        b = self
+        while b.parent is not None:
+            b = b.parent
+        return b
+
+    def describe(self) -> str:
+        dims = ", ".join(map(str, self.type.shape))
+        return f"{self.name} ({self.space} [{dims}] {self.type.dtype.name}, {self.nbytes} bytes, line {self.line})"
+
+
+class Liveness:
+    """Buffers of one kernel with live ranges over pre-order statement points."""
+
+    def __init__(self, fn: n.Function, ctx: PassContext) -> None:
+        self.ctx = ctx
+        self.arch = ctx.arch
+        self.points = 0
+        self.loop_range: dict[int, tuple[int, int]] = {}
+        self._number(fn.body)
+        self.buffers: list[Buffer] = []
+        self.point = 0
+        self._walk(fn.body, {}, [])
+
+    def _number(self, body: list[n.Stmt]) -> None:
+        for stmt in body:
+            start = self.points
+            self.points += 1
+            if isinstance(stmt, n.For):
+                self._number(stmt.body)
+                self.loop_range[id(stmt)] = (start, self.points - 1)
+            elif isinstance(stmt, n.If):
+                self._number(stmt.then_body)
+                self._number(stmt.else_body)
+
+    def _use(self, buf: Buffer, loops: list[tuple[int, int]]) -> None:
+        root = buf.find()
+        root.end = max(root.end, self.point)
+        for lo, hi in loops:
+            if root.start < lo:
+                root.end = max(root.end, hi)
+
+    def _union(self, a: Buffer, b: Buffer) -> Buffer:
+        ra, rb = a.find(), b.find()
+        if ra is rb:
+            return ra
+        rb.parent = ra
+        ra.start, ra.end = min(ra.start, rb.start), max(ra.end, rb.end)
+        ra.nbytes = max(ra.nbytes, rb.nbytes)
+        ra.members.extend(rb.members)
+        return ra
+
+    def _walk(self, body: list[n.Stmt], env: dict[str, Buffer], loops: list[tuple[int, int]]) -> None:
+        for stmt in body:
+            for name in (u for e in stmt_exprs(stmt) for u in used_names(e)):
+                if name in env:
+                    self._use(env[name], loops)
+            if isinstance(stmt, n.Assign):
+                self._assign(stmt, env)
+            self.point += 1
+            if isinstance(stmt, n.For):
+                lo_hi = self.loop_range[id(stmt)]
+                for var, init in stmt.carried:
+                    if isinstance(init, n.Var) and init.name in env:
+                        buf = env[init.name]
+                        env[var.name] = buf
+                        self._use(buf, [*loops, lo_hi])
+                self._walk(stmt.body, env, [*loops, lo_hi])
+                for res, (var, _) in zip(stmt.results, stmt.carried):
+                    if var.name in env:
+                        env[res.name] = env[var.name]
+            elif isinstance(stmt, n.If):
+                then_env, else_env = dict(env), dict(env)
+                self._walk(stmt.then_body, then_env, loops)
+                self._walk(stmt.else_body, else_env, loops)
+                ty = _yields(stmt.then_body)
+                ey = _yields(stmt.else_body)
+                for i, res in enumerate(stmt.results):
+                    bufs = [
+                        e[v.name]
+                        for e, vs in ((then_env, ty), (else_env, ey))
+                        if i < len(vs) and isinstance((v := vs[i]), n.Var) and v.name in e
+                    ]
+                    if bufs:
+                        root = bufs[0]
+                        for other in bufs[1:]:
+                            root = self._union(root, other)
+                        env[res.name] = root
+
+    def _assign(self, stmt: n.Assign, env: dict[str, Buffer]) -> None:
+        value = stmt.value
+        if len(stmt.targets) != 1:
+            return
+        target = stmt.targets[0]
+        if isinstance(value, n.Var):
+            if value.name in env:
+                env[target.name] = env[value.name]
+            return
+        if not isinstance(value, n.Call) or not is_tile(value.type):
+            env.pop(target.name, None)
+            return
+        spec = self.ctx.registry.get(value.op)
+        rule = (spec.mem.result if spec else None) or ""
+        if rule.startswith("same:"):
+            src = value.arg(rule[5:])
+            if isinstance(src, n.Var) and src.name in env:
+                env[target.name] = env[src.name]
+                env[target.name].find().members.append(target.name)
+                return
+        t: TileType = value.type  # type: ignore[assignment]
+        buf = Buffer(
+            target.name, t, tile_bytes(t, self.arch), self.point, self.point,
+            value.span or stmt.span, members=[target.name],
+        )
+        self.buffers.append(buf)
+        env[target.name] = buf
+
+    def roots(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.parent is None]
+
+
+def _yields(body: list[n.Stmt]) -> tuple[n.Expr, ...]:
+    return body[-1].values if body and isinstance(body[-1], n.Yield) else ()
+
+
+def assign_offsets(buffers: list[Buffer], arch: ArchSpec) -> None:
+    """First-fit offsets per space among buffers whose live ranges overlap (the listing's map)."""
+    placed: dict[str, list[Buffer]] = {}
+    for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
+        align = arch.alignment.get(buf.space, 1)
+        others = sorted(
+            (o for o in placed.get(buf.space, []) if o.start <= buf.end and buf.start <= o.end),
+            key=lambda o: o.offset,
+        )
+        offset = 0
+        for o in others:
+            if offset + buf.nbytes <= o.offset:
+                break
+            offset = max(offset, math.ceil((o.offset + o.nbytes) / align) * align)
+        buf.offset = offset
+        placed.setdefault(buf.space, []).append(buf)
+
+
+def _kib(nbytes: int) -> str:
+    return f"{nbytes // 1024} KiB" if nbytes % 1024 == 0 else f"{nbytes} bytes"
+
+
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
+
+
+def _hint(space: str, peak: int, live: list[Buffer], arch: ArchSpec) -> str:
+    limit = arch.capacity[space]
+    options = []
+    big = max(live, key=lambda b: (b.nbytes, -b.start))
+    cols = big.type.shape[-1] if big.type.shape else 1
+    for k in (2, 4, 8, 3):
+        if cols % k:
+            continue
+        smaller = big.type.with_(shape=(*big.type.shape[:-1], cols // k), valid=None)
+        if peak - big.nbytes + tile_bytes(smaller, arch) <= limit:
+            dim = "N" if space in ("Acc", "Right") else f"{big.name}'s last dimension"
+            options.append(f"split {dim} into {_COUNT_WORDS.get(k, str(k))} {cols // k}-column tiles")
+            break
+    if not options:
+        options.append(f"use smaller tiles in {space} or end some tiles' lifetimes earlier")
+    for other in ARCH_SPECS.values():
+        if other.name != arch.name and other.capacity.get(space, 0) >= peak:
+            options.append(f"target {other.name} ({space} {_kib(other.capacity[space])})")
+    return ", or ".join(options)
+
+
+def check_capacity(program: n.Program, ctx: PassContext) -> n.Program:
+    """Peak live bytes per space must fit the arch's usable capacity."""
+    arch = ctx.arch
+    for fn in kernels(program):
+        live = Liveness(fn, ctx)
+        roots = live.roots()
+        facts = ctx.facts(fn.name)
+        facts.buffers = roots
+        spaces = sorted({b.space for b in roots})
+        for space in spaces:
+            in_space = [b for b in roots if b.space == space]
+            peak_point, peak = 0, 0
+            for p in range(live.points):
+                total = sum(b.nbytes for b in in_space if b.start <= p <= b.end)
+                if total > peak:
+                    peak_point, peak = p, total
+            facts.peak[space] = peak
+            limit = arch.capacity.get(space)
+            if limit is None or peak <= limit:
+                continue
+            at_peak = sorted(
+                (b for b in in_space if b.start <= peak_point <= b.end), key=lambda b: b.start
+            )
+            blame = at_peak[-1]
+            raise CapacityError(
+                f"Function '{fn.name}': {space} peak usage is {peak} bytes, over the "
+                f"{limit}-byte limit of the '{arch.name}' backend",
+                blame.span or fn.span,
+                notes=["live at the peak: " + "; ".join(b.describe() for b in at_peak)],
+                hint=_hint(space, peak, at_peak, arch),
+                arch=arch.name,
+            )
+        assign_offsets(roots, arch)
+    return program
+
+
+def buffer_row(buf: Buffer) -> str:
+    """One memory-map line of the kernel listing."""
+    aliases = [m for m in buf.members if m != buf.name]
+    alias = f"  aliases: {', '.join(aliases)}" if aliases else ""
+    return (
+        f"{buf.name:<12} {buf.space:<5} {type_str(buf.type):<40} {buf.nbytes:>8} B  "
+        f"@{buf.offset:<8} live [{buf.start}, {buf.end}] line {buf.line}{alias}"
+    )
+
+

@@ -1,0 +1,346 @@
+"""Python codegen: kernels and the orchestration, following the ABIs of `ir.artifact`.
+
+Generated kernels are straight-line Python over `bind(op)` callables bound once
+in `make`; every tile result type is a module constant, so a call costs one
+Python call into the op's numpy semantics and nothing else.  `pl.range` loops
+become Python `for` loops, carried values plain rebinding.  Scalar arithmetic
+keeps the DSL's semantics: int `/` truncates toward zero, `//` and `%` floor.
+"""
+
+from __future__ import annotations
+
+import enum
+import keyword
+import math
+import re
+from typing import Any
+
+from pytest_pypto.compiler.directions import returned_params
+from pytest_pypto.compiler.walk import is_tile
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
+from pytest_pypto.ir.types import ScalarType, TileType
+
+PREAMBLE_HELPERS = '''
+
+def _idiv(a, b):
+    """Integer division truncating toward zero (C semantics of the DSL's int `/`)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _div(a, b):
+    """`/` on scalars whose category is known only at run time."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a / b
+    return _idiv(a, b)
+'''
+
+RESERVED = frozenset({"make", "bind", "rt", "range", "int", "float", "bool", "max", "min", "abs"})
+# Orchestration tensor ops -> (rt method, number of leading params it takes).
+RT_METHODS = {
+    "create_tensor": ("create_tensor", 3),
+    "create": ("create_tensor", 3),
+    "slice": ("slice", 3),
+    "reshape": ("reshape", 2),
+    "transpose": ("transpose", 3),
+    "read": ("read", 2),
+    "write": ("write", 3),
+    "dim": ("dim", 2),
+}
+UNARY = {"-": "-", "neg": "-", "USub": "-", "not": "not ", "Not": "not ", "~": "~", "Invert": "~"}
+
+
+class Names:
+    """User names -> distinct, valid Python identifiers that avoid the helpers' names."""
+
+    def __init__(self) -> None:
+        self.map: dict[str, str] = {}
+        self.used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        got = self.map.get(name)
+        if got is not None:
+            return got
+        base = re.sub(r"\W", "_", name) or "v"
+        if base[0].isdigit() or base.startswith("_") or keyword.iskeyword(base) or base in RESERVED:
+            base = "v_" + base.lstrip("_")
+        candidate, i = base, 1
+        while candidate in self.used:
+            i += 1
+            candidate = f"{base}_{i}"
+        self.used.add(candidate)
+        self.map[name] = candidate
+        return candidate
+
+
+def py_const(value: Any, dtypes: set[str]) -> str:
+    """A static value as Python source (DataTypes by their imported name)."""
+    if isinstance(value, DataType):
+        dtypes.add(value.name)
+        return value.name
+    if isinstance(value, enum.Enum):
+        return repr(value.value if isinstance(value.value, str) and value.name == value.value else value.name)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "float('nan')"
+        if math.isinf(value):
+            return "float('inf')" if value > 0 else "float('-inf')"
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        items = [py_const(v, dtypes) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    return repr(value)
+
+
+class Emitter:
+    """Shared statement and scalar-expression emission; subclasses emit op calls."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names = Names()
+        self.dtypes: set[str] = set()
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    # ---- expressions
+    def expr(self, e: Any) -> str:
+        if isinstance(e, n.Var):
+            return self.names(e.name)
+        if isinstance(e, n.Const):
+            return py_const(e.value, self.dtypes)
+        if isinstance(e, (n.Call, n.FuncCall)):
+            return self.call(e)
+        if isinstance(e, n.BinOp):
+            a, b = self.expr(e.lhs), self.expr(e.rhs)
+            if e.op in ("max", "min"):
+                return f"{e.op}({a}, {b})"
+            if e.op == "/":
+                category = _category(e)
+                if category == "float":
+                    return f"({a} / {b})"
+                return f"_idiv({a}, {b})" if category == "int" else f"_div({a}, {b})"
+            return f"({a} {e.op} {b})"
+        if isinstance(e, n.Compare):
+            return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
+        if isinstance(e, n.UnaryOp):
+            return f"({UNARY.get(e.op, e.op)}{self.expr(e.operand)})"
+        if isinstance(e, n.ScalarCast):
+            dt = e.dtype
+            conv = "bool" if dt.name == "BOOL" else "float" if dt.is_float else "int"
+            return f"{conv}({self.expr(e.operand)})"
+        if isinstance(e, (tuple, list)):
+            items = [self.expr(v) for v in e]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return py_const(e, self.dtypes)
+
+    def call(self, e: n.Expr) -> str:
+        raise NotImplementedError
+
+    # ---- statements
+    def body(self, stmts: list[n.Stmt], depth: int, yield_to: tuple[n.Var, ...] = ()) -> None:
+        start = len(self.lines)
+        for s in stmts:
+            self.stmt(s, depth, yield_to)
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
+        if isinstance(s, n.Assign):
+            targets = ", ".join(self.names(t.name) for t in s.targets)
+            self.emit(depth, f"{targets} = {self.expr(s.value)}")
+        elif isinstance(s, n.ExprStmt):
+            self.emit(depth, self.expr(s.expr))
+        elif isinstance(s, n.Yield):
+            if yield_to:
+                lhs = ", ".join(self.names(v.name) for v in yield_to)
+                rhs = ", ".join(self.expr(v) for v in s.values)
+                self.emit(depth, f"{lhs} = {rhs}")
+        elif isinstance(s, n.For):
+            for var, init in s.carried:
+                self.emit(depth, f"{self.names(var.name)} = {self.expr(init)}")
+            bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
+            self.emit(depth, f"for {self.names(s.var.name)} in range({bounds}):")
+            self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
+            for res, (var, _) in zip(s.results, s.carried):
+                self.emit(depth, f"{self.names(res.name)} = {self.names(var.name)}")
+        elif isinstance(s, n.If):
+            self.emit(depth, f"if {self.expr(s.cond)}:")
+            self.body(s.then_body, depth + 1, s.results)
+            if s.else_body:
+                self.emit(depth, "else:")
+                self.body(s.else_body, depth + 1, s.results)
+        elif isinstance(s, n.Return):
+            items = [self.expr(v) for v in s.values]
+            self.emit(depth, "return (" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
+
+
+def _category(e: n.BinOp) -> str | None:
+    for t in (e.type, e.lhs.type, e.rhs.type):
+        if isinstance(t, ScalarType):
+            return "float" if t.dtype.is_float else "int"
+    consts = [x.value for x in (e.lhs, e.rhs) if isinstance(x, n.Const)]
+    if any(isinstance(c, float) for c in consts):
+        return "float"
+    return None
+
+
+def _ends_with_return(body: list[n.Stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], n.Return)
+
+
+def _dtype_imports(dtypes: set[str]) -> str:
+    if not dtypes:
+        return ""
+    return "from pytest_pypto.ir.dtypes import " + ", ".join(sorted(dtypes)) + "\n"
+
+
+# ------------------------------------------------------------------ kernels
+
+
+class KernelEmitter(Emitter):
+    def __init__(self, registry) -> None:
+        super().__init__()
+        self.registry = registry
+        self.ops: dict[str, str] = {}
+        self.types: dict[TileType, str] = {}
+
+    def op_local(self, op: str) -> str:
+        local = self.ops.get(op)
+        if local is None:
+            local = "_op_" + re.sub(r"\W", "_", op)
+            self.ops[op] = local
+        return local
+
+    def type_const(self, t: TileType) -> str:
+        name = self.types.get(t)
+        if name is None:
+            name = f"_T{len(self.types)}"
+            self.types[t] = name
+        return name
+
+    def call(self, e: n.Expr) -> str:
+        if isinstance(e, n.FuncCall):
+            raise AssertionError("InCore -> InCore calls are rejected before codegen")
+        assert isinstance(e, n.Call)
+        spec: OpSpec = self.registry[e.op]
+        given = dict(e.args)
+        parts: list[str] = []
+        keywords: list[str] = []
+        for p in spec.params:
+            if p.kind in VALUE_KINDS:
+                parts.append(self.expr(given[p.name]) if given.get(p.name) is not None else "None")
+            elif p.name in given:
+                keywords.append(f"{p.name}={self.expr(given[p.name])}")
+        extra = [k for k in given if all(p.name != k for p in spec.params)]
+        parts += keywords + [f"{k}={self.expr(given[k])}" for k in extra]
+        out = self.type_const(e.type) if is_tile(e.type) else "None"
+        parts.append(f"out={out}")
+        return f"{self.op_local(e.op)}({', '.join(parts)})"
+
+    def module(self, fn: n.Function, header: str) -> str:
+        fname = self.names(fn.name)
+        params = [self.names(p.name) for p in fn.params]
+        self.body(fn.body, 2)
+        if not _ends_with_return(fn.body):
+            self.emit(2, "return ()")
+        type_lines = []
+        for t, name in self.types.items():
+            self.dtypes.add(t.dtype.name)
+            type_lines.append(
+                f"{name} = TileType({t.shape!r}, {t.dtype.name}, {t.space!r}, {tuple(t.valid)!r}, "
+                f"{t.pad!r})"
+            )
+        out = [
+            f"# {header}",
+            '"""Generated by pytest-pypto; do not edit.  Kernel ABI: see pytest_pypto.ir.artifact."""',
+            "",
+            _dtype_imports(self.dtypes) + "from pytest_pypto.ir.types import TileType",
+            "",
+            *type_lines,
+            PREAMBLE_HELPERS,
+            "",
+            "def make(bind):",
+            *[f"    {local} = bind({op!r})" for op, local in self.ops.items()],
+            "",
+            f"    def {fname}({', '.join(params)}):",
+            *self.lines,
+            "",
+            f"    return {fname}",
+            "",
+        ]
+        return "\n".join(out)
+
+
+def kernel_source(fn: n.Function, registry, header: str) -> str:
+    return KernelEmitter(registry).module(fn, header)
+
+
+# ------------------------------------------------------------ orchestration
+
+
+class OrchestrationEmitter(Emitter):
+    def __init__(self, program: n.Program, registry) -> None:
+        super().__init__()
+        self.program = program
+        self.registry = registry
+        self.returns = {
+            f.name: returned_params(f) for f in program.functions.values() if f.kind == "InCore"
+        }
+
+    def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
+        if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op.rpartition(".")[2] in ("create_tensor", "create"):
+            target = self.names(s.targets[0].name)
+            args = self._rt_args(s.value, 3)
+            self.emit(depth, f"{target} = rt.create_tensor({args}, name={s.targets[0].name!r})")
+            return
+        super().stmt(s, depth, yield_to)
+
+    def _rt_args(self, e: n.Call, count: int) -> str:
+        spec = self.registry.get(e.op)
+        given = dict(e.args)
+        if spec is not None:
+            values = [given.get(p.name, None if p.required else p.default) for p in spec.params][:count]
+        else:
+            values = [v for _, v in e.args][:count]
+        return ", ".join(self.expr(v) if v is not None else "None" for v in values)
+
+    def call(self, e: n.Expr) -> str:
+        if isinstance(e, n.FuncCall):
+            args = [self.expr(a) for a in e.args]
+            packed = "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
+            rets = self.returns.get(e.callee, [])
+            ret = "(" + ", ".join(map(str, rets)) + ("," if len(rets) == 1 else "") + ")"
+            return f"rt.submit({e.callee!r}, {packed}, returns={ret})"
+        assert isinstance(e, n.Call)
+        method, count = RT_METHODS[e.op.rpartition(".")[2]]
+        return f"rt.{method}({self._rt_args(e, count)})"
+
+    def module(self, entry: n.Function, header: str) -> str:
+        fname = self.names(entry.name)
+        params = [self.names(p.name) for p in entry.params]
+        self.body(entry.body, 2)
+        if not _ends_with_return(entry.body):
+            self.emit(2, "return ()")
+        out = [
+            f"# {header}",
+            '"""Generated by pytest-pypto; do not edit.  Orchestration ABI: see '
+            'pytest_pypto.ir.artifact."""',
+            "",
+            _dtype_imports(self.dtypes).rstrip("\n"),
+            PREAMBLE_HELPERS,
+            "",
+            "def make(rt):",
+            f"    def {fname}({', '.join(params)}):",
+            *self.lines,
+            "",
+            f"    return {fname}",
+            "",
+        ]
+        return "\n".join(out)
+
+
+def orchestration_source(program: n.Program, entry: n.Function, registry, header: str) -> str:
+    return OrchestrationEmitter(program, registry).module(entry, header)

@@ -1,0 +1,46 @@
+"""Core classification (DSL.md §2.4): which side of a cluster a kernel runs on.
+
+Mat/Left/Right/Acc/Bias (and the scale spaces) are cube (AIC) memory, Vec is
+vector (AIV) memory.  A kernel touching one side is `aic` or `aiv`; both is
+`mix`, and its Acc->Vec / Vec->Mat moves are cross-core transfers, routed as the
+arch table says ("via GM" on a2a3, "direct" on a5).
+"""
+
+from __future__ import annotations
+
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.structure import kernels
+from pytest_pypto.compiler.walk import is_tile, iter_calls
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.types import CUBE_SPACES, VECTOR_SPACES
+
+
+def spaces_touched(fn: n.Function) -> set[str]:
+    spaces: set[str] = set()
+    for _, call in iter_calls(fn.body):
+        if isinstance(call, n.Call):
+            for _, value in call.args:
+                if isinstance(value, n.Expr) and is_tile(value.type) and value.type.space:
+                    spaces.add(value.type.space)
+            if is_tile(call.type) and call.type.space:
+                spaces.add(call.type.space)
+    return spaces
+
+
+def core_type(spaces: set[str]) -> str:
+    cube = bool(spaces & CUBE_SPACES)
+    vector = bool(spaces & VECTOR_SPACES)
+    if cube and vector:
+        return "mix"
+    return "aic" if cube else "aiv"
+
+
+def classify_cores(program: n.Program, ctx: PassContext) -> n.Program:
+    for fn in kernels(program):
+        facts = ctx.facts(fn.name)
+        facts.core_type = core_type(spaces_touched(fn))
+        if facts.core_type == "mix":
+            for move in facts.moves:
+                if (move.src, move.dst) in ctx.arch.cross_core_moves:
+                    move.route = ctx.arch.cross_core_route
+    return program

@@ -1,0 +1,204 @@
+"""Argument directions (DSL.md §6.7): who may write which tensor.
+
+Every tensor value is traced to its root buffer (a parameter or a
+`create_tensor`), through stores (which return their destination), views, loop
+carries and if merges.  Then: kernels must not write In parameters; an entry's
+In parameter must not reach a kernel's Out/InOut slot; kernels return only
+their Out/InOut parameters; reading a pure Out parameter before writing it warns.
+"""
+
+from __future__ import annotations
+
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.structure import CREATE_TENSOR_OPS, KERNEL_KINDS
+from pytest_pypto.compiler.walk import is_tensor, iter_exprs, stmt_exprs
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.errors import DirectionError
+from pytest_pypto.ir.types import Direction
+
+WRITE_OPS = frozenset({"store", "assemble", "write"})
+VIEW_OPS = frozenset({"slice", "reshape", "transpose"})
+
+
+def written_tensor(call: n.Call) -> n.Var | None:
+    """The tensor a writing op (store/assemble/write into a tensor) writes, if any."""
+    if call.op.rpartition(".")[2] not in WRITE_OPS:
+        return None
+    for _, value in call.args:
+        if isinstance(value, n.Var) and is_tensor(value.type):
+            return value
+    return None
+
+
+def _first_tensor(call: n.Call) -> n.Var | None:
+    for _, value in call.args:
+        if isinstance(value, n.Var) and is_tensor(value.type):
+            return value
+    return None
+
+
+class TensorRoots:
+    """Maps tensor-valued names to their root buffer, walking a body in order."""
+
+    def __init__(self, fn: n.Function) -> None:
+        self.root: dict[str, str] = {p.name: p.name for p in fn.params if is_tensor(p.type)}
+        self.locals: set[str] = set()
+
+    def of(self, expr: n.Expr | None) -> str | None:
+        if isinstance(expr, n.Var):
+            return self.root.get(expr.name)
+        return None
+
+    def assign(self, stmt: n.Assign) -> None:
+        value = stmt.value
+        if len(stmt.targets) != 1:
+            return
+        target = stmt.targets[0].name
+        root: str | None = None
+        if isinstance(value, n.Var):
+            root = self.of(value)
+        elif isinstance(value, n.Call):
+            short = value.op.rpartition(".")[2]
+            if value.op in CREATE_TENSOR_OPS:
+                root = target
+                self.locals.add(target)
+            elif short in WRITE_OPS:
+                root = self.of(written_tensor(value))
+            elif short in VIEW_OPS:
+                root = self.of(_first_tensor(value))
+        if root is not None:
+            self.root[target] = root
+
+    def bind(self, targets: tuple[n.Var, ...], sources: tuple[n.Expr | None, ...]) -> None:
+        for t, s in zip(targets, sources):
+            root = self.of(s)
+            if root is not None:
+                self.root[t.name] = root
+
+
+def _walk(body: list[n.Stmt], roots: TensorRoots, visit) -> None:
+    for stmt in body:
+        visit(stmt, roots)
+        if isinstance(stmt, n.Assign):
+            roots.assign(stmt)
+        elif isinstance(stmt, n.For):
+            roots.bind(tuple(v for v, _ in stmt.carried), tuple(i for _, i in stmt.carried))
+            _walk(stmt.body, roots, visit)
+            roots.bind(stmt.results, tuple(v for v, _ in stmt.carried))
+        elif isinstance(stmt, n.If):
+            _walk(stmt.then_body, roots, visit)
+            _walk(stmt.else_body, roots, visit)
+            ys = stmt.then_body[-1].values if stmt.then_body and isinstance(stmt.then_body[-1], n.Yield) else ()
+            roots.bind(stmt.results, tuple(ys))
+
+
+def returned_params(fn: n.Function) -> list[int]:
+    """Positions of the parameters a function returns (in return order)."""
+    positions: list[int] = []
+    index = {p.name: i for i, p in enumerate(fn.params)}
+
+    def visit(stmt: n.Stmt, roots: TensorRoots) -> None:
+        if isinstance(stmt, n.Return):
+            for v in stmt.values:
+                root = roots.of(v)
+                if root in index:
+                    positions.append(index[root])
+
+    _walk(fn.body, TensorRoots(fn), visit)
+    return positions
+
+
+def check_directions(program: n.Program, ctx: PassContext) -> n.Program:
+    entry = program.functions[ctx.entry] if ctx.entry else None
+    for fn in program.functions.values():
+        directions = {p.name: p.direction for p in fn.params}
+        first_access: dict[str, str] = {}
+
+        def visit(stmt: n.Stmt, roots: TensorRoots, fn: n.Function = fn,
+                  directions: dict = directions, first_access: dict = first_access) -> None:
+            for top in stmt_exprs(stmt):
+                for e in iter_exprs(top):
+                    if isinstance(e, n.Call):
+                        _check_call(fn, e, roots, directions, first_access, ctx)
+                    elif isinstance(e, n.FuncCall) and fn is entry:
+                        _check_task(program, fn, e, roots, directions, ctx)
+            if isinstance(stmt, n.Return) and fn.kind in KERNEL_KINDS:
+                for v in stmt.values:
+                    _check_return(fn, v, roots, directions, ctx)
+
+        _walk(fn.body, TensorRoots(fn), visit)
+    return program
+
+
+def _check_call(fn, call, roots, directions, first_access, ctx) -> None:
+    dst = written_tensor(call)
+    dst_root = roots.of(dst)
+    for _, value in call.args:
+        if not (isinstance(value, n.Var) and is_tensor(value.type)) or value is dst:
+            continue
+        root = roots.of(value)
+        if root is not None and root not in first_access:
+            first_access[root] = "read"
+            if directions.get(root) is Direction.OUT and fn.kind in KERNEL_KINDS:
+                ctx.warn(
+                    f"Function '{fn.name}' reads parameter '{root}' before writing it; it is "
+                    f"declared Out, so its contents are undefined on entry",
+                    call.span,
+                    hint="declare it pl.InOut[...] if the kernel needs its initial contents",
+                )
+    if dst_root is None:
+        return
+    first_access.setdefault(dst_root, "write")
+    if directions.get(dst_root) is Direction.IN:
+        raise DirectionError(
+            f"Function '{fn.name}' writes parameter '{dst_root}', which is declared In",
+            call.span,
+            hint="declare it pl.Out[...] or pl.InOut[...]",
+            arch=ctx.arch.name,
+        )
+
+
+def _check_task(program, fn, call, roots, directions, ctx) -> None:
+    callee = program.functions.get(call.callee)
+    if callee is None:
+        return
+    if len(call.args) != len(callee.params):
+        raise DirectionError(
+            f"self.{call.callee}(...) takes {len(callee.params)} arguments, but got {len(call.args)}",
+            call.span,
+            hint=f"pass one argument per parameter of '{callee.name}'",
+            arch=ctx.arch.name,
+        )
+    for i, (arg, param) in enumerate(zip(call.args, callee.params)):
+        root = roots.of(arg)
+        if root is None or not param.direction.writes:
+            continue
+        if directions.get(root) is Direction.IN:
+            raise DirectionError(
+                f"Argument '{root}' passed to self.{call.callee}(...) at position {i} is the "
+                f"entry's In parameter, but '{callee.name}' declares that slot {param.direction.value}",
+                call.span,
+                hint=f"declare '{root}' pl.Out[...] or pl.InOut[...] in '{fn.name}', or pass a "
+                f"pl.create_tensor buffer",
+                arch=ctx.arch.name,
+            )
+
+
+def _check_return(fn, value, roots, directions, ctx) -> None:
+    root = roots.of(value)
+    shown = value.name if isinstance(value, n.Var) else "a value"
+    if root is not None and directions.get(root) in (Direction.OUT, Direction.INOUT):
+        return
+    if root is not None and directions.get(root) is Direction.IN:
+        message = f"Function '{fn.name}' returns parameter '{root}', which is declared In"
+    else:
+        message = (
+            f"Function '{fn.name}' returns '{shown}', which is not one of its Out/InOut parameters"
+        )
+    raise DirectionError(
+        message,
+        value.span or fn.span,
+        hint="an InCore function returns only its pl.Out/pl.InOut tensors, usually the value "
+        "rebound by pl.store(..., out)",
+        arch=ctx.arch.name,
+    )

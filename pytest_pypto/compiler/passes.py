@@ -1,0 +1,111 @@
+"""A small pass manager: named passes `(program, ctx) -> program` run in order.
+
+The context carries what every pass needs (the arch table, the op registry, the
+entry) and what passes hand to codegen (core classes, inserted moves, cast
+chains, memory maps), so codegen never re-derives a decision a check made.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_pypto.arch import ArchSpec
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.errors import CompileError, PyptoWarning, render
+from pytest_pypto.ir.registry import OpSpec
+
+
+@dataclass
+class MoveRecord:
+    """A `tile.move` in a kernel: inserted by the compiler or written by the user."""
+
+    line: int
+    var: str
+    src: str
+    dst: str
+    inserted: bool
+    route: str | None = None  # "via GM" / "direct" for cross-core transfers in mix kernels
+
+
+@dataclass
+class KernelFacts:
+    """What the passes decided about one InCore function, for codegen and listings."""
+
+    core_type: str = "aiv"
+    moves: list[MoveRecord] = field(default_factory=list)
+    casts: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)  # line, var, chain
+    buffers: list[Any] = field(default_factory=list)  # capacity.Buffer, with offsets
+    peak: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PassContext:
+    arch: ArchSpec
+    registry: Mapping[str, OpSpec]
+    source_lines: tuple[str, ...] = ()
+    entry: str | None = None
+    kernels: dict[str, KernelFacts] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def op(self, call: n.Call) -> OpSpec:
+        """The registry entry of a call; a CompileError if the op is unknown."""
+        try:
+            return self.registry[call.op]
+        except KeyError:
+            raise CompileError(
+                f"unknown op {call.op!r}", call.span, arch=self.arch.name,
+                hint="the op registry has no entry of that name",
+            ) from None
+
+    def facts(self, fn_name: str) -> KernelFacts:
+        return self.kernels.setdefault(fn_name, KernelFacts())
+
+    def source_line(self, span: n.Span | None) -> str | None:
+        if span is None or not self.source_lines or not 0 < span.line <= len(self.source_lines):
+            return None
+        return self.source_lines[span.line - 1].rstrip("\n")
+
+    def warn(self, message: str, span: n.Span | None, hint: str | None = None) -> None:
+        """Emit a PyptoWarning rendered like an error (and remember it)."""
+        text = render(message, span, hint=hint, level="warning", source_line=self.source_line(span))
+        self.warnings.append(text)
+        warnings.warn(text, PyptoWarning, stacklevel=3)
+
+
+PassFn = Callable[[n.Program, PassContext], n.Program]
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: PassFn
+
+
+class PassManager:
+    """Runs passes in order; optionally dumps the IR after each one."""
+
+    def __init__(self, passes: list[Pass]) -> None:
+        self.passes = list(passes)
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.passes]
+
+    def run(
+        self,
+        program: n.Program,
+        ctx: PassContext,
+        *,
+        dump_dir: Path | None = None,
+        printer: Callable[[n.Program], str] | None = None,
+    ) -> n.Program:
+        for index, p in enumerate(self.passes, start=1):
+            program = p.run(program, ctx)
+            if dump_dir is not None and printer is not None:
+                dump_dir.mkdir(parents=True, exist_ok=True)
+                (dump_dir / f"{index:02d}_{p.name}.txt").write_text(printer(program))
+        return program

@@ -1,0 +1,223 @@
+"""Program-shape passes: Tier 3 constructs, entry selection, placement, call flattening.
+
+These run first: they need no arch facts, and everything after them may assume a
+supported program with one entry, ops in the right kind of function, and every
+op call bound to a name of its own (so moves can be inserted between calls).
+"""
+
+from __future__ import annotations
+
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.walk import NameGen, all_names, iter_calls, rewrite_bodies
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.errors import PlacementError, UnsupportedFeatureError
+
+ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard"
+
+KERNEL_KINDS = ("InCore",)
+ENTRY_KINDS = ("Orchestration", "Opaque")
+# Tensor ops an orchestration body may use (DSL.md §1.5); all others run only in InCore code.
+ORCH_TENSOR_OPS = frozenset(
+    {"create_tensor", "create", "slice", "reshape", "transpose", "read", "write", "dim"}
+)
+CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
+
+
+def kernels(program: n.Program) -> list[n.Function]:
+    return [f for f in program.functions.values() if f.kind in KERNEL_KINDS]
+
+
+def check_unsupported(program: n.Program, ctx: PassContext) -> n.Program:
+    """Tier 3 constructs recorded by the parser become UnsupportedFeatureError (§4.3, §6.9)."""
+    for fn in program.functions.values():
+        u = fn.unsupported
+        if u is not None:
+            raise UnsupportedFeatureError(
+                f"{u.construct} is not supported by the bundled toolchain (tier 3: {u.reason})",
+                u.span or fn.span,
+                hint=ONBOARD_HINT,
+                arch=ctx.arch.name,
+            )
+        if fn.kind not in KERNEL_KINDS + ENTRY_KINDS:
+            raise UnsupportedFeatureError(
+                f"pl.FunctionType.{fn.kind} is not supported by the bundled toolchain "
+                f"(tier 3: hand-specialized kernels)",
+                fn.span,
+                hint=ONBOARD_HINT,
+                arch=ctx.arch.name,
+            )
+    return program
+
+
+def _callees(program: n.Program) -> set[str]:
+    return {
+        e.callee
+        for fn in program.functions.values()
+        for _, e in iter_calls(fn.body)
+        if isinstance(e, n.FuncCall)
+    }
+
+
+def select_entry(program: n.Program, ctx: PassContext) -> n.Program:
+    """The unique Orchestration function, else the unique uncalled Opaque one (§1.1)."""
+    orch = [f.name for f in program.functions.values() if f.kind == "Orchestration"]
+    called = _callees(program)
+    opaque = [
+        f.name for f in program.functions.values() if f.kind == "Opaque" and f.name not in called
+    ]
+    if len(orch) == 1:
+        ctx.entry = orch[0]
+        return program
+    if not orch and len(opaque) == 1:
+        ctx.entry = opaque[0]
+        return program
+    if orch:
+        names, what = orch, "Orchestration functions"
+    elif opaque:
+        names, what = opaque, "uncalled Opaque functions"
+    else:
+        names, what = [], "Orchestration or uncalled Opaque functions"
+    listed = ", ".join(f"'{x}'" for x in names) or "none"
+    raise PlacementError(
+        f"Program '{program.name}' has no unique entry: {len(names)} {what} ({listed})",
+        program.span,
+        hint="give the program exactly one @pl.function(type=pl.FunctionType.Orchestration)",
+        arch=ctx.arch.name,
+    )
+
+
+def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
+    """Tile ops only in InCore code; create_tensor not in InCore; calls only to kernels (§6.8)."""
+    for fn in program.functions.values():
+        in_core = fn.kind in KERNEL_KINDS
+        for _, e in iter_calls(fn.body):
+            if isinstance(e, n.FuncCall):
+                _check_func_call(program, fn, e, ctx)
+                continue
+            assert isinstance(e, n.Call)
+            level, _, short = e.op.partition(".")
+            if in_core and e.op in CREATE_TENSOR_OPS:
+                raise PlacementError(
+                    f"pl.create_tensor is not allowed inside InCore function '{fn.name}'",
+                    e.span,
+                    hint="allocate it in the orchestration function and pass it as pl.Out[...]",
+                    arch=ctx.arch.name,
+                )
+            if not in_core and level == "tile":
+                raise PlacementError(
+                    f"tile op '{e.op}' is not allowed in {fn.kind} function '{fn.name}'",
+                    e.span,
+                    hint="move it into an InCore function, or wrap it in "
+                    "with pl.at(level=pl.Level.CORE_GROUP):",
+                    arch=ctx.arch.name,
+                )
+            if not in_core and level == "tensor" and short not in ORCH_TENSOR_OPS:
+                raise PlacementError(
+                    f"Misplaced tensor op '{e.op}' in {fn.kind} function '{fn.name}': "
+                    f"tensor ops run only in InCore code",
+                    e.span,
+                    hint="wrap it in with pl.at(level=pl.Level.CORE_GROUP): "
+                    "or move it into an InCore function",
+                    arch=ctx.arch.name,
+                )
+    return program
+
+
+def _check_func_call(
+    program: n.Program, fn: n.Function, call: n.FuncCall, ctx: PassContext
+) -> None:
+    callee = program.functions.get(call.callee)
+    if callee is None:
+        raise PlacementError(
+            f"Function '{fn.name}' calls self.{call.callee}(...), which is not a function "
+            f"of program '{program.name}'",
+            call.span,
+            hint="decorate it with @pl.function",
+            arch=ctx.arch.name,
+        )
+    if fn.kind in KERNEL_KINDS or callee.kind not in KERNEL_KINDS:
+        raise UnsupportedFeatureError(
+            f"a call from {fn.kind} function '{fn.name}' to {callee.kind} function "
+            f"'{callee.name}' is not supported by the bundled toolchain yet (tier 2: inlining)",
+            call.span,
+            hint="call InCore functions only from the orchestration function, or inline the "
+            "callee's body by hand",
+            arch=ctx.arch.name,
+        )
+
+
+def flatten_calls(program: n.Program, ctx: PassContext) -> n.Program:
+    """Bind every nested op call to a fresh name of its own, just before its statement.
+
+    After this pass an op call appears only as the whole value of an Assign or an
+    ExprStmt, so later passes can insert moves between calls and codegen can emit
+    one line per op.
+    """
+    for fn in program.functions.values():
+        names = NameGen(all_names(fn))
+
+        def visit(body: list[n.Stmt], names: NameGen = names) -> list[n.Stmt]:
+            out: list[n.Stmt] = []
+            for stmt in body:
+                hoisted: list[n.Stmt] = []
+                _hoist_stmt(stmt, hoisted, names)
+                out.extend(hoisted)
+                out.append(stmt)
+            return out
+
+        rewrite_bodies(fn, visit)
+    return program
+
+
+def _hoist_stmt(stmt: n.Stmt, hoisted: list[n.Stmt], names: NameGen) -> None:
+    if isinstance(stmt, n.Assign):
+        stmt.value = _hoist_children(stmt.value, hoisted, names, top=True)
+    elif isinstance(stmt, n.ExprStmt):
+        stmt.expr = _hoist_children(stmt.expr, hoisted, names, top=True)
+    elif isinstance(stmt, (n.Yield, n.Return)):
+        stmt.values = tuple(_hoist_children(v, hoisted, names) for v in stmt.values)
+    elif isinstance(stmt, n.For):
+        stmt.start = _hoist_children(stmt.start, hoisted, names)
+        stmt.stop = _hoist_children(stmt.stop, hoisted, names)
+        stmt.step = _hoist_children(stmt.step, hoisted, names)
+        stmt.carried = tuple((v, _hoist_children(i, hoisted, names)) for v, i in stmt.carried)
+    elif isinstance(stmt, n.If):
+        stmt.cond = _hoist_children(stmt.cond, hoisted, names)
+
+
+def _hoist_children(expr: n.Expr, hoisted: list[n.Stmt], names: NameGen, top: bool = False) -> n.Expr:
+    """Hoist op calls below ``expr`` (and ``expr`` itself unless it is the top)."""
+    if isinstance(expr, n.Call):
+        expr.args = tuple((k, _hoist_arg(v, hoisted, names)) for k, v in expr.args)
+    elif isinstance(expr, n.FuncCall):
+        expr.args = tuple(_hoist_children(a, hoisted, names) for a in expr.args)
+    elif isinstance(expr, (n.BinOp, n.Compare)):
+        expr.lhs = _hoist_children(expr.lhs, hoisted, names)
+        expr.rhs = _hoist_children(expr.rhs, hoisted, names)
+    elif isinstance(expr, (n.UnaryOp, n.ScalarCast)):
+        expr.operand = _hoist_children(expr.operand, hoisted, names)
+    if top or not isinstance(expr, (n.Call, n.FuncCall)):
+        return expr
+    base = expr.op.rpartition(".")[2] if isinstance(expr, n.Call) else expr.callee
+    var = n.Var(names.fresh(base), type=expr.type, span=expr.span)
+    hoisted.append(n.Assign((var,), expr, span=expr.span))
+    return n.Var(var.name, type=expr.type, span=expr.span)
+
+
+def _hoist_arg(value: object, hoisted: list[n.Stmt], names: NameGen) -> object:
+    if isinstance(value, n.Expr):
+        return _hoist_children(value, hoisted, names)
+    if isinstance(value, tuple):
+        return tuple(_hoist_arg(v, hoisted, names) for v in value)
+    if isinstance(value, list):
+        return [_hoist_arg(v, hoisted, names) for v in value]
+    return value
+
+
+__all__ = [
+    "check_placement",
+    "check_unsupported",
+    "flatten_calls",
+    "kernels",
+    "select_entry",
+]

@@ -1,0 +1,162 @@
+"""Traversal helpers over IR bodies: every pass walks statements the same way.
+
+Passes see statements in program order (pre-order, loop and if bodies inline),
+which is also the order liveness and bounds reasoning use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.types import ScalarType, TensorType, TileType, Type
+
+
+def iter_stmts(body: list[n.Stmt]) -> Iterator[n.Stmt]:
+    """Every statement of a body, nested bodies included, in program order."""
+    for stmt in body:
+        yield stmt
+        for inner in child_bodies(stmt):
+            yield from iter_stmts(inner)
+
+
+def child_bodies(stmt: n.Stmt) -> list[list[n.Stmt]]:
+    if isinstance(stmt, n.For):
+        return [stmt.body]
+    if isinstance(stmt, n.If):
+        return [stmt.then_body, stmt.else_body]
+    return []
+
+
+def stmt_exprs(stmt: n.Stmt) -> list[n.Expr]:
+    """The expressions a statement evaluates itself (not those of nested bodies)."""
+    if isinstance(stmt, n.Assign):
+        return [stmt.value]
+    if isinstance(stmt, n.ExprStmt):
+        return [stmt.expr]
+    if isinstance(stmt, (n.Yield, n.Return)):
+        return list(stmt.values)
+    if isinstance(stmt, n.For):
+        return [stmt.start, stmt.stop, stmt.step, *(init for _, init in stmt.carried)]
+    if isinstance(stmt, n.If):
+        return [stmt.cond]
+    return []
+
+
+def arg_exprs(value: Any) -> Iterator[n.Expr]:
+    """Expressions inside one Call argument (a value, or an index list's items)."""
+    if isinstance(value, n.Expr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from arg_exprs(item)
+
+
+def expr_children(expr: n.Expr) -> list[n.Expr]:
+    if isinstance(expr, n.Call):
+        return [e for _, v in expr.args for e in arg_exprs(v)]
+    if isinstance(expr, n.FuncCall):
+        return list(expr.args)
+    if isinstance(expr, (n.BinOp, n.Compare)):
+        return [expr.lhs, expr.rhs]
+    if isinstance(expr, n.UnaryOp):
+        return [expr.operand]
+    if isinstance(expr, n.ScalarCast):
+        return [expr.operand]
+    return []
+
+
+def iter_exprs(expr: n.Expr) -> Iterator[n.Expr]:
+    """An expression and all its sub-expressions, operands first (evaluation order)."""
+    for child in expr_children(expr):
+        yield from iter_exprs(child)
+    yield expr
+
+
+def iter_calls(body: list[n.Stmt]) -> Iterator[tuple[n.Stmt, n.Expr]]:
+    """(statement, Call or FuncCall) pairs of a whole body, in evaluation order."""
+    for stmt in iter_stmts(body):
+        for top in stmt_exprs(stmt):
+            for e in iter_exprs(top):
+                if isinstance(e, (n.Call, n.FuncCall)):
+                    yield stmt, e
+
+
+def used_names(expr: n.Expr) -> list[str]:
+    return [e.name for e in iter_exprs(expr) if isinstance(e, n.Var)]
+
+
+def stmt_uses(stmt: n.Stmt) -> list[str]:
+    """Names a statement reads itself (nested bodies excluded)."""
+    return [name for e in stmt_exprs(stmt) for name in used_names(e)]
+
+
+def all_names(fn: n.Function) -> set[str]:
+    """Every variable name a function mentions (to make fresh names)."""
+    names = {p.name for p in fn.params}
+    for stmt in iter_stmts(fn.body):
+        if isinstance(stmt, n.Assign):
+            names.update(t.name for t in stmt.targets)
+        if isinstance(stmt, n.For):
+            names.add(stmt.var.name)
+            names.update(v.name for v, _ in stmt.carried)
+            names.update(v.name for v in stmt.results)
+        if isinstance(stmt, n.If):
+            names.update(v.name for v in stmt.results)
+        names.update(stmt_uses(stmt))
+    return names
+
+
+class NameGen:
+    """Fresh, readable variable names that collide with nothing in the function."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        base = base.rstrip("_0123456789") or "t"
+        i = 1
+        while f"{base}_{i}" in self.taken:
+            i += 1
+        name = f"{base}_{i}"
+        self.taken.add(name)
+        return name
+
+
+def rewrite_bodies(fn: n.Function, visit: Callable[[list[n.Stmt]], list[n.Stmt]]) -> None:
+    """Apply ``visit`` to every statement list of a function, innermost first."""
+
+    def go(body: list[n.Stmt]) -> list[n.Stmt]:
+        for stmt in body:
+            if isinstance(stmt, n.For):
+                stmt.body = go(stmt.body)
+            elif isinstance(stmt, n.If):
+                stmt.then_body = go(stmt.then_body)
+                stmt.else_body = go(stmt.else_body)
+        return visit(body)
+
+    fn.body = go(fn.body)
+
+
+def is_tile(t: Type | None) -> bool:
+    return isinstance(t, TileType)
+
+
+def is_tensor(t: Type | None) -> bool:
+    return isinstance(t, TensorType)
+
+
+def is_scalar(t: Type | None) -> bool:
+    return isinstance(t, ScalarType)
+
+
+def space_name(value: Any) -> str | None:
+    """A memory space as its table name, whether given as a MemorySpace or a string."""
+    if value is None:
+        return None
+    return getattr(value, "value", value)
+
+
+def stmt_line(stmt: n.Node) -> int:
+    return stmt.span.line if stmt.span else 0
