@@ -101,6 +101,8 @@ class Ledger:
             for r in [header, *rows]
         ]
         for cell in cells:
-            for reason, n in sorted(self.skip_reasons(cell).items(), key=lambda kv: -kv[1]):
+            for reason, n in sorted(
+                self.skip_reasons(cell).items(), key=lambda kv: (-kv[1], kv[0])
+            ):
                 lines.append(f"{cell}: {n} skipped: {reason}")
         return lines
