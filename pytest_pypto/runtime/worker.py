@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +41,77 @@ class OnboardExecutionError(SimulationError):
     """Execution was asked of an onboard platform, which the bundled simulator cannot serve."""
 
 
-@dataclass
 class SimRun:
-    """The result of one simulated run."""
+    """The result of one simulated run.
 
-    program: str
-    platform: str
-    outputs: dict[str, np.ndarray]  # Out/InOut entry params by name (the caller's arrays)
-    returns: tuple[np.ndarray, ...]  # the entry's returned params, in order
-    tasks: list[dict[str, Any]]  # executed tasks, as in deps.json
-    run_dir: Path
-    deps_path: Path
-    uninitialized: str = "poison"
-    war_hazards: list[dict[str, Any]] = field(default_factory=list)
+    The executed task graph is kept in memory and written to ``deps.json`` in the
+    run directory when the run saves kernels, or else the first time ``deps_path``,
+    ``run_dir``, ``tasks`` or ``deps()`` is asked for: file-system work stays off
+    the dispatch path of runs nobody inspects.
+    """
+
     sim_backend: str = SIM_BACKEND
+
+    def __init__(
+        self,
+        *,
+        program: str,
+        platform: str,
+        outputs: dict[str, np.ndarray],
+        returns: tuple[np.ndarray, ...],
+        uninitialized: str,
+        graph: TaskGraph,
+        roots: list[Any],
+        meta: dict[str, Any],
+        config: RunConfig,
+    ) -> None:
+        self.program = program
+        self.platform = platform
+        self.outputs = outputs  # Out/InOut entry params by name (the caller's arrays)
+        self.returns = returns  # the entry's returned params, in order
+        self.uninitialized = uninitialized
+        self.war_hazards: list[dict[str, Any]] = graph.war_hazards
+        self._graph = graph
+        self._roots = roots
+        self._meta = meta
+        self._config = config
+        self._record: dict[str, Any] | None = None
+        self._deps_path: Path | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<SimRun {self.program} on {self.platform}: {len(self._graph.tasks)} tasks, "
+            f"outputs {sorted(self.outputs)}>"
+        )
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The executed graph, as written to deps.json."""
+        if self._record is None:
+            self._record = self._graph.to_json(self._roots, self._meta)
+        return self._record
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        """Executed tasks (id, kernel, func id, core type, slots, args, deps, order)."""
+        return self.record["tasks"]
+
+    @property
+    def deps_path(self) -> Path:
+        """Path of this run's deps.json (written on first use)."""
+        if self._deps_path is None:
+            run_dir = _new_run_dir(self._config, self.program)
+            path = run_dir / "deps.json"
+            path.write_text(json.dumps(self.record))
+            self._deps_path = path
+        return self._deps_path
+
+    @property
+    def run_dir(self) -> Path:
+        return self.deps_path.parent
 
     def deps(self) -> dict[str, Any]:
         """The parsed deps.json."""
@@ -126,7 +179,6 @@ class Worker:
         for caller, staged in copy_back:
             np.copyto(caller, staged)
 
-        run_dir = _new_run_dir(cfg, manifest.program)
         meta = {
             "program": manifest.program,
             "platform": self.platform,
@@ -136,9 +188,6 @@ class Worker:
             "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
             "dynamic_dims": dyn,
         }
-        record = graph.to_json(rt.roots, meta)
-        deps_path = run_dir / "deps.json"
-        deps_path.write_text(json.dumps(record, indent=1))
         if graph.war_hazards:
             _warn_war(manifest.program, graph.war_hazards)
         outputs = {
@@ -146,17 +195,20 @@ class Worker:
             for a, value in zip(manifest.entry_args, arrays)
             if a.kind == "tensor" and a.direction != "In"
         }
-        return SimRun(
+        result = SimRun(
             program=manifest.program,
             platform=self.platform,
             outputs=outputs,
             returns=tuple(arrays[i] for i in manifest.entry_returns),
-            tasks=record["tasks"],
-            run_dir=run_dir,
-            deps_path=deps_path,
             uninitialized=cfg.uninitialized,
-            war_hazards=record["war_hazards"],
+            graph=graph,
+            roots=rt.roots,
+            meta=meta,
+            config=cfg,
         )
+        if cfg.save_kernels:
+            result.deps_path  # noqa: B018  (kept runs are written now)
+        return result
 
 
 _DEFAULT_CONFIG = RunConfig()
