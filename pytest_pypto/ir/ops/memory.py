@@ -209,7 +209,7 @@ def _store_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
+    from pytest_pypto.ir.apply import convert_array, dtype_of
 
     valid = tuple(int(v) for v in src.valid)
     _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
@@ -219,11 +219,11 @@ def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
         from pytest_pypto.ir.values import widen
 
         total = widen(region, src.dtype) + widen(dst[window], src.dtype)
-        dst[window] = convert_array(total, dst.dtype)
+        dst[window] = convert_array(total, dtype_of(dst))
     elif region.dtype == dst.dtype:
         dst[window] = region
     else:
-        dst[window] = convert_array(region, dst.dtype)
+        dst[window] = convert_array(region, dtype_of(dst))
     return dst
 
 
