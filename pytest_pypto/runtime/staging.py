@@ -4,9 +4,14 @@ Arrays bind to the entry's parameters in declaration order; each is checked for
 kind, dtype, rank and static dims, and ``pl.dynamic`` dims bind from the actual
 arrays.  In arrays are exposed read-only (the caller's arrays are never mutated;
 the read-only flag turns a stray write into an error instead of a silent change);
-InOut arrays are copied in; pure Out buffers are not copied in but allocated
+InOut arrays are copied in; pure Out buffers are not copied in but start
 poisoned (or zeroed, per the run's ``uninitialized`` choice); Out and InOut
 buffers are copied back into the caller's arrays when the run succeeds.
+
+Fast path: a pure Out array that is C-contiguous, writable and shares no memory
+with any other argument is used as the staging buffer itself (poisoned in place).
+Its contents on entry are undefined by contract, so on success the result is
+identical to allocate-then-copy-back, minus an allocation and a copy.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pytest_pypto.ir.artifact import ArgInfo, Manifest
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
-from pytest_pypto.ir.values import new_buffer
+from pytest_pypto.ir.values import fill_value, new_buffer
 from pytest_pypto.runtime.orchestrator import Orchestrator
 
 
@@ -62,7 +67,7 @@ def stage(
     dyn: dict[str, tuple[int, str, int]] = {}
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-    for param, value in zip(params, arrays):
+    for position, (param, value) in enumerate(zip(params, arrays)):
         dtype = dtype_by_name(param.dtype)
         if param.kind == "scalar":
             entry_args.append(_scalar(manifest, param, dtype, value))
@@ -72,13 +77,26 @@ def stage(
             data = value.view() if value.flags.c_contiguous else np.ascontiguousarray(value)
             data.flags.writeable = False
         elif param.direction == "Out":
-            data = new_buffer(value.shape, dtype)
-            copy_back.append((value, data))
+            if value.flags.c_contiguous and value.flags.aligned and not _aliases(position, arrays):
+                data = value
+                data.fill(fill_value(dtype))
+            else:
+                data = new_buffer(value.shape, dtype)
+                copy_back.append((value, data))
         else:
             data = np.array(value, dtype=dtype.np, order="C", copy=True)
             copy_back.append((value, data))
         entry_args.append(rt.add_root(data, dtype, param.name, param.direction))
     return entry_args, copy_back, {k: v[0] for k, v in dyn.items()}
+
+
+def _aliases(position: int, arrays: Sequence[Any]) -> bool:
+    """Whether the array at ``position`` shares memory with any other argument."""
+    value = arrays[position]
+    return any(
+        i != position and isinstance(a, np.ndarray) and np.may_share_memory(a, value)
+        for i, a in enumerate(arrays)
+    )
 
 
 def _scalar(manifest: Manifest, param: ArgInfo, dtype: DataType, value: Any) -> Any:

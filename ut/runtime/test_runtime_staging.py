@@ -213,3 +213,24 @@ def test_read_only_out_array_is_rejected(artifact):
     out.flags.writeable = False
     with pytest.raises(SimulationError, match="'out' .* is Out, but the array given is read-only"):
         Worker("a2a3sim").run(_simple(artifact), np.zeros(F, np.float32), out)
+
+
+def test_out_aliasing_an_in_array_still_sees_the_original_input(artifact, rng):
+    """Passing one array as both In and Out: the kernel reads the input, not the poison."""
+    x = rng.standard_normal(F).astype(np.float32)
+    expected = x.copy()
+    seen = np.zeros(F, np.float32)
+    Worker("a2a3sim").run(_peek(artifact), x, x, seen)  # o aliases x
+    np.testing.assert_array_equal(x, expected)  # o = x copied back onto the same memory
+    assert np.isnan(seen).all()
+
+
+def test_strided_out_array_is_staged_and_copied_back(artifact, rng):
+    x = rng.standard_normal(F).astype(np.float32)
+    wide = np.zeros([16, 64], np.float32)
+    o = wide[:, ::2]
+    seen = np.zeros(F, np.float32)
+    Worker("a2a3sim").run(_peek(artifact), x, o, seen)
+    np.testing.assert_array_equal(wide[:, ::2], x)
+    np.testing.assert_array_equal(wide[:, 1::2], 0.0)
+    assert np.isnan(seen).all()
