@@ -207,6 +207,9 @@ def test_split_per_file(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("PYPTO_LINT_SPLIT", "file")
     pytester.runpytest("lint").assert_outcomes(passed=1, failed=1)
     monkeypatch.delenv("PYPTO_LINT_SPLIT")
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\npypto_lint_split = 'file'\n")
+    pytester.runpytest("lint").assert_outcomes(passed=1, failed=1)
+    pytester.runpytest("lint", "--pypto-lint-split=check").assert_outcomes(failed=1)
     result = pytester.runpytest("lint", "--pypto-lint-split=dir")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
