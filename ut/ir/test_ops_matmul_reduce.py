@@ -151,3 +151,13 @@ def test_row_expand_shape_rule():
     t = REGISTRY["tile.row_expand_sub"].type_rule(info("tile.row_expand_sub", {
         "tile": tt((32, 64), D.FP32, (None, 40)), "row_vec": tt((32, 1), D.FP32)}))
     assert t.shape == (32, 64) and t.valid == (None, 40)
+
+
+def test_init_cond_must_be_a_condition():
+    from pytest_pypto.ir.types import ScalarType
+
+    types = {"acc": tt((16, 16), D.FP32), "lhs": tt((16, 16), D.FP16),
+             "rhs": tt((16, 16), D.FP16)}
+    MMA.type_rule(info("tile.matmul_acc", {**types, "init_cond": ScalarType(D.BOOL)}))
+    with pytest.raises(OpTypeError, match="init_cond to be a BOOL or int scalar, but got FP32"):
+        MMA.type_rule(info("tile.matmul_acc", {**types, "init_cond": ScalarType(D.FP32)}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from ophelpers import assert_poisoned_outside, info, tt, tv
+from ophelpers import ARCHS, assert_poisoned_outside, info, tt, tv
 
 from pytest_pypto.ir import dtypes as D
 from pytest_pypto.ir.apply import apply
@@ -58,9 +58,10 @@ def test_load_type_rule():
     clamped = LOAD.type_rule(info("tile.load", {"tensor": src},
                                   {"offsets": (112, 0), "shapes": (32, 64), "clamp": True}))
     assert clamped.valid == (16, 64)
+    oob = {"offsets": (96, 0), "shapes": (64, 64)}
+    LOAD.type_rule(info("tile.load", {"tensor": src}, oob))  # parse time: bounds are compile's
     with pytest.raises(OpBoundsError) as e:
-        LOAD.type_rule(info("tile.load", {"tensor": src},
-                            {"offsets": (96, 0), "shapes": (64, 64)}))
+        LOAD.type_rule(info("tile.load", {"tensor": src}, oob, arch=ARCHS[0]))
     assert "offset 96 + extent 64 > source extent 128" in e.value.message
     assert "clamp=True" in e.value.hint
     with pytest.raises(OpTypeError, match="one offset per dimension"):
@@ -71,7 +72,7 @@ def test_load_type_rule():
 
 def test_load_bounds_over_a_loop_range():
     call = info("tile.load", {"tensor": TensorType((128, 64), D.FP32)},
-                {"offsets": (None, 0), "shapes": (32, 64)})
+                {"offsets": (None, 0), "shapes": (32, 64)}, ARCHS[1])
     call.bounds["offsets"] = ((0, 112), None)
     with pytest.raises(OpBoundsError, match="offset 112 \\+ extent 32 > source extent 128"):
         LOAD.type_rule(call)

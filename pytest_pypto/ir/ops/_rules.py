@@ -215,7 +215,12 @@ def check_window(
     info: CallInfo, param: str, extents: Sequence[int | None], tensor_shape: Sequence[Any],
     *, verb: str, whose: str,
 ) -> None:
-    """Static bounds of a load/store window (DSL.md §6.4), using CallInfo.bounds at compile."""
+    """Static bounds of a load/store window (DSL.md §6.4), using CallInfo.bounds at compile.
+
+    Bounds are a compile-time check (BoundsError): at parse time (no arch) it is skipped.
+    """
+    if info.arch is None:
+        return
     offsets = info.values.get(param) or ()
     ranges = info.bounds.get(param, ())
     for d, (off, ext, size) in enumerate(zip(offsets, extents, tensor_shape)):

@@ -69,6 +69,13 @@ def _matmul_acc_type(info: CallInfo) -> TileType:
                 f"The operator {info.op} requires acc's valid region to cover the product's, "
                 f"but got {dims(acc.valid)} for product {dims(prod.valid)} (dimension {d})"
             )
+    cond = info.types.get("init_cond")
+    if cond is not None and (not hasattr(cond, "dtype") or cond.dtype.is_float):
+        raise OpTypeError(
+            f"The operator {info.op} requires init_cond to be a BOOL or int scalar, but got "
+            f"{getattr(getattr(cond, 'dtype', None), 'name', cond.kind)}",
+            "compare a loop variable, e.g. init_cond=(k == 0)",
+        )
     return acc.with_(space=None)
 
 
