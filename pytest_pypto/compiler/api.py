@@ -65,6 +65,25 @@ def ir_printer() -> Callable[[n.Program], str]:
     return render_program
 
 
+def lower(
+    program: n.Program,
+    config: RunConfig = RunConfig(),  # noqa: B008
+    *,
+    registry: Mapping[str, OpSpec] | None = None,
+    dump_dir: Path | None = None,
+) -> tuple[n.Program, PassContext]:
+    """Run every pass on a deep copy of ``program``: the checked IR and what passes decided."""
+    ctx = PassContext(
+        arch=spec(config.arch),
+        registry=registry if registry is not None else REGISTRY,
+        source_lines=tuple(program.source_lines),
+    )
+    work = PassManager(PASSES).run(
+        copy.deepcopy(program), ctx, dump_dir=dump_dir, printer=ir_printer()
+    )
+    return work, ctx
+
+
 def compile(  # noqa: A001  (PyPTO's name)
     program: n.Program,
     config: RunConfig = RunConfig(),  # noqa: B008  (frozen, safe as a default)
@@ -77,19 +96,14 @@ def compile(  # noqa: A001  (PyPTO's name)
     ``output_dir`` None makes a fresh temporary directory.  The user's program is
     never mutated (the passes work on a deep copy).
     """
-    arch = spec(config.arch)
-    work = copy.deepcopy(program)
-    ctx = PassContext(arch=arch, registry=registry if registry is not None else REGISTRY,
-                      source_lines=tuple(program.source_lines))
     out = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="pypto_"))
     out.mkdir(parents=True, exist_ok=True)
-    printer = ir_printer()
-    manager = PassManager(PASSES)
-    work = manager.run(
-        work, ctx, dump_dir=out / "passes" if config.dump_passes else None, printer=printer
+    work, ctx = lower(
+        program, config, registry=registry,
+        dump_dir=out / "passes" if config.dump_passes else None,
     )
     manifest = write_artifact(work, ctx, config, out)
-    return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=printer(work))
+    return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_printer()(work))
 
 
 def _arg(p: n.Param) -> ArgInfo:
