@@ -85,8 +85,8 @@ def load(path: Path) -> Manifest:
     """Parse and resolve a manifest; raises ManifestError for whole-manifest problems."""
     try:
         import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        raise ManifestError(f"{path}: lint manifests need Python 3.11+ (tomllib)") from None
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10 ships it as tomli
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
