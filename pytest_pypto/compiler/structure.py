@@ -32,8 +32,9 @@ def check_unsupported(program: n.Program, ctx: PassContext) -> n.Program:
     for fn in program.functions.values():
         u = fn.unsupported
         if u is not None:
+            reason = u.reason if u.reason.startswith("tier") else f"tier 3: {u.reason}"
             raise UnsupportedFeatureError(
-                f"{u.construct} is not supported by the bundled toolchain (tier 3: {u.reason})",
+                f"{u.construct} is not supported by the bundled toolchain ({reason})",
                 u.span or fn.span,
                 hint=ONBOARD_HINT,
                 arch=ctx.arch.name,

@@ -254,13 +254,17 @@ def test_opaque_entry_is_selected_when_uncalled():
     assert ctx.entry == "main"
 
 
-def test_unsupported_construct_names_tier_and_line():
+@pytest.mark.parametrize("reason", ["explicit task dependencies", "tier 3: explicit task dependencies"])
+def test_unsupported_construct_names_tier_and_line(reason):
     k = _copy_kernel(OUT)
-    k.fn.unsupported = n.Unsupported("pl.manual_scope", "explicit task dependencies", n.Span(FILE, 57, 9))
+    k.fn.unsupported = n.Unsupported("pl.manual_scope", reason, n.Span(FILE, 57, 9))
     with pytest.raises(UnsupportedFeatureError) as info:
         lower(program(k, orchestrate(k)), A2A3)
     err = info.value
     assert isinstance(err, NotImplementedError)
-    assert "pl.manual_scope is not supported by the bundled toolchain (tier 3" in err.message
+    assert err.message == (
+        "pl.manual_scope is not supported by the bundled toolchain "
+        "(tier 3: explicit task dependencies)"
+    )
     assert err.line == 57
     assert "pypto_onboard" in err.hint
