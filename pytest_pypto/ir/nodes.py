@@ -67,6 +67,13 @@ class Const(Expr):
 
 
 @dataclass(eq=False)
+class DynDim(Expr):
+    """A dynamic dimension (`pl.dynamic("M")`) used as a Scalar[INDEX] value in a body."""
+
+    var: Any  # DynVar
+
+
+@dataclass(eq=False)
 class Call(Expr):
     """A registry op applied to its arguments (see module docstring for `args`)."""
 

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The kernel language: `import pytest_pypto.language as pl`, with PyPTO's spellings.
+
+Decorators, annotation forms, dtypes, enums and iterators are defined here; every
+op of the registry is reachable as `pl.<spelling>` / `pl.tile.<spelling>`, created
+lazily on first attribute access so that importing this module does not load the
+op modules (which import numpy).  Kernel bodies are parsed by `@pl.program`, never
+run, so calling any of these from plain Python raises `NotRunnable`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_pypto.ir.dtypes import (
+    BF16,
+    BOOL,
+    FP4,
+    FP8E4M3FN,
+    FP8E5M2,
+    FP8E8M0,
+    FP16,
+    FP32,
+    HF4,
+    HF8,
+    INDEX,
+    INT4,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    UINT4,
+    UINT8,
+    UINT16,
+    UINT32,
+    UINT64,
+    DataType,
+)
+from pytest_pypto.ir.types import DynVar, MemorySpace
+from pytest_pypto.language.surface import (
+    AtomicType,
+    DslFunction,
+    FunctionType,
+    InOut,
+    Level,
+    NotRunnable,
+    OpStub,
+    Out,
+    PadValue,
+    Scalar,
+    SplitMode,
+    Tensor,
+    Tile,
+    Tuple,
+    function,
+)
+from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
+
+Mem = MemorySpace
+
+__all__ = [
+    "BF16", "BOOL", "FP4", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "FP16", "FP32", "HF4", "HF8",
+    "INDEX", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT4", "UINT8", "UINT16", "UINT32",
+    "UINT64", "DataType", "DynVar", "MemorySpace", "Mem", "AtomicType", "FunctionType", "Level",
+    "PadValue", "SplitMode", "Tensor", "Tile", "Scalar", "Out", "InOut", "Tuple", "function",
+    "program", "dynamic", "NotRunnable", "range", "parallel", "unroll", "pipeline", "yield_",
+    "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
+    "tensor", "DN", "ND", "NZ",
+]
+
+
+def dynamic(name: str) -> DynVar:
+    """`pl.dynamic("M")`: a dynamic tensor dimension; each call is a new, independent dim."""
+    return DynVar(name)
+
+
+def program(cls: type) -> Any:
+    """`@pl.program`: parse the class's `@pl.function` methods into an IR `Program`."""
+    import sys
+
+    from pytest_pypto.language.parser import parse_program
+
+    frame = sys._getframe(1)
+    try:
+        namespace = dict(frame.f_globals)
+        namespace.update(frame.f_locals)
+    finally:
+        del frame
+    return parse_program(cls, namespace)
+
+
+range = DslFunction("range", "`for i in pl.range(start, stop, step, init_values=...)`.")  # noqa: A001
+parallel = DslFunction("parallel", "`for i in pl.parallel(...)`: iterations asserted independent.")
+unroll = DslFunction("unroll", "`for i in pl.unroll(...)`: literal bounds, unrolled.")
+pipeline = DslFunction("pipeline", "`for i in pl.pipeline(..., stage=F)`.")
+yield_ = DslFunction("yield_", "Values carried out of a loop iteration or an if arm.")
+create_tensor = DslFunction("create_tensor", "`pl.create_tensor(shape, dtype, init_value=None)`.")
+const = DslFunction("const", "`pl.const(value, dtype)`: a typed constant.")
+static_assert = DslFunction("static_assert", "`pl.static_assert(cond, msg)` at parse time.")
+static_print = DslFunction("static_print", "`pl.static_print(...)` prints at parse time.")
+max = DslFunction("max", "Scalar maximum (not a reduction: see pl.row_max).")  # noqa: A001
+min = DslFunction("min", "Scalar minimum (not a reduction: see pl.row_min).")  # noqa: A001
+cast = OpStub("cast")  # tile.cast on tiles, a C conversion on Scalars
+
+tile = OpNamespace("tile")
+tensor = OpNamespace("tensor")
+
+DN = Layout("DN")
+ND = Layout("ND")
+NZ = Layout("NZ")
+
+_UNSUPPORTED = unsupported_names()
+_OPS: dict[str, OpStub] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """Op spellings (`pl.add`...) and named-but-unsupported PyPTO features, lazily."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    if name in _UNSUPPORTED:
+        return _UNSUPPORTED[name]
+    stub = _OPS.get(name)
+    if stub is None:
+        from pytest_pypto.ir.registry import REGISTRY
+
+        if not any(s.level == "tile" for s in REGISTRY.by_namespace("", name)):
+            raise AttributeError(
+                f"module 'pytest_pypto.language' has no attribute {name!r} "
+                f"(no op of the bundled toolchain is spelled pl.{name})"
+            )
+        stub = _OPS[name] = OpStub(name)
+    return stub
+
+
+def __dir__() -> list[str]:
+    from pytest_pypto.ir.registry import REGISTRY
+
+    names = set(globals()) | set(_UNSUPPORTED)
+    for spec in REGISTRY.values():
+        names.update(s for s in spec.spellings if "." not in s)
+    return sorted(names)

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Annotations: `pl.Tensor[...]` & co. as IR types, and the consistency check (§6.1).
+
+An annotation is checked, never used to convert: kind, dtype, rank and every pair
+of static dims must equal the inferred type.  The parser evaluates an annotation to
+an `AnnotationForm` (the same record Python builds at class-definition time) and
+turns that into an IR type here, so aliases captured from the module work too.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.types import (
+    Direction,
+    DynVar,
+    MemorySpace,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+    Type,
+)
+from pytest_pypto.language.context import FunctionContext, Tier3Hit
+from pytest_pypto.language.surface import AnnotationForm
+from pytest_pypto.language.unsupported import Layout
+
+
+def to_type(
+    ctx: FunctionContext, form: Any, node: ast.AST, *, param: bool = False
+) -> tuple[Type, Direction | None]:
+    """An evaluated annotation as (IR type, direction); direction only for Out/InOut."""
+    if not isinstance(form, AnnotationForm):
+        raise ctx.error(
+            ParserSyntaxError,
+            f"'{ctx.text(node)}' is not a type annotation of the DSL",
+            node,
+            hint="use pl.Tensor[[...], dtype], pl.Tile[[...], dtype], pl.Scalar[dtype], "
+            "pl.Out[...] / pl.InOut[...] or tuple[...]",
+        )
+    args = form.args if isinstance(form.args, tuple) else (form.args,)
+    if form.form in ("Out", "InOut"):
+        if not param:
+            raise ctx.error(
+                ParserTypeError,
+                f"pl.{form.form}[...] is a parameter direction; it is allowed on parameters only",
+                node,
+            )
+        inner, _ = to_type(ctx, args[0], node)
+        if not isinstance(inner, TensorType):
+            raise ctx.error(
+                ParserTypeError,
+                f"pl.{form.form}[...] wraps a pl.Tensor, but got {spelling(inner)}",
+                node,
+            )
+        return inner, Direction.OUT if form.form == "Out" else Direction.INOUT
+    if form.form == "Tensor":
+        return _tensor(ctx, args, node), None
+    if form.form == "Tile":
+        return _tile(ctx, args, node), None
+    if form.form == "Scalar":
+        return ScalarType(_dtype(ctx, args[0], node)), None
+    if form.form == "Tuple":
+        return TupleType(tuple(to_type(ctx, a, node)[0] for a in args)), None
+    raise ctx.error(ParserSyntaxError, f"unknown annotation pl.{form.form}", node)
+
+
+def _dtype(ctx: FunctionContext, value: Any, node: ast.AST) -> DataType:
+    if not isinstance(value, DataType):
+        raise ctx.error(
+            ParserTypeError, f"expected a dtype such as pl.FP32, but got {value!r}", node
+        )
+    return value
+
+
+def _dims(ctx: FunctionContext, value: Any, node: ast.AST, *, static: bool) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ctx.error(
+            ParserTypeError, f"expected a shape list such as [64, 128], but got {value!r}", node
+        )
+    dims = []
+    for d in value:
+        if isinstance(d, DynVar) and not static:
+            dims.append(d)
+        elif isinstance(d, int) and not isinstance(d, bool) and d > 0:
+            dims.append(d)
+        elif isinstance(d, DynVar):
+            raise ctx.error(
+                ParserTypeError,
+                f"tile dimension {d.name} is dynamic, but tile shapes must be static",
+                node,
+                hint="use a compile-time constant; dynamic dims are for tensors only",
+            )
+        else:
+            raise ctx.error(
+                ParserTypeError,
+                f"a dimension must be a positive int or pl.dynamic(...), but got {d!r}",
+                node,
+            )
+    return tuple(dims)
+
+
+def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TensorType:
+    if len(args) < 2:
+        raise ctx.error(ParserTypeError, "pl.Tensor needs [shape] and a dtype", node)
+    for extra in args[2:]:
+        if isinstance(extra, Layout) and extra.name == "DN":
+            raise ctx.error(
+                ParserTypeError,
+                "pl.DN layout is not accepted in a pl.Tensor annotation",
+                node,
+                hint="declare the tensor row-major and transpose with pl.transpose",
+            )
+        raise Tier3Hit(f"{extra!r} in pl.Tensor", "tier 3: tensor layout markers", node)
+    return TensorType(_dims(ctx, args[0], node, static=False), _dtype(ctx, args[1], node))
+
+
+def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileType:
+    if len(args) < 2:
+        raise ctx.error(ParserTypeError, "pl.Tile needs [shape] and a dtype", node)
+    space = None
+    for extra in args[2:]:
+        if isinstance(extra, MemorySpace) and space is None:
+            space = extra.value
+        else:
+            raise ctx.error(
+                ParserTypeError,
+                f"unexpected {extra!r} in a pl.Tile annotation",
+                node,
+                hint="the third element is a memory space such as pl.Mem.Vec",
+            )
+    return TileType(_dims(ctx, args[0], node, static=True), _dtype(ctx, args[1], node), space)
+
+
+def spelling(t: Type | None, *, space: bool = False) -> str:
+    """How the user would annotate a value of type ``t``."""
+    if isinstance(t, TensorType):
+        return f"pl.Tensor[[{', '.join(map(str, t.shape))}], pl.{t.dtype.name}]"
+    if isinstance(t, TileType):
+        mem = f", pl.Mem.{t.space}" if space and t.space else ""
+        return f"pl.Tile[[{', '.join(map(str, t.shape))}], pl.{t.dtype.name}{mem}]"
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
+    if isinstance(t, TupleType):
+        return f"pl.Tuple[{', '.join(spelling(i, space=space) for i in t.items)}]"
+    return "nothing (the value has no type)"
+
+
+def check(
+    ctx: FunctionContext, ann: Type, value: Type | None, subject: str, node: ast.AST
+) -> None:
+    """Raise ParserTypeError unless ``value`` agrees with annotation ``ann`` (DSL §6.1)."""
+    hint = f"annotate it as {spelling(value, space=isinstance(ann, TileType) and ann.space is not None)}"
+    if value is None or ann.kind != value.kind:
+        got = "nothing" if value is None else f"a {value.kind}"
+        raise ctx.error(
+            ParserTypeError,
+            f"Type annotation for {subject} says {ann.kind}, but the value is {got}",
+            node,
+            hint=hint,
+        )
+    if isinstance(ann, TupleType):
+        assert isinstance(value, TupleType)
+        if len(ann.items) != len(value.items):
+            raise ctx.error(
+                ParserTypeError,
+                f"Type annotation for {subject} has {len(ann.items)} items, "
+                f"but the value has {len(value.items)}",
+                node,
+                hint=hint,
+            )
+        for i, (a, v) in enumerate(zip(ann.items, value.items)):
+            check(ctx, a, v, f"{subject} (item {i})", node)
+        return
+    adt, vdt = ann.dtype, value.dtype  # type: ignore[attr-defined]
+    if adt is not vdt:
+        raise ctx.error(
+            ParserTypeError,
+            f"Type annotation for {subject} says dtype {adt.name}, but the value has dtype "
+            f"{vdt.name}",
+            node,
+            hint=hint,
+        )
+    if isinstance(ann, (TensorType, TileType)):
+        ashape, vshape = ann.shape, value.shape  # type: ignore[attr-defined]
+        if len(ashape) != len(vshape):
+            raise ctx.error(
+                ParserTypeError,
+                f"Type annotation for {subject} is rank {len(ashape)}, but the value is rank "
+                f"{len(vshape)}",
+                node,
+                hint=hint,
+            )
+        for i, (a, v) in enumerate(zip(ashape, vshape)):
+            if isinstance(a, int) and isinstance(v, int) and a != v:
+                raise ctx.error(
+                    ParserTypeError,
+                    f"Type annotation for {subject} disagrees with its value in dimension {i}: "
+                    f"annotated {a}, inferred {v}",
+                    node,
+                    hint=hint,
+                )
+
+
+def type_difference(a: Type | None, b: Type | None) -> str | None:
+    """The first way two carried/merged types differ, or None if they agree."""
+    if a is None or b is None or a.kind != b.kind:
+        return f"kind {getattr(a, 'kind', None)} vs {getattr(b, 'kind', None)}"
+    if isinstance(a, TupleType):
+        return None if a == b else "tuple types"
+    if a.dtype is not b.dtype:  # type: ignore[attr-defined]
+        return f"dtype {a.dtype.name} vs {b.dtype.name}"  # type: ignore[attr-defined]
+    if isinstance(a, (TensorType, TileType)):
+        if a.shape != b.shape:  # type: ignore[attr-defined]
+            return f"shape {list(a.shape)} vs {list(b.shape)}"  # type: ignore[attr-defined]
+    if isinstance(a, TileType) and isinstance(b, TileType):
+        if a.space and b.space and a.space != b.space:
+            return f"memory space {a.space} vs {b.space}"
+    return None

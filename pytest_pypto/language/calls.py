@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Op calls: bind arguments to an op's ParamSpecs, dispatch, and type the result.
+
+`pl.X(...)` dispatches by operand kind (DSL.md §4): Tile operands select the tile
+op, a number or Scalar as the right operand selects its `scalar_form`, Tensor
+operands would select the tensor-level op (not in this toolchain slice yet), and
+mixing Tensor and Tile operands is an error.  Static parameters are evaluated at
+parse time; the op's `type_rule` then types the call, and an `OpRuleError` becomes
+the parser error class that matches it, pointing at the call.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import InvalidOperationError, ParserError, ParserTypeError
+from pytest_pypto.ir.nodes import Call, Const, Expr
+from pytest_pypto.ir.registry import (
+    REGISTRY,
+    CallInfo,
+    OpRuleError,
+    OpSpec,
+    OpTypeError,
+    ParamSpec,
+)
+from pytest_pypto.ir.types import DynVar, MemorySpace, ScalarType, TensorType, TileType, type_str
+from pytest_pypto.language.context import FunctionContext
+from pytest_pypto.language.scalars import as_scalar_expr, is_number
+
+
+@dataclass
+class Arg:
+    """One evaluated argument and the AST node it came from (for spans)."""
+
+    value: Any
+    node: ast.AST
+
+
+_ABSENT = object()
+
+
+def resolve_tile_op(ctx: FunctionContext, namespace: str, name: str, node: ast.AST) -> OpSpec:
+    """The tile op reachable as `pl.<name>` / `pl.tile.<name>`."""
+    if namespace == "tensor":
+        raise tensor_level(ctx, name, node)
+    specs = [s for s in REGISTRY.by_namespace(namespace, name) if s.level == "tile"]
+    if not specs:
+        prefix = f"pl.{namespace}." if namespace else "pl."
+        raise ctx.error(
+            InvalidOperationError, f"{prefix}{name} is not an op of the bundled toolchain", node
+        )
+    exact = [s for s in specs if s.short_name == name]
+    return (exact or specs)[0]
+
+
+def tensor_level(ctx: FunctionContext, name: str, node: ast.AST) -> ParserError:
+    return ctx.error(
+        InvalidOperationError,
+        f"tensor-level op pl.tensor.{name} is not supported by the bundled toolchain yet",
+        node,
+        hint="load the tensor into a tile with pl.load and use the tile op",
+    )
+
+
+def bind(
+    ctx: FunctionContext, spec: OpSpec, display: str, pos: list[Arg], kw: dict[str, Arg],
+    node: ast.AST,
+) -> dict[str, Arg]:
+    """Match positional and keyword arguments to ``spec.params`` (no defaults filled)."""
+    positional = [p for p in spec.params if not p.keyword_only]
+    if len(pos) > len(positional):
+        raise ctx.error(
+            InvalidOperationError,
+            f"{display} takes at most {len(positional)} positional arguments, "
+            f"but {len(pos)} were given",
+            node,
+        )
+    bound = {p.name: a for p, a in zip(positional, pos)}
+    names = {p.name for p in spec.params}
+    for key, arg in kw.items():
+        if key not in names:
+            raise ctx.error(
+                InvalidOperationError,
+                f"{display} got an unexpected keyword argument '{key}'",
+                arg.node,
+                hint=f"its parameters are: {', '.join(p.name for p in spec.params)}",
+            )
+        if key in bound:
+            raise ctx.error(
+                InvalidOperationError, f"{display} got multiple values for '{key}'", arg.node
+            )
+        bound[key] = arg
+    for p in spec.params:
+        if p.required and p.name not in bound:
+            raise ctx.error(
+                InvalidOperationError, f"{display} is missing the argument '{p.name}'", node
+            )
+    return bound
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, Expr):
+        return getattr(value.type, "kind", "?")
+    if is_number(value) or isinstance(value, DynVar):
+        return "Scalar"
+    return "static"
+
+
+def op_call(
+    ctx: FunctionContext, namespace: str, name: str, pos: list[Arg], kw: dict[str, Arg],
+    node: ast.Call,
+) -> Call:
+    """Bind, dispatch and type one `pl.X(...)` / `pl.tile.X(...)` op call."""
+    spec = resolve_tile_op(ctx, namespace, name, node)
+    display = f"pl.{namespace + '.' if namespace else ''}{name}"
+    bound = bind(ctx, spec, display, pos, kw, node)
+    operand_params = [p for p in spec.params if p.kind in ("tile", "tile_or_scalar")]
+    kinds = [_kind_of(bound[p.name].value) for p in operand_params if p.name in bound]
+    if "Tensor" in kinds and "Tile" in kinds:
+        raise ctx.error(
+            InvalidOperationError, f"pl.{name}: Tensor and Tile operands cannot be mixed", node,
+            hint="pl.load the tensor into a tile first",
+        )
+    if "Tensor" in kinds:
+        raise tensor_level(ctx, name, node)
+    tile_params = [p for p in spec.params if p.kind == "tile"]
+    if spec.scalar_form and len(tile_params) >= 2 and tile_params[1].name in bound:
+        rhs = bound[tile_params[1].name].value
+        if _kind_of(rhs) == "Scalar":
+            scalar_spec = REGISTRY[spec.scalar_form]
+            bound = _rebind(spec, scalar_spec, bound)
+            bound = bind(ctx, scalar_spec, display, [], bound, node)
+            spec = scalar_spec
+    return build_call(ctx, spec, display, bound, node)
+
+
+def _rebind(old: OpSpec, new: OpSpec, bound: dict[str, Arg]) -> dict[str, Arg]:
+    """Carry arguments over to the scalar form: by name, else by position."""
+    new_names = {p.name for p in new.params}
+    out: dict[str, Arg] = {}
+    for i, p in enumerate(old.params):
+        if p.name not in bound:
+            continue
+        if p.name in new_names:
+            out[p.name] = bound[p.name]
+        elif i < len(new.params) and new.params[i].name not in bound:
+            out[new.params[i].name] = bound[p.name]
+    return out
+
+
+def build_call(
+    ctx: FunctionContext, spec: OpSpec, display: str, bound: dict[str, Arg], node: ast.AST
+) -> Call:
+    """Convert bound arguments per ParamSpec kind, run the type rule, build the Call."""
+    args: list[tuple[str, Any]] = []
+    for p in spec.params:
+        arg = bound.get(p.name)
+        if arg is None:
+            value = None if p.kind == "space" else _static_default(p.default)
+            where: ast.AST = node
+        else:
+            value, where = arg.value, arg.node
+        args.append((p.name, convert(ctx, spec, display, p, value, where)))
+    call = Call(spec.name, tuple(args), span=ctx.span(node))
+    call.type = fixed_space(spec, call, run_type_rule(ctx, spec, call_info(spec, call), node))
+    return call
+
+
+def fixed_space(spec: OpSpec, call: Call, result: Any) -> Any:
+    """Fill in a tile result's memory space where the op's MemRule fixes it."""
+    if not isinstance(result, TileType) or result.space is not None:
+        return result
+    rule = spec.mem.result
+    if rule is None or rule.startswith("attr:"):
+        return result
+    if rule.startswith("same:"):
+        operand = call.arg(rule[len("same:"):])
+        space = getattr(getattr(operand, "type", None), "space", None)
+        return result.with_(space=space) if space else result
+    return result.with_(space=rule)
+
+
+def call_info(spec: OpSpec, call: Call) -> CallInfo:
+    """What the op's rules see of a built Call (operand types, static values)."""
+    types: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    for p in spec.params:
+        value = call.arg(p.name)
+        if p.kind in ("tile", "tensor", "scalar", "tile_or_scalar"):
+            types[p.name] = value.type if isinstance(value, Expr) else None
+        elif p.kind == "index_list":
+            values[p.name] = (
+                None if value is None
+                else tuple(v if isinstance(v, int) else None for v in value)
+            )
+        else:
+            values[p.name] = value
+    return CallInfo(op=spec.name, types=types, values=values)
+
+
+def run_type_rule(ctx: FunctionContext, spec: OpSpec, info: CallInfo, node: ast.AST) -> Any:
+    try:
+        return spec.type_rule(info)
+    except OpTypeError as exc:
+        raise ctx.error(ParserTypeError, exc.message, node, hint=exc.hint) from None
+    except OpRuleError as exc:
+        raise ctx.error(InvalidOperationError, exc.message, node, hint=exc.hint) from None
+
+
+def _static_default(default: Any) -> Any:
+    if isinstance(default, MemorySpace):
+        return default.value
+    if isinstance(default, enum.Enum):
+        return default.value
+    return default
+
+
+def convert(
+    ctx: FunctionContext, spec: OpSpec, display: str, p: ParamSpec, value: Any, node: ast.AST
+) -> Any:
+    """One argument in its IR form (see ir.nodes for what each kind holds)."""
+    where = f"argument '{p.name}' of {display}"
+    if value is None and (p.optional or p.default is None or p.kind == "space"):
+        return None
+    kind = p.kind
+    if kind in ("tile", "tensor"):
+        want = "Tile" if kind == "tile" else "Tensor"
+        if not (isinstance(value, Expr) and getattr(value.type, "kind", None) == want):
+            raise ctx.error(
+                InvalidOperationError, f"{where} must be a {want}, but got {_show(value)}", node
+            )
+        return value
+    if kind in ("scalar", "tile_or_scalar"):
+        if kind == "tile_or_scalar" and isinstance(value, Expr) and isinstance(value.type, TileType):
+            return value
+        expr = as_scalar_expr(value, ctx.span(node))
+        if expr is None:
+            raise ctx.error(
+                InvalidOperationError, f"{where} must be a Scalar, but got {_show(value)}", node
+            )
+        return expr
+    if kind == "index_list":
+        if not isinstance(value, (list, tuple)):
+            raise ctx.error(
+                InvalidOperationError, f"{where} must be a list such as [r, 0], but got {_show(value)}",
+                node,
+            )
+        return tuple(_index(ctx, where, v, node) for v in value)
+    return _static(ctx, where, kind, value, node)
+
+
+def _index(ctx: FunctionContext, where: str, v: Any, node: ast.AST) -> Any:
+    if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
+        return v.value
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    expr = as_scalar_expr(v, ctx.span(node))
+    if expr is None or isinstance(v, bool) or not expr.type.dtype.is_int:  # type: ignore[union-attr]
+        raise ctx.error(
+            ParserTypeError,
+            f"{where} takes integer indices, but got {_show(v)}",
+            node,
+        )
+    return expr
+
+
+def _static(ctx: FunctionContext, where: str, kind: str, value: Any, node: ast.AST) -> Any:
+    if isinstance(value, Const):
+        value = value.value
+    if isinstance(value, Expr):
+        raise ctx.error(
+            InvalidOperationError,
+            f"{where} must be known when the kernel is parsed, but got a "
+            f"{type_str(value.type)} expression",
+            node,
+            hint="use a literal or a captured constant",
+        )
+    ok: bool
+    if kind == "shape":
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                if isinstance(v, DynVar):
+                    raise ctx.error(
+                        ParserTypeError,
+                        f"{where}: dimension {v.name} is dynamic, but tile shapes must be static",
+                        node,
+                    )
+            value = tuple(v.value if isinstance(v, Const) else v for v in value)
+        ok = isinstance(value, tuple) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        )
+    elif kind == "dtype":
+        ok = isinstance(value, DataType)
+    elif kind == "space":
+        ok = isinstance(value, MemorySpace)
+        value = value.value if ok else value
+    elif kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == "float":
+        ok = is_number(value) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    else:  # str, enum, literal
+        if isinstance(value, enum.Enum):
+            value = value.value
+        ok = isinstance(value, (int, float, str, bool)) or value is None
+        if kind == "str":
+            ok = isinstance(value, str)
+    if not ok:
+        raise ctx.error(
+            InvalidOperationError, f"{where} must be a {kind}, but got {_show(value)}", node
+        )
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Expr):
+        return type_str(value.type)
+    return repr(value)
+
+
+def scalar_type_of(value: Any) -> ScalarType | None:
+    if isinstance(value, Expr) and isinstance(value.type, ScalarType):
+        return value.type
+    return None
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, Expr) and isinstance(value.type, TensorType)

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Parse state shared by the parser modules: spans, errors, names, the environment.
+
+Spans map AST positions of the dedented class source back to the user's file: the
+line is offset by the class's first line, the column by the dedent width (and ast's
+UTF-8 byte columns are turned into character columns).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_pypto.ir.errors import ParserError
+from pytest_pypto.ir.nodes import Span
+
+
+class Tier3Hit(Exception):
+    """Internal: a Tier 3 construct was met; the function records it and stops parsing."""
+
+    def __init__(self, construct: str, reason: str, node: ast.AST | None) -> None:
+        super().__init__(construct)
+        self.construct = construct
+        self.reason = reason
+        self.node = node
+
+
+@dataclass
+class Unavailable:
+    """An env entry for a name that exists but may not be used here (with why)."""
+
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class SourceMap:
+    """Where the parsed class source sits in the user's file."""
+
+    file: str
+    first_line: int  # file line of the parsed source's line 1
+    indent: int  # characters removed by dedent
+    file_lines: tuple[str, ...]
+
+    def span(self, node: ast.AST | None) -> Span | None:
+        if node is None or not hasattr(node, "lineno"):
+            return None
+        line = self.first_line + node.lineno - 1
+        byte_col = node.col_offset + self.indent
+        text = self.file_lines[line - 1] if 0 < line <= len(self.file_lines) else ""
+        col = len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+        return Span(self.file, line, col + 1)
+
+    def line_of(self, node: ast.AST) -> int:
+        return self.first_line + getattr(node, "lineno", 1) - 1
+
+
+@dataclass
+class Namer:
+    """Unique SSA names within one function: the user's name first, then name_1, name_2..."""
+
+    taken: set[str] = field(default_factory=set)
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+
+class FunctionContext:
+    """Per-function parse state: source map, closure namespace, names, signatures."""
+
+    def __init__(
+        self,
+        source: SourceMap,
+        namespace: dict[str, Any],
+        function_name: str,
+        program: Any,
+        strict_ssa: bool,
+        local_names: set[str],
+    ) -> None:
+        self.source = source
+        self.namespace = namespace
+        self.function_name = function_name
+        self.program = program  # the ProgramParser (signatures of sibling functions)
+        self.strict_ssa = strict_ssa
+        self.local_names = local_names  # every name the body binds (shadows closures)
+        self.namer = Namer()
+
+    def span(self, node: ast.AST | None) -> Span | None:
+        return self.source.span(node)
+
+    def error(
+        self, cls: type[ParserError], message: str, node: ast.AST | None, hint: str | None = None
+    ) -> ParserError:
+        """Build (not raise) a parser error pointing at ``node``."""
+        return cls(message, self.span(node), hint=hint)
+
+    def text(self, node: ast.AST) -> str:
+        """The source text of a node (for hints)."""
+        try:
+            return ast.unparse(node)
+        except Exception:  # pragma: no cover - unparse handles every parsed node
+            return "..."
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names a block (re)binds, in first-assignment order; loop variables excluded."""
+    names: list[str] = []
+
+    def add(target: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            if target.id not in names:
+                names.append(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                add(elt)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            add(target.value)
+
+    def walk(block: list[ast.stmt]) -> None:
+        for stmt in block:
+            if isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    add(t)
+            elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+                add(stmt.target)
+            elif isinstance(stmt, (ast.For, ast.While)):
+                walk(stmt.body)
+                walk(stmt.orelse)
+            elif isinstance(stmt, ast.If):
+                walk(stmt.body)
+                walk(stmt.orelse)
+            elif isinstance(stmt, ast.With):
+                walk(stmt.body)
+
+    walk(stmts)
+    return names
+
+
+def all_bound_names(fn: ast.FunctionDef) -> set[str]:
+    """Every name a function binds anywhere (params, targets, loop variables)."""
+    names = {a.arg for a in fn.args.args}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names

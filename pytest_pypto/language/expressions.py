@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Expressions of a kernel body: each evaluates to an IR `Expr` or a parse-time constant.
+
+Values that are known while parsing (literals, closure constants, dtypes, enum
+members, lists of those, arithmetic over them) stay plain Python objects and fold;
+everything that exists only at run time is an IR expression.  Constants become
+`Const` nodes only where an IR expression is needed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.nodes import Assign, Call, Const, Expr, FuncCall, ScalarCast, Stmt, Var
+from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType
+from pytest_pypto.language import calls, scalars
+from pytest_pypto.language.calls import Arg
+from pytest_pypto.language.closure import check_value, lookup
+from pytest_pypto.language.context import FunctionContext, Unavailable
+from pytest_pypto.language.surface import (
+    ANNOTATION_FORMS,
+    AnnotationForm,
+    DslFunction,
+    OpStub,
+)
+
+_ITERATORS = ("range", "parallel", "unroll", "pipeline")
+
+
+class ExprParser:
+    """Evaluates expression ASTs against an environment (name -> Var or constant)."""
+
+    def __init__(
+        self, ctx: FunctionContext, env: dict[str, Any], sink: list[Stmt] | None = None
+    ) -> None:
+        self.ctx = ctx
+        self.env = env
+        self.sink = sink  # where hoisted call results are assigned
+
+    def hoist(self, value: Any, node: ast.AST) -> Any:
+        """Give a nested call result its own Var, so every op call is one Assign."""
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.hoist(v, node) for v in value)
+        if not isinstance(value, (Call, FuncCall)) or self.sink is None:
+            return value
+        if value.type is None or isinstance(value.type, TupleType):
+            raise self.ctx.error(
+                ParserTypeError, "this call produces no single value to pass on", node
+            )
+        base = value.op.split(".")[-1] if isinstance(value, Call) else value.callee
+        var = Var(self.ctx.namer.fresh(base), type=value.type, span=value.span)
+        self.sink.append(Assign((var,), value, span=value.span))
+        return var
+
+    # ------------------------------------------------------------ dispatch
+    def eval(self, node: ast.expr) -> Any:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise self.ctx.error(
+                ParserSyntaxError,
+                f"{type(node).__name__} expressions are not supported in kernel code",
+                node,
+            )
+        return method(node)
+
+    def _Constant(self, node: ast.Constant) -> Any:
+        if node.value is Ellipsis or isinstance(node.value, bytes):
+            raise self.ctx.error(ParserSyntaxError, "unsupported literal", node)
+        return node.value
+
+    def _Name(self, node: ast.Name) -> Any:
+        if node.id in self.env:
+            value = self.env[node.id]
+            if isinstance(value, Unavailable):
+                raise self.ctx.error(ParserTypeError, value.message, node, hint=value.hint)
+            return value
+        if node.id == "self":
+            raise self.ctx.error(
+                ParserSyntaxError, "'self' is only valid in self.<function>(...) calls", node
+            )
+        return lookup(self.ctx, node.id, node)
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            raise self.ctx.error(
+                ParserTypeError,
+                f"self.{node.attr} cannot be read in kernel code: the program class is "
+                "never instantiated",
+                node,
+                hint=f"copy it into a local before @pl.program (e.g. {node.attr} = "
+                f"self.{node.attr}) and use {node.attr}",
+            )
+        base = self.eval(node.value)
+        if isinstance(base, Expr):
+            raise self.ctx.error(
+                InvalidOperationError,
+                f"attribute access '.{node.attr}' on a {base.type.kind if base.type else 'value'} "
+                "is not supported in kernel code",
+                node,
+            )
+        try:
+            value = getattr(base, node.attr)
+        except AttributeError as exc:
+            raise self.ctx.error(InvalidOperationError, str(exc), node) from None
+        return check_value(self.ctx, value, f"'{self.ctx.text(node)}'", node)
+
+    def _List(self, node: ast.List) -> list[Any]:
+        return [self.eval(e) for e in node.elts]
+
+    def _Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple(self.eval(e) for e in node.elts)
+
+    def _BinOp(self, node: ast.BinOp) -> Any:
+        op = scalars.BINOPS.get(type(node.op))
+        if op is None:
+            raise self.ctx.error(
+                ParserSyntaxError, f"operator {type(node.op).__name__} is not supported", node
+            )
+        return scalars.binop(self.ctx, op, self.eval(node.left), self.eval(node.right), node)
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
+        return scalars.unary(self.ctx, node, self.eval(node.operand))
+
+    def _BoolOp(self, node: ast.BoolOp) -> Any:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.eval(node.values[0])
+        for value in node.values[1:]:
+            result = scalars.binop(self.ctx, op, result, self.eval(value), node)
+        return result
+
+    def _Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise self.ctx.error(
+                ParserSyntaxError, "chained comparisons are not supported", node,
+                hint="split it: (a < b) and (b < c)",
+            )
+        op = scalars.CMPOPS.get(type(node.ops[0]))
+        if op is None:
+            raise self.ctx.error(ParserSyntaxError, "only == != < <= > >= compare Scalars", node)
+        left, right = self.eval(node.left), self.eval(node.comparators[0])
+        return scalars.compare(self.ctx, op, left, right, node)
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        if base is tuple or base in ANNOTATION_FORMS:
+            items = self.eval(node.slice)
+            form = "Tuple" if base is tuple else base.__name__
+            return AnnotationForm(form, items)
+        if isinstance(base, Expr) and isinstance(base.type, (TileType, TensorType)):
+            from pytest_pypto.language.subscripts import read_subscript
+
+            return read_subscript(self, base, node)
+        if isinstance(base, (tuple, list)):
+            index = self.eval(node.slice)
+            if isinstance(index, int):
+                try:
+                    return base[index]
+                except IndexError:
+                    raise self.ctx.error(ParserTypeError, "index out of range", node) from None
+        raise self.ctx.error(
+            ParserSyntaxError, f"cannot subscript {self.ctx.text(node.value)}", node
+        )
+
+    # --------------------------------------------------------------- calls
+    def args_of(self, node: ast.Call) -> tuple[list[Arg], dict[str, Arg]]:
+        pos: list[Arg] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise self.ctx.error(ParserSyntaxError, "*args is not supported", a)
+            pos.append(Arg(self.hoist(self.eval(a), a), a))
+        kw: dict[str, Arg] = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.ctx.error(ParserSyntaxError, "**kwargs is not supported", k.value)
+            kw[k.arg] = Arg(self.hoist(self.eval(k.value), k.value), k.value)
+        return pos, kw
+
+    def _Call(self, node: ast.Call) -> Any:
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            pos, kw = self.args_of(node)
+            return self.ctx.program.call(self.ctx, func.attr, pos, kw, node)
+        target = self.eval(func)
+        if isinstance(target, OpStub):
+            pos, kw = self.args_of(node)
+            if target.op_name == "cast" and target.namespace == "" and pos:
+                if not isinstance(pos[0].value, Expr) or isinstance(pos[0].value.type, ScalarType):
+                    return self.scalar_cast(pos, kw, node)
+            return calls.op_call(self.ctx, target.namespace, target.op_name, pos, kw, node)
+        if isinstance(target, DslFunction):
+            return self.dsl_call(target.name, node)
+        if target is DynVar or getattr(target, "__name__", "") == "dynamic":
+            raise self.ctx.error(
+                ParserSyntaxError, "pl.dynamic(...) must be called outside the kernel", node,
+                hint="create it at module level: M = pl.dynamic('M')",
+            )
+        raise self.ctx.error(
+            ParserSyntaxError, f"'{self.ctx.text(func)}' cannot be called in kernel code", node
+        )
+
+    def dsl_call(self, name: str, node: ast.Call) -> Any:
+        if name in _ITERATORS:
+            raise self.ctx.error(
+                ParserSyntaxError, f"pl.{name}(...) is only valid as the iterator of a for loop",
+                node,
+            )
+        if name == "yield_":
+            raise self.ctx.error(
+                ParserSyntaxError,
+                "pl.yield_ must be the last statement of a loop body or an if arm",
+                node,
+            )
+        pos, kw = self.args_of(node)
+        if name in ("max", "min"):
+            if len(pos) != 2 or kw:
+                raise self.ctx.error(InvalidOperationError, f"pl.{name} takes (a, b)", node)
+            for a in pos:
+                if isinstance(a.value, Expr) and isinstance(a.value.type, (TileType, TensorType)):
+                    raise self.ctx.error(
+                        InvalidOperationError,
+                        f"pl.{name} is the Scalar {name}imum, not a tile op",
+                        node,
+                        hint=f"use pl.{name}imum(a, b) elementwise or pl.row_{name}(x, tmp) "
+                        "to reduce",
+                    )
+            return scalars.binop(self.ctx, name, pos[0].value, pos[1].value, node)
+        if name == "const":
+            return self.const(pos, kw, node)
+        if name == "create_tensor":
+            from pytest_pypto.language.subscripts import create_tensor
+
+            return create_tensor(self, pos, kw, node)
+        if name == "static_assert":
+            return self.static_assert(pos, node)
+        if name == "static_print":
+            shown = [a.value if not isinstance(a.value, Expr) else repr_expr(a.value) for a in pos]
+            print(f"{self.ctx.span(node)}: static_print:", *shown)
+            return None
+        raise self.ctx.error(ParserSyntaxError, f"pl.{name} cannot be used here", node)
+
+    def const(self, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Const:
+        args = [a.value for a in pos] + [kw[k].value for k in ("value", "dtype") if k in kw]
+        if len(args) != 2 or not scalars.is_number(args[0]) or not isinstance(args[1], DataType):
+            raise self.ctx.error(
+                InvalidOperationError, "pl.const takes (value, dtype) with a literal value", node
+            )
+        value, dtype = args
+        if isinstance(value, float) and not dtype.is_float:
+            raise self.ctx.error(
+                ParserTypeError, f"pl.const({value!r}, pl.{dtype.name}): a float for an int dtype",
+                node,
+            )
+        if dtype.is_float:
+            value = float(value)
+        elif dtype.kind == "bool":
+            value = bool(value)
+        return scalars.make_const(value, dtype, self.ctx.span(node))
+
+    def scalar_cast(self, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Any:
+        if len(pos) < 2 and "dtype" not in kw:
+            raise self.ctx.error(InvalidOperationError, "pl.cast takes (value, dtype)", node)
+        dtype = pos[1].value if len(pos) > 1 else kw["dtype"].value
+        mode = pos[2].value if len(pos) > 2 else kw["mode"].value if "mode" in kw else "round"
+        mode = getattr(mode, "value", mode)
+        if mode not in ("round", 2):
+            raise self.ctx.error(
+                InvalidOperationError,
+                f"pl.cast on a Scalar accepts only the default mode, but got mode={mode!r}",
+                node,
+                hint="drop mode=; Scalar casts use C conversion (float -> int truncates)",
+            )
+        if not isinstance(dtype, DataType):
+            raise self.ctx.error(InvalidOperationError, "pl.cast needs a dtype such as pl.FP32", node)
+        value = pos[0].value
+        if scalars.is_number(value):
+            if dtype.is_float:
+                return scalars.make_const(float(value), dtype, self.ctx.span(node))
+            if dtype.kind == "bool":
+                return scalars.make_const(bool(value), dtype, self.ctx.span(node))
+            return scalars.make_const(int(value), dtype, self.ctx.span(node))
+        expr = scalars.as_scalar_expr(value, self.ctx.span(node))
+        if expr is None:
+            raise self.ctx.error(InvalidOperationError, "pl.cast needs a Tile or a Scalar", node)
+        return ScalarCast(expr, dtype, type=ScalarType(dtype), span=self.ctx.span(node))
+
+    def static_assert(self, pos: list[Arg], node: ast.Call) -> None:
+        if not pos:
+            raise self.ctx.error(InvalidOperationError, "pl.static_assert(cond, msg)", node)
+        cond = pos[0].value
+        if isinstance(cond, Expr):
+            raise self.ctx.error(
+                ParserTypeError,
+                "pl.static_assert needs a condition known at parse time, but got a run-time Scalar",
+                pos[0].node,
+            )
+        if not cond:
+            msg = pos[1].value if len(pos) > 1 else ""
+            raise self.ctx.error(
+                ParserTypeError, f"static_assert failed: {msg}" if msg else "static_assert failed",
+                node,
+            )
+        return None
+
+
+def repr_expr(expr: Expr) -> str:
+    from pytest_pypto.ir.types import type_str
+
+    return f"<{type_str(expr.type)}>"
+

@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`@pl.program`: read the class source, parse every `@pl.function`, build an IR Program.
+
+Bodies are parsed with `ast`, never run.  Signatures are parsed first (calls between
+functions are checked against them); bodies follow in source order, a callee whose
+return type is not annotated being parsed on demand.  A Tier 3 construct is recorded
+in `Function.unsupported` and stops parsing that function, so decoration succeeds
+and compiling raises (DSL.md §4.3).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
+from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
+from pytest_pypto.language import annots, surface
+from pytest_pypto.language.context import (
+    FunctionContext,
+    SourceMap,
+    Tier3Hit,
+    all_bound_names,
+)
+from pytest_pypto.language.expressions import ExprParser
+from pytest_pypto.language.funcalls import check_call
+from pytest_pypto.language.statements import BodyParser
+
+
+@dataclass
+class Header:
+    """A function's signature, parsed before any body."""
+
+    node: ast.FunctionDef
+    kind: str = "Opaque"
+    strict_ssa: bool = False
+    params: list[Param] = field(default_factory=list)
+    returns: tuple[Type, ...] | None = None  # None: not annotated
+    unsupported: Unsupported | None = None
+
+
+def parse_program(cls: type, namespace: dict[str, Any]) -> Program:
+    """Parse the `@pl.program` class ``cls``; ``namespace`` holds its closure constants."""
+    try:
+        lines, first_line = inspect.getsourcelines(cls)
+        file = inspect.getsourcefile(cls) or inspect.getfile(cls)
+    except (OSError, TypeError) as exc:
+        raise ParserSyntaxError(
+            f"@pl.program could not read the source of class {cls.__name__}: {exc}",
+            hint="define the program in a .py file (not in an interactive session or exec)",
+        ) from None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    tree = ast.parse(dedented)
+    classdef = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    file_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
+        line.rstrip("\n") for line in lines
+    )
+    smap = SourceMap(file, first_line, indent, file_lines)
+    parser = ProgramParser(smap, namespace)
+    functions = parser.parse(classdef)
+    return Program(
+        cls.__name__, functions, file, span=smap.span(classdef), source_lines=file_lines
+    )
+
+
+class ProgramParser:
+    """Parses the functions of one program class; answers `self.f(...)` calls."""
+
+    def __init__(self, source: SourceMap, namespace: dict[str, Any]) -> None:
+        self.source = source
+        self.namespace = namespace
+        self.headers: dict[str, Header] = {}
+        self.functions: dict[str, Function] = {}
+        self.in_progress: set[str] = set()
+
+    def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
+        for node in classdef.body:
+            if isinstance(node, ast.FunctionDef):
+                header = self.header(node)
+                if header is not None:
+                    self.headers[node.name] = header
+        for name in self.headers:
+            self.function(name)
+        return {name: self.functions[name] for name in self.headers}
+
+    def context(self, name: str, strict: bool, local_names: set[str]) -> FunctionContext:
+        return FunctionContext(self.source, self.namespace, name, self, strict, local_names)
+
+    # ---------------------------------------------------------- signatures
+    def header(self, node: ast.FunctionDef) -> Header | None:
+        ctx = self.context(node.name, False, set())
+        ep = ExprParser(ctx, {})
+        header = Header(node)
+        found = False
+        try:
+            for dec in node.decorator_list:
+                found |= self.decorator(ctx, ep, dec, header)
+            if not found:
+                return None
+            self.signature(ctx, ep, node, header)
+        except Tier3Hit as hit:
+            if not found:
+                raise ctx.error(
+                    ParserSyntaxError, f"{hit.construct} is not a decorator of the DSL", hit.node
+                ) from None
+            header.unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
+        return header
+
+    def decorator(self, ctx: FunctionContext, ep: ExprParser, dec: ast.expr, header: Header) -> bool:
+        target = ep.eval(dec.func if isinstance(dec, ast.Call) else dec)
+        if target is not surface.function:
+            raise ctx.error(
+                ParserSyntaxError,
+                f"unknown decorator @{ctx.text(dec)} on a program method",
+                dec,
+                hint="decorate kernel functions with @pl.function(type=pl.FunctionType.X)",
+            )
+        if not isinstance(dec, ast.Call):
+            return True
+        if dec.args:
+            raise ctx.error(ParserSyntaxError, "pl.function takes keyword arguments only", dec)
+        for kw in dec.keywords:
+            if kw.arg == "type":
+                kind = ep.eval(kw.value)
+                if not isinstance(kind, surface.FunctionType):
+                    raise ctx.error(
+                        ParserTypeError, "type= must be a pl.FunctionType member", kw.value
+                    )
+                header.kind = kind.value
+                if kind.value in surface.TIER2_FUNCTION_TYPES:
+                    raise ctx.error(
+                        InvalidOperationError,
+                        f"pl.FunctionType.{kind.value} is not supported by the bundled "
+                        "toolchain yet (tier 2: inline functions)",
+                        kw.value,
+                    )
+                if kind.value not in surface.TIER1_FUNCTION_TYPES:
+                    raise Tier3Hit(
+                        f"pl.FunctionType.{kind.value}", "tier 3: hand-written cross-core kernels",
+                        kw.value,
+                    )
+            elif kw.arg == "strict_ssa":
+                value = ep.eval(kw.value)
+                if not isinstance(value, bool):
+                    raise ctx.error(ParserTypeError, "strict_ssa= must be True or False", kw.value)
+                header.strict_ssa = value
+            elif kw.arg in ("attrs", "auto_scope", "external_source"):
+                raise Tier3Hit(f"pl.function({kw.arg}=...)", "tier 3: function attributes", kw.value)
+            else:
+                raise ctx.error(
+                    InvalidOperationError, f"pl.function got an unexpected keyword '{kw.arg}'",
+                    kw.value if kw.value else dec,
+                )
+        return True
+
+    def signature(
+        self, ctx: FunctionContext, ep: ExprParser, node: ast.FunctionDef, header: Header
+    ) -> None:
+        a = node.args
+        if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults:
+            raise ctx.error(
+                ParserSyntaxError,
+                f"function '{node.name}' takes plain positional parameters only "
+                "(no defaults, *args, keyword-only or **kwargs)",
+                node,
+            )
+        if not a.args or a.args[0].arg != "self":
+            raise ctx.error(ParserSyntaxError, f"function '{node.name}' must take self first", node)
+        for arg in a.args[1:]:
+            if arg.annotation is None:
+                raise ctx.error(
+                    ParserTypeError, f"parameter '{arg.arg}' needs a type annotation", arg,
+                    hint="annotate it as pl.Tensor[[...], dtype] or pl.Scalar[dtype]",
+                )
+            t, direction = annots.to_type(
+                ctx, ep.eval(arg.annotation), arg.annotation, param=True
+            )
+            if isinstance(t, TileType):
+                raise ctx.error(
+                    ParserTypeError,
+                    f"parameter '{arg.arg}' is a Tile; tiles are never parameters of a kernel "
+                    "or an entry",
+                    arg,
+                    hint="pass a pl.Tensor and pl.load it inside the kernel",
+                )
+            if isinstance(t, TupleType):
+                raise ctx.error(ParserTypeError, f"parameter '{arg.arg}' cannot be a tuple", arg)
+            if direction is None:
+                direction = Direction.SCALAR if isinstance(t, ScalarType) else Direction.IN
+            header.params.append(Param(arg.arg, t, direction, span=ctx.span(arg)))
+        if node.returns is not None:
+            t, _ = annots.to_type(ctx, ep.eval(node.returns), node.returns)
+            header.returns = t.items if isinstance(t, TupleType) else (t,)
+
+    # --------------------------------------------------------------- bodies
+    def function(self, name: str) -> Function:
+        if name in self.functions:
+            return self.functions[name]
+        header = self.headers[name]
+        node = header.node
+        local_names = all_bound_names(node) - {"self"}
+        ctx = self.context(name, header.strict_ssa, local_names)
+        ctx.namer.taken.update(p.name for p in header.params)
+        body: list[Stmt] = []
+        unsupported = header.unsupported
+        returns = header.returns
+        if unsupported is None:
+            self.in_progress.add(name)
+            try:
+                env: dict[str, Any] = {
+                    p.name: Var(p.name, type=p.type, span=p.span) for p in header.params
+                }
+                bp = BodyParser(ctx, env, body)
+                try:
+                    bp.block(node.body, allow_return=True)
+                    returns = self.check_returns(ctx, header, bp)
+                except Tier3Hit as hit:
+                    unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
+            finally:
+                self.in_progress.discard(name)
+        fn = Function(
+            name, header.kind, list(header.params), tuple(returns or ()), body,
+            span=ctx.span(node), strict_ssa=header.strict_ssa, unsupported=unsupported,
+        )
+        self.functions[name] = fn
+        return fn
+
+    def check_returns(
+        self, ctx: FunctionContext, header: Header, bp: BodyParser
+    ) -> tuple[Type, ...]:
+        name = header.node.name
+        if bp.returned is None:
+            if header.returns:
+                raise ctx.error(
+                    ParserSyntaxError,
+                    f"function '{name}' declares a return type but does not return",
+                    header.node,
+                    hint="end the body with return <value>",
+                )
+            return ()
+        values, node = bp.returned
+        inferred = tuple(v.type for v in values)
+        if header.returns is None:
+            return inferred  # type: ignore[return-value]
+        if len(header.returns) != len(values):
+            raise ctx.error(
+                ParserTypeError,
+                f"function '{name}' declares {len(header.returns)} return values but returns "
+                f"{len(values)}",
+                node,
+            )
+        for i, (ann, value) in enumerate(zip(header.returns, values)):
+            subject = f"return value {i} of '{name}'" if len(values) > 1 else f"the return of '{name}'"
+            annots.check(ctx, ann, value.type, subject, node)
+        return header.returns
+
+    # ---------------------------------------------------------------- calls
+    def call(self, ctx: FunctionContext, name: str, pos: list[Any], kw: dict[str, Any],
+             node: ast.Call) -> Any:
+        """`self.name(...)` from the function of ``ctx``: a checked FuncCall."""
+        header = self.headers.get(name)
+        if header is None:
+            raise ctx.error(
+                InvalidOperationError,
+                f"self.{name}(...): the program has no @pl.function named '{name}'",
+                node,
+            )
+        if header.unsupported is not None:
+            raise Tier3Hit(header.unsupported.construct, header.unsupported.reason, node)
+        returns = header.returns
+        if returns is None:
+            if name in self.in_progress:
+                raise ctx.error(
+                    ParserSyntaxError,
+                    f"self.{name}(...) is recursive; calls between functions cannot recurse",
+                    node,
+                )
+            callee = self.function(name)
+            if callee.unsupported is not None:
+                raise Tier3Hit(callee.unsupported.construct, callee.unsupported.reason, node)
+            returns = callee.returns
+        elif name == ctx.function_name or name in self.in_progress:
+            raise ctx.error(
+                ParserSyntaxError,
+                f"self.{name}(...) is recursive; calls between functions cannot recurse",
+                node,
+            )
+        return check_call(ctx, name, header.params, returns, pos, kw, node)
+

@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Scalar arithmetic (DSL.md §3.5): typing, constant folding, literal constants.
+
+Operands must share a category (int or float); the wider width wins; BOOL takes
+no arithmetic.  Python literals adopt the dtype of the Scalar they meet (same
+category only), so `i * 2` stays `INT32` when `i` is.  Constant operands fold
+with the DSL's own semantics: `//` and `%` floor like Python, `/` on ints
+truncates toward zero like the generated C code.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+from pytest_pypto.ir import dtypes
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.nodes import BinOp, Compare, Const, DynDim, Expr, UnaryOp
+from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
+from pytest_pypto.language.context import FunctionContext
+
+BINOPS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+    ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>",
+}
+CMPOPS: dict[type, str] = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+}
+TILE_HINTS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+def literal_dtype(value: Any) -> DataType:
+    if isinstance(value, bool):
+        return dtypes.BOOL
+    if isinstance(value, int):
+        return dtypes.INDEX
+    return dtypes.FP32
+
+
+def category(dtype: DataType) -> str:
+    if dtype.kind == "bool":
+        return "bool"
+    return "float" if dtype.is_float else "int"
+
+
+def make_const(value: Any, dtype: DataType | None = None, span: Any = None) -> Const:
+    return Const(value, type=ScalarType(dtype or literal_dtype(value)), span=span)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def as_scalar_expr(value: Any, span: Any = None) -> Expr | None:
+    """A number, DynVar or Scalar-typed Expr as an IR Expr; None if it is none of those."""
+    if is_number(value):
+        return make_const(value, span=span)
+    if isinstance(value, DynVar):
+        return DynDim(value, type=ScalarType(dtypes.INDEX), span=span)
+    if isinstance(value, Expr) and isinstance(value.type, ScalarType):
+        return value
+    return None
+
+
+def fold_binop(op: str, a: Any, b: Any) -> Any:
+    if op == "/" and isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    table = {
+        "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+        "//": operator.floordiv, "%": operator.mod, "<<": operator.lshift,
+        ">>": operator.rshift, "max": max, "min": min, "and": lambda x, y: x and y,
+        "or": lambda x, y: x or y,
+    }
+    return table[op](a, b)
+
+
+def fold_compare(op: str, a: Any, b: Any) -> bool:
+    table = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+        "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    }
+    return bool(table[op](a, b))
+
+
+def _reject_containers(ctx: FunctionContext, op: str, operands: list[Any], node: ast.AST) -> None:
+    for v in operands:
+        t = v.type if isinstance(v, Expr) else None
+        if isinstance(t, (TileType, TensorType)):
+            kind = "tiles" if isinstance(t, TileType) else "tensors"
+            name = TILE_HINTS.get(op, "cmp" if op in CMPOPS.values() else None)
+            args = ", ".join(ctx.text(a) for a in _operand_nodes(node))
+            hint = f"pl.{name}({args})" if name else "use the pl. op for it"
+            raise ctx.error(
+                InvalidOperationError,
+                f"operator {op} is not defined on {kind}: tiles and tensors have no "
+                "operator overloads",
+                node,
+                hint=hint,
+            )
+
+
+def _operand_nodes(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, ast.AugAssign):
+        return [node.target, node.value]
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    return [node]
+
+
+def _operands(
+    ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST
+) -> tuple[Expr, Expr, DataType, DataType]:
+    """Turn both operands into Scalar Exprs, literals adopting the other side's dtype."""
+    span = ctx.span(node)
+    ea, eb = as_scalar_expr(a, span), as_scalar_expr(b, span)
+    for value, expr in ((a, ea), (b, eb)):
+        if expr is None:
+            raise ctx.error(
+                ParserTypeError,
+                f"operator {op} needs Scalar operands, but got {_describe(value)}",
+                node,
+            )
+    assert ea is not None and eb is not None
+    ta, tb = ea.type.dtype, eb.type.dtype  # type: ignore[union-attr]
+    if is_number(a) and not is_number(b) and category(ta) == category(tb):
+        ea, ta = make_const(a, tb, span), tb
+    elif is_number(b) and not is_number(a) and category(ta) == category(tb):
+        eb, tb = make_const(b, ta, span), ta
+    return ea, eb, ta, tb
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Expr):
+        from pytest_pypto.ir.types import type_str
+
+        return type_str(value.type)
+    return f"the {type(value).__name__} {value!r}"
+
+
+def _wider(ta: DataType, tb: DataType) -> DataType:
+    if tb.bits > ta.bits or (tb.bits == ta.bits and tb.kind == "index"):
+        return tb
+    return ta
+
+
+def binop(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
+    """`a op b` on Scalars or constants (op in BINOPS values, "max", "min", "and", "or")."""
+    _reject_containers(ctx, op, [a, b], node)
+    if is_number(a) and is_number(b):
+        if op in ("and", "or") or not (isinstance(a, bool) or isinstance(b, bool)):
+            try:
+                return fold_binop(op, a, b)
+            except ZeroDivisionError:
+                raise ctx.error(ParserTypeError, "division by zero in a constant", node) from None
+    ea, eb, ta, tb = _operands(ctx, op, a, b, node)
+    ca, cb = category(ta), category(tb)
+    if op in ("and", "or"):
+        if ca != "bool" or cb != "bool":
+            raise ctx.error(
+                ParserTypeError,
+                f"'{op}' needs BOOL Scalars, but got {ta.name} and {tb.name}",
+                node,
+                hint="compare first, e.g. (i > 0)",
+            )
+        return BinOp(op, ea, eb, type=ScalarType(dtypes.BOOL), span=ctx.span(node))
+    if "bool" in (ca, cb):
+        raise ctx.error(
+            ParserTypeError,
+            f"Scalar operator {op} does not take BOOL operands, but got {ta.name} and {tb.name}",
+            node,
+            hint="pl.cast the BOOL Scalar to an integer dtype first",
+        )
+    if ca != cb:
+        raise ctx.error(
+            ParserTypeError,
+            f"Scalar operator {op} mixes {ca} and {cb} operands ({ta.name} and {tb.name})",
+            node,
+            hint="write a float literal (e.g. 2.0), or pl.cast the Scalar",
+        )
+    if op in ("<<", ">>") and ca != "int":
+        raise ctx.error(ParserTypeError, f"operator {op} needs integer Scalars", node)
+    return BinOp(op, ea, eb, type=ScalarType(_wider(ta, tb)), span=ctx.span(node))
+
+
+def compare(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
+    _reject_containers(ctx, op, [a, b], node)
+    if is_number(a) and is_number(b):
+        return fold_compare(op, a, b)
+    ea, eb, ta, tb = _operands(ctx, op, a, b, node)
+    ca, cb = category(ta), category(tb)
+    if ca != cb or (ca == "bool" and op not in ("==", "!=")):
+        raise ctx.error(
+            ParserTypeError,
+            f"comparison {op} needs Scalars of one category, but got {ta.name} and {tb.name}",
+            node,
+            hint="write a float literal (e.g. 2.0), or pl.cast the Scalar",
+        )
+    return Compare(op, ea, eb, type=ScalarType(dtypes.BOOL), span=ctx.span(node))
+
+
+def unary(ctx: FunctionContext, node: ast.UnaryOp, value: Any) -> Any:
+    if isinstance(node.op, ast.UAdd):
+        return value
+    if isinstance(node.op, ast.Invert):
+        raise ctx.error(ParserSyntaxError, "operator ~ is not supported on Scalars", node)
+    op = "not" if isinstance(node.op, ast.Not) else "-"
+    if isinstance(value, Expr) and isinstance(value.type, (TileType, TensorType)):
+        raise ctx.error(
+            InvalidOperationError,
+            f"operator {op} is not defined on tiles and tensors",
+            node,
+            hint=f"pl.neg({ctx.text(node.operand)})" if op == "-" else None,
+        )
+    if is_number(value):
+        return (not value) if op == "not" else -value
+    expr = as_scalar_expr(value, ctx.span(node))
+    if expr is None:
+        raise ctx.error(ParserTypeError, f"operator {op} needs a Scalar operand", node)
+    dtype = expr.type.dtype  # type: ignore[union-attr]
+    if (op == "not") != (dtype.kind == "bool"):
+        raise ctx.error(
+            ParserTypeError,
+            f"operator {op} does not apply to a {dtype.name} Scalar",
+            node,
+        )
+    return UnaryOp(op, expr, type=ScalarType(dtype), span=ctx.span(node))

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python-level objects behind `pl.*` spellings.
+
+Kernel bodies are parsed, never run, so most of these objects only need to exist
+(the parser recognizes them by identity) and to fail loudly if someone calls them
+from plain Python.  Annotation forms (`pl.Tensor[...]`) must also work when Python
+evaluates a method signature at class-definition time, so they accept any
+subscript and return an inert record.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class FunctionType(enum.Enum):
+    """PyPTO's function kinds (DSL.md §1.1); the value is the IR `Function.kind`."""
+
+    Opaque = "Opaque"
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    Inline = "Inline"
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
+    Spmd = "Spmd"
+    Graph = "Graph"
+
+
+TIER1_FUNCTION_TYPES = frozenset({"Opaque", "Orchestration", "InCore"})
+TIER2_FUNCTION_TYPES = frozenset({"Inline"})
+
+
+class AtomicType(enum.Enum):
+    """`atomic=` of `pl.store`; the IR records the value string."""
+
+    None_ = "None_"
+    Add = "Add"
+
+
+class PadValue(enum.Enum):
+    """Pad values of tiles (DSL.md §2.5); the IR records the value string."""
+
+    null = "null"
+    zero = "zero"
+    min = "min"
+    max = "max"
+
+
+class Level(enum.Enum):
+    """`pl.at(level=...)`: only CORE_GROUP is in scope (Tier 1), the rest is Tier 3."""
+
+    CORE_GROUP = "CORE_GROUP"
+    CORE = "CORE"
+    CHIP = "CHIP"
+    HOST = "HOST"
+
+
+class SplitMode(enum.Enum):
+    """`pl.split(mode)` inside `pl.at(optimizations=...)`."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+
+class NotRunnable(RuntimeError):
+    """Raised when a DSL-only object is called from plain Python."""
+
+
+class AnnotationForm:
+    """What `pl.Tensor[...]` etc. evaluate to in plain Python: an inert record.
+
+    The parser never uses these objects; it re-reads the annotation from the source.
+    """
+
+    def __init__(self, form: str, args: Any) -> None:
+        self.form = form
+        self.args = args
+
+    def __repr__(self) -> str:
+        return f"pl.{self.form}[{self.args!r}]"
+
+
+class _AnnotationMeta(type):
+    def __getitem__(cls, args: Any) -> AnnotationForm:
+        return AnnotationForm(cls.__name__, args)
+
+    def __repr__(cls) -> str:
+        return f"pl.{cls.__name__}"
+
+
+class Tensor(metaclass=_AnnotationMeta):
+    """`pl.Tensor[[d0, d1], dtype]`: a DDR buffer parameter or value."""
+
+
+class Tile(metaclass=_AnnotationMeta):
+    """`pl.Tile[[d0, d1], dtype, pl.Mem.X]`: an on-chip buffer."""
+
+
+class Scalar(metaclass=_AnnotationMeta):
+    """`pl.Scalar[dtype]`: a register value."""
+
+
+class Out(metaclass=_AnnotationMeta):
+    """`pl.Out[pl.Tensor[...]]`: a parameter written, not read."""
+
+
+class InOut(metaclass=_AnnotationMeta):
+    """`pl.InOut[pl.Tensor[...]]`: a parameter read and written."""
+
+
+class Tuple(metaclass=_AnnotationMeta):
+    """`pl.Tuple[T1, T2]`: a multi-value return annotation."""
+
+
+ANNOTATION_FORMS = (Tensor, Tile, Scalar, Out, InOut, Tuple)
+
+
+class DslFunction:
+    """A `pl.` function that exists only inside kernel bodies (pl.range, pl.yield_...)."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotRunnable(
+            f"pl.{self.name} is kernel code: it is parsed by @pl.program, never called from Python"
+        )
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+
+class OpStub(DslFunction):
+    """`pl.X` / `pl.tile.X` / `pl.tensor.X` for a registry op; the parser binds it."""
+
+    def __init__(self, name: str, namespace: str = "") -> None:
+        super().__init__(f"{namespace}.{name}" if namespace else name, f"The op pl.{name}.")
+        self.op_name = name
+        self.namespace = namespace
+
+
+class Unsupported:
+    """A PyPTO spelling this toolchain does not implement (Tier 2 or Tier 3).
+
+    The parser raises (Tier 2) or records (Tier 3) as soon as a kernel mentions it.
+    In plain Python it stays inert so that decorators and signature annotations that
+    use it still evaluate; calling it returns another inert marker.
+    """
+
+    def __init__(self, name: str, tier: int, reason: str) -> None:
+        self.name = name
+        self.tier = tier
+        self.reason = reason
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]  # used as a decorator: keep the function for the parser
+        return self
+
+    def __getattr__(self, name: str) -> Unsupported:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, item: Any) -> Unsupported:
+        return self
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+
+def function(
+    fn: Any = None,
+    *,
+    type: FunctionType = FunctionType.Opaque,  # noqa: A002 - PyPTO's keyword
+    strict_ssa: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """`@pl.function(type=...)`: marks a method of a `@pl.program` class.
+
+    The parser reads the decorator from the source; at Python level the method is
+    returned unchanged.
+    """
+    if fn is not None and callable(fn):
+        return fn
+    return lambda f: f
