@@ -68,32 +68,36 @@ class LoadedArtifact:
 _lock = threading.Lock()
 _by_content: dict[tuple[str, str, Binder], LoadedArtifact] = {}
 _by_stat: dict[tuple[str, int, int, int], str] = {}
+_manifest_paths: dict[str, str] = {}
 
 
 def load_artifact(directory: str | os.PathLike, bind: Binder = registry_bind) -> LoadedArtifact:
     """The built artifact in ``directory`` (cached per directory, manifest hash and binder)."""
-    directory = Path(directory)
-    key_dir = str(directory.resolve())
-    manifest_path = directory / MANIFEST_NAME
+    where = os.fspath(directory)
+    manifest_path = _manifest_paths.get(where)
+    if manifest_path is None:
+        manifest_path = _manifest_paths[where] = os.path.join(
+            os.path.realpath(where), MANIFEST_NAME
+        )
     try:
-        st = manifest_path.stat()
+        st = os.stat(manifest_path)
     except FileNotFoundError:
         raise SimulationError(
-            f"{directory} is not an artifact directory: {MANIFEST_NAME} is missing",
+            f"{where} is not an artifact directory: {MANIFEST_NAME} is missing",
             hint="pass the CompiledProgram returned by pytest_pypto.compile(...)",
         ) from None
-    stat_key = (key_dir, st.st_mtime_ns, st.st_size, st.st_ino)
+    stat_key = (manifest_path, st.st_mtime_ns, st.st_size, st.st_ino)
     digest = _by_stat.get(stat_key)
     if digest is None:
-        digest = hashlib.sha256(manifest_path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(Path(manifest_path).read_bytes()).hexdigest()
         _by_stat[stat_key] = digest
-    content_key = (key_dir, digest, bind)
+    content_key = (manifest_path, digest, bind)
     loaded = _by_content.get(content_key)
     if loaded is None:
         with _lock:
             loaded = _by_content.get(content_key)
             if loaded is None:
-                loaded = _build(directory, digest, bind)
+                loaded = _build(Path(manifest_path).parent, digest, bind)
                 _by_content[content_key] = loaded
     return loaded
 
@@ -103,6 +107,7 @@ def clear_cache() -> None:
     with _lock:
         _by_content.clear()
         _by_stat.clear()
+        _manifest_paths.clear()
 
 
 def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:

@@ -26,7 +26,7 @@ from pytest_pypto.ir.artifact import ArgInfo, Manifest
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
-from pytest_pypto.ir.values import fill_value, new_buffer
+from pytest_pypto.ir.values import UNINITIALIZED, fill_value, new_buffer
 from pytest_pypto.runtime.orchestrator import Orchestrator
 
 
@@ -79,7 +79,7 @@ def stage(
         elif param.direction == "Out":
             if value.flags.c_contiguous and value.flags.aligned and not _aliases(position, arrays):
                 data = value
-                data.fill(fill_value(dtype))
+                data.fill(_fill(dtype))
             else:
                 data = new_buffer(value.shape, dtype)
                 copy_back.append((value, data))
@@ -88,6 +88,18 @@ def stage(
             copy_back.append((value, data))
         entry_args.append(rt.add_root(data, dtype, param.name, param.direction))
     return entry_args, copy_back, {k: v[0] for k, v in dyn.items()}
+
+
+_FILLS: dict[tuple[str, str], Any] = {}
+
+
+def _fill(dtype: DataType) -> Any:
+    """`ir.values.fill_value` for this run's ``uninitialized`` choice (cached per dtype)."""
+    key = (dtype.name, UNINITIALIZED.get())
+    value = _FILLS.get(key)
+    if value is None:
+        value = _FILLS[key] = fill_value(dtype)
+    return value
 
 
 def _aliases(position: int, arrays: Sequence[Any]) -> bool:

@@ -36,11 +36,21 @@ class RootBuffer:
 
     def handle(self) -> TensorHandle:
         """The handle covering the whole buffer."""
-        shape = self.data.shape
-        return TensorHandle(self, self.data, 0, shape, _c_strides(shape))
+        data = self.data
+        h = TensorHandle.__new__(TensorHandle)
+        h.root = self
+        h.array = data
+        h.start = h.lo = 0
+        h.shape = data.shape
+        h.strides = _c_strides(data.shape)
+        h.hi = data.size
+        h.coords = (0,) * data.ndim
+        return h
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if len(shape) == 2:
+        return (max(int(shape[1]), 1), 1)
     strides = []
     acc = 1
     for d in reversed(shape):
