@@ -86,10 +86,16 @@ class _LedgerHooks:
     """Controller-side hooks of the coverage ledger (registered in pytest_configure)."""
 
     def __init__(self) -> None:
-        from pytest_pypto.harness.ledger import Ledger
-
-        self.ledger = Ledger()
+        self._ledger: Any = None
         self.unmet: list[str] = []
+
+    @property
+    def ledger(self) -> Any:
+        if self._ledger is None:  # imported on first use: --collect-only never needs it
+            from pytest_pypto.harness.ledger import Ledger
+
+            self._ledger = Ledger()
+        return self._ledger
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.ledger.record(report)
