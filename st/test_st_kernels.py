@@ -1,0 +1,254 @@
+"""System tests: DSL kernels compiled by the bundled compiler and dispatched on the simulator.
+
+Each test runs once per requested cell (``pypto_config``); ``pytest st --pypto-arch all``
+runs them on a2a3sim and a5sim.  Every result is compared against plain numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import pytest_pypto
+import pytest_pypto.language as pl
+
+# -- tiled elementwise over a pl.range loop (DSL.md §1.8) ------------------------------
+
+M, N, TM = 128, 64, 32
+
+
+@pl.program
+class Axpy:
+    @pl.function(type=pl.FunctionType.InCore)
+    def axpy(
+        self,
+        x: pl.Tensor[[M, N], pl.FP16],
+        y: pl.Tensor[[M, N], pl.FP32],
+        alpha: pl.Scalar[pl.FP32],
+        out: pl.Out[pl.Tensor[[M, N], pl.FP32]],
+    ) -> pl.Tensor[[M, N], pl.FP32]:
+        for r in pl.range(0, M, TM):
+            xh: pl.Tile[[TM, N], pl.FP16] = pl.load(x, [r, 0], [TM, N])
+            xf: pl.Tile[[TM, N], pl.FP32] = pl.cast(xh, pl.FP32)
+            yt = pl.load(y, [r, 0], [TM, N])
+            out = pl.store(pl.add(pl.mul(xf, alpha), yt), [r, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[M, N], pl.FP16],
+        y: pl.Tensor[[M, N], pl.FP32],
+        out: pl.Out[pl.Tensor[[M, N], pl.FP32]],
+    ) -> pl.Tensor[[M, N], pl.FP32]:
+        out = self.axpy(x, y, 0.5, out)
+        return out
+
+
+def test_axpy_tiled_over_rows(pypto_config, pypto_rng):
+    x = pypto_rng.standard_normal((M, N)).astype(np.float16)
+    y = pypto_rng.standard_normal((M, N)).astype(np.float32)
+    x0, y0 = x.copy(), y.copy()
+    out = np.zeros((M, N), np.float32)
+    run = pytest_pypto.run(Axpy, x, y, out, config=pypto_config)
+    # FP16 -> FP32 widening is exact; 0.5 * x is exact; one FP32 rounding for the add
+    np.testing.assert_array_equal(out, x.astype(np.float32) * np.float32(0.5) + y)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(y, y0)
+    assert run.platform == pypto_config.platform
+    assert run.sim_backend == "numpy-functional"
+    assert [t["kernel"] for t in run.tasks] == ["axpy"]
+    assert run.tasks[0]["core_type"] == "aiv"
+
+
+# -- matmul: Mat -> Left/Right -> Acc ---------------------------------------------------
+
+MM, MK, MN = 64, 64, 32
+
+
+@pl.program
+class MatMul:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm(
+        self,
+        a: pl.Tensor[[MM, MK], pl.FP16],
+        b: pl.Tensor[[MK, MN], pl.FP16],
+        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
+    ) -> pl.Tensor[[MM, MN], pl.FP32]:
+        ta = pl.load(a, [0, 0], [MM, MK], target_memory=pl.Mem.Mat)
+        tb = pl.load(b, [0, 0], [MK, MN], target_memory=pl.Mem.Mat)
+        la = pl.move(ta, target_memory=pl.Mem.Left)
+        rb = pl.move(tb, target_memory=pl.Mem.Right)
+        acc = pl.matmul(la, rb)
+        c = pl.store(acc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[MM, MK], pl.FP16],
+        b: pl.Tensor[[MK, MN], pl.FP16],
+        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
+    ) -> pl.Tensor[[MM, MN], pl.FP32]:
+        c = self.mm(a, b, c)
+        return c
+
+
+def test_matmul_through_left_right_acc(pypto_config, pypto_rng):
+    a = pypto_rng.standard_normal((MM, MK)).astype(np.float16)
+    b = pypto_rng.standard_normal((MK, MN)).astype(np.float16)
+    c = np.zeros((MM, MN), np.float32)
+    run = pytest_pypto.run(MatMul, a, b, c, config=pypto_config)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+    assert run.tasks[0]["core_type"] == "aic"
+
+
+# -- matmul_acc over K -------------------------------------------------------------------
+
+KM, KK, KN, TK = 32, 128, 64, 32
+
+
+@pl.program
+class MatMulAccK:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm_k(
+        self,
+        a: pl.Tensor[[KM, KK], pl.FP32],
+        b: pl.Tensor[[KK, KN], pl.FP32],
+        c: pl.Out[pl.Tensor[[KM, KN], pl.FP32]],
+    ) -> pl.Tensor[[KM, KN], pl.FP32]:
+        a0 = pl.load(a, [0, 0], [KM, TK], target_memory=pl.Mem.Mat)
+        b0 = pl.load(b, [0, 0], [TK, KN], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left),
+                        pl.move(b0, target_memory=pl.Mem.Right))
+        for k in pl.range(TK, KK, TK):
+            ak = pl.load(a, [0, k], [KM, TK], target_memory=pl.Mem.Mat)
+            bk = pl.load(b, [k, 0], [TK, KN], target_memory=pl.Mem.Mat)
+            acc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
+                                pl.move(bk, target_memory=pl.Mem.Right))
+        c = pl.store(acc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[KM, KK], pl.FP32],
+        b: pl.Tensor[[KK, KN], pl.FP32],
+        c: pl.Out[pl.Tensor[[KM, KN], pl.FP32]],
+    ) -> pl.Tensor[[KM, KN], pl.FP32]:
+        c = self.mm_k(a, b, c)
+        return c
+
+
+def test_matmul_acc_over_k_chunks(pypto_config, pypto_rng):
+    a = pypto_rng.standard_normal((KM, KK)).astype(np.float32)
+    b = pypto_rng.standard_normal((KK, KN)).astype(np.float32)
+    c = np.zeros((KM, KN), np.float32)
+    pytest_pypto.run(MatMulAccK, a, b, c, config=pypto_config)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+
+
+# -- row softmax ---------------------------------------------------------------------------
+
+SR, SC, STR = 64, 128, 16
+
+
+@pl.program
+class RowSoftmax:
+    @pl.function(type=pl.FunctionType.InCore)
+    def softmax(
+        self,
+        x: pl.Tensor[[SR, SC], pl.FP32],
+        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
+    ) -> pl.Tensor[[SR, SC], pl.FP32]:
+        for r in pl.range(0, SR, STR):
+            t = pl.load(x, [r, 0], [STR, SC])
+            tmp = pl.create_tile([STR, SC], pl.FP32)
+            m = pl.row_max(t, tmp)
+            e = pl.exp(pl.row_expand_sub(t, m))
+            s = pl.row_sum(e, tmp)
+            out = pl.store(pl.row_expand_div(e, s), [r, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[SR, SC], pl.FP32],
+        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
+    ) -> pl.Tensor[[SR, SC], pl.FP32]:
+        out = self.softmax(x, out)
+        return out
+
+
+def _softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_row_softmax(pypto_config, pypto_rng):
+    x = (pypto_rng.standard_normal((SR, SC)) * 4).astype(np.float32)
+    out = np.zeros((SR, SC), np.float32)
+    pytest_pypto.run(RowSoftmax, x, out, config=pypto_config)
+    np.testing.assert_allclose(out, _softmax(x), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
+
+
+# -- two kernels with a pl.create_tensor intermediate --------------------------------------
+
+PR, PC = 64, 64
+
+
+@pl.program
+class Pipeline:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(
+        self,
+        x: pl.Tensor[[PR, PC], pl.FP32],
+        t: pl.Out[pl.Tensor[[PR, PC], pl.FP32]],
+    ) -> pl.Tensor[[PR, PC], pl.FP32]:
+        xt = pl.load(x, [0, 0], [PR, PC])
+        t = pl.store(pl.mul(xt, 3.0), [0, 0], t)
+        return t
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def shift_exp(
+        self,
+        t: pl.Tensor[[PR, PC], pl.FP32],
+        out: pl.Out[pl.Tensor[[PR, PC], pl.FP32]],
+    ) -> pl.Tensor[[PR, PC], pl.FP32]:
+        tt = pl.load(t, [0, 0], [PR, PC])
+        out = pl.store(pl.exp(pl.sub(tt, 1.0)), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[PR, PC], pl.FP32],
+        out: pl.Out[pl.Tensor[[PR, PC], pl.FP32]],
+    ) -> pl.Tensor[[PR, PC], pl.FP32]:
+        tmp = pl.create_tensor([PR, PC], pl.FP32)
+        tmp = self.scale(x, tmp)
+        out = self.shift_exp(tmp, out)
+        return out
+
+
+def test_pipeline_intermediate_is_a_raw_edge(pypto_config, pypto_rng):
+    x = pypto_rng.uniform(-1, 1, (PR, PC)).astype(np.float32)
+    out = np.zeros((PR, PC), np.float32)
+    run = pytest_pypto.run(Pipeline, x, out, config=pypto_config)
+    expected = np.exp((x * np.float32(3.0)).astype(np.float32) - np.float32(1.0))
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    deps = run.deps()
+    assert deps["sim_backend"] == "numpy-functional"
+    assert deps["platform"] == pypto_config.platform
+    assert [t["kernel"] for t in deps["tasks"]] == ["scale", "shift_exp"]
+    assert deps["edges"] == [{"from": 0, "to": 1, "kind": "RAW"}]
+    tmp = [t for t in deps["tensors"] if t["origin"] == "create_tensor"]
+    assert len(tmp) == 1 and tmp[0]["shape"] == [PR, PC]
+    written = deps["tasks"][0]["args"][1]
+    read = deps["tasks"][1]["args"][0]
+    assert written["tensor"] == read["tensor"] == tmp[0]["id"]
+    assert (written["direction"], read["direction"]) == ("Out", "In")
+    assert written["bytes"] == read["bytes"] == [0, PR * PC * 4]
