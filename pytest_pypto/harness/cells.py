@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, parse_platform
+from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, ExecutionMode, parse_platform
 
 # Fixtures whose value depends on the cell; requesting any of them multiplies the test.
 # Add a fixture here when it becomes platform-bound.
@@ -137,9 +137,9 @@ def marker_skip_reason(constraints: Constraints, cell: str) -> str | None:
         return (
             f"supports only {', '.join(constraints.platforms)} (platforms marker), not cell {cell}"
         )
-    if constraints.onboard and mode.value == "sim":
+    if constraints.onboard and mode is ExecutionMode.SIM:
         return ONBOARD_MARKER_REASON
-    if constraints.sim and mode.value != "sim":
+    if constraints.sim and mode is not ExecutionMode.SIM:
         return SIM_MARKER_REASON
     return None
 
@@ -158,7 +158,7 @@ def skip_reason(
     reasons: list[str] = []
     for cell in cells:
         reason = marker_skip_reason(constraints, cell)
-        if reason is None and parse_platform(cell)[1].value != "sim" and onboard_missing:
+        if reason is None and parse_platform(cell)[1] is not ExecutionMode.SIM and onboard_missing:
             reason = f"onboard cell {cell}: {onboard_missing}"
         if reason is None:
             return None
@@ -185,6 +185,6 @@ def item_skip_reason(
         return None
     cells = [cell] if cell is not None else list(requested)
     hardware_matters = cell is not None or constraints.onboard
-    needs_onboard = any(parse_platform(c)[1].value != "sim" for c in cells)
+    needs_onboard = any(parse_platform(c)[1] is not ExecutionMode.SIM for c in cells)
     missing = onboard_missing() if hardware_matters and needs_onboard else None
     return skip_reason(constraints, cells, missing)

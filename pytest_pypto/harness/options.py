@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, PLATFORMS, parse_platform
+from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, MODE_NAMES, PLATFORMS, parse_platform
 
 __all__ = ["OPTIONS", "SETTINGS_KEY", "Option", "Settings", "add_options", "resolve"]
 
@@ -161,7 +161,7 @@ class Settings:
         """Requested cells in table order (arch-major, sim first)."""
         out = []
         for platform, (backend, mode) in PLATFORMS.items():
-            if backend.arch_name in self.archs and mode.value in self.modes:
+            if backend.arch_name in self.archs and MODE_NAMES[mode] in self.modes:
                 out.append(platform)
         return tuple(out)
 
