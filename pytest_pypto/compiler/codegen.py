@@ -187,6 +187,13 @@ def _category(e: n.BinOp) -> str | None:
     return None
 
 
+def _same(value: Any, default: Any) -> bool:
+    """A static argument equal to the op's default (left out of generated calls)."""
+    if isinstance(value, n.Expr) or isinstance(default, n.Expr):
+        return False
+    return type(value) is type(default) and value == default
+
+
 def _ends_with_return(body: list[n.Stmt]) -> bool:
     return bool(body) and isinstance(body[-1], n.Return)
 
@@ -232,7 +239,7 @@ class KernelEmitter(Emitter):
         for p in spec.params:
             if p.kind in VALUE_KINDS:
                 parts.append(self.expr(given[p.name]) if given.get(p.name) is not None else "None")
-            elif p.name in given:
+            elif p.name in given and (p.required or not _same(given[p.name], p.default)):
                 keywords.append(f"{p.name}={self.expr(given[p.name])}")
         extra = [k for k in given if all(p.name != k for p in spec.params)]
         parts += keywords + [f"{k}={self.expr(given[k])}" for k in extra]
