@@ -24,7 +24,12 @@ Binder = Callable[[str], Callable[..., Any]]
 
 
 def registry_bind(op: str) -> Callable[..., Any]:
-    """The default op binder: the registry entry's numpy semantics via `ir.apply.apply`."""
+    """The default op binder: the registry entry's numpy semantics via `ir.apply.apply`.
+
+    Memory ops (``execute``) take their operands unchanged, so they are bound to the
+    entry's ``execute`` directly, which is what `apply` would call; value ops
+    (``compute``) go through `apply` for widening, rounding and poisoning.
+    """
     from pytest_pypto.ir.apply import apply
     from pytest_pypto.ir.registry import REGISTRY
 
@@ -35,6 +40,8 @@ def registry_bind(op: str) -> Callable[..., Any]:
             f"generated code binds op '{op}', which the op registry does not have",
             hint="the artifact was produced by a different toolchain version; recompile it",
         ) from None
+    if spec.execute is not None:
+        return spec.execute
     return functools.partial(apply, spec)
 
 

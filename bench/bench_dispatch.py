@@ -1,0 +1,209 @@
+"""Dispatch time of a cached compile vs plain numpy doing the same math, side by side.
+
+    .venv/bin/python bench/bench_dispatch.py [--platform a2a3sim,a5sim] [--repeat 200]
+
+Each kernel is compiled once (the cached compile), then ``pytest_pypto.run`` of the
+compiled artifact and the equivalent numpy expression are timed alternately, so
+both see the same machine load; the table shows the median of the repeats and the
+ratio sim / numpy.  Tile sizes are the largest the arch's capacities admit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import pytest_pypto
+import pytest_pypto.language as pl
+from pytest_pypto import RunConfig
+from pytest_pypto.arch import parse_platform, spec
+
+TARGET_RATIO = 3.0
+
+
+def add_program(R: int, C: int, TR: int) -> Any:  # noqa: N803  (DSL closure constants)
+    @pl.program
+    class Add:
+        @pl.function(type=pl.FunctionType.InCore)
+        def add(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            y: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            for r in pl.range(0, R, TR):
+                xt = pl.load(x, [r, 0], [TR, C])
+                yt = pl.load(y, [r, 0], [TR, C])
+                out = pl.store(pl.add(xt, yt), [r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            y: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            out = self.add(x, y, out)
+            return out
+
+    return Add
+
+
+def matmul_program(M: int, K: int, N: int, TM: int, TK: int, TN: int) -> Any:  # noqa: N803
+    @pl.program
+    class MatMul:
+        @pl.function(type=pl.FunctionType.InCore)
+        def mm(
+            self,
+            a: pl.Tensor[[M, K], pl.FP32],
+            b: pl.Tensor[[K, N], pl.FP32],
+            c: pl.Out[pl.Tensor[[M, N], pl.FP32]],
+        ) -> pl.Tensor[[M, N], pl.FP32]:
+            for m in pl.range(0, M, TM):
+                for n in pl.range(0, N, TN):
+                    a0 = pl.load(a, [m, 0], [TM, TK], target_memory=pl.Mem.Mat)
+                    b0 = pl.load(b, [0, n], [TK, TN], target_memory=pl.Mem.Mat)
+                    acc = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left),
+                                    pl.move(b0, target_memory=pl.Mem.Right))
+                    for k in pl.range(TK, K, TK):
+                        ak = pl.load(a, [m, k], [TM, TK], target_memory=pl.Mem.Mat)
+                        bk = pl.load(b, [k, n], [TK, TN], target_memory=pl.Mem.Mat)
+                        acc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
+                                            pl.move(bk, target_memory=pl.Mem.Right))
+                    c = pl.store(acc, [m, n], c)
+            return c
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            a: pl.Tensor[[M, K], pl.FP32],
+            b: pl.Tensor[[K, N], pl.FP32],
+            c: pl.Out[pl.Tensor[[M, N], pl.FP32]],
+        ) -> pl.Tensor[[M, N], pl.FP32]:
+            c = self.mm(a, b, c)
+            return c
+
+    return MatMul
+
+
+def softmax_program(R: int, C: int, TR: int) -> Any:  # noqa: N803
+    @pl.program
+    class Softmax:
+        @pl.function(type=pl.FunctionType.InCore)
+        def softmax(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            for r in pl.range(0, R, TR):
+                t = pl.load(x, [r, 0], [TR, C])
+                tmp = pl.create_tile([TR, C], pl.FP32)
+                m = pl.row_max(t, tmp)
+                e = pl.exp(pl.row_expand_sub(t, m))
+                s = pl.row_sum(e, tmp)
+                out = pl.store(pl.row_expand_div(e, s), [r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            out = self.softmax(x, out)
+            return out
+
+    return Softmax
+
+
+def np_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def vec_rows(platform: str, cols: int, live_tiles: int) -> int:
+    """Largest power-of-two row count whose ``live_tiles`` FP32 [rows, cols] tiles fit Vec."""
+    cap = spec(parse_platform(platform)[0]).capacity["Vec"]
+    rows = 1
+    while live_tiles * (2 * rows) * cols * 4 <= cap:
+        rows *= 2
+    return rows
+
+
+def cases(platform: str, rng: np.random.Generator) -> list[tuple[str, Any, tuple, Callable]]:
+    x = rng.standard_normal((512, 512)).astype(np.float32)
+    y = rng.standard_normal((512, 512)).astype(np.float32)
+    a = rng.standard_normal((256, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+    s = rng.standard_normal((512, 512)).astype(np.float32)
+    out = np.empty((512, 512), np.float32)
+    c = np.empty((256, 256), np.float32)
+    sm = np.empty((512, 512), np.float32)
+    return [
+        ("add 512x512 fp32", add_program(512, 512, vec_rows(platform, 512, 3)),
+         (x, y, out), lambda: x + y),
+        ("matmul 256x256x256 fp32", matmul_program(256, 256, 256, 128, 128, 128),
+         (a, b, c), lambda: a @ b),
+        ("row softmax 512x512 fp32", softmax_program(512, 512, vec_rows(platform, 512, 4)),
+         (s, sm), lambda: np_softmax(s)),
+    ]
+
+
+def measure(sim: Callable[[], Any], ref: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """Median seconds of ``sim`` and ``ref``, timed alternately after a warm-up."""
+    for _ in range(3):
+        sim()
+        ref()
+    ts_sim, ts_ref = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sim()
+        t1 = time.perf_counter()
+        ref()
+        t2 = time.perf_counter()
+        ts_sim.append(t1 - t0)
+        ts_ref.append(t2 - t1)
+    return statistics.median(ts_sim), statistics.median(ts_ref)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", default="a2a3sim,a5sim")
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    rows = []
+    for platform in args.platform.split(","):
+        cfg = RunConfig(platform=platform)
+        for name, program, arrays, ref in cases(platform, rng):
+            compiled = pytest_pypto.compile(program, cfg)
+            run = pytest_pypto.run(compiled, *arrays, config=cfg)  # check before timing
+            expected = ref()
+            np.testing.assert_allclose(arrays[-1], expected, rtol=1e-4, atol=1e-4)
+            t_sim, t_ref = measure(
+                lambda c=compiled, a=arrays, k=cfg: pytest_pypto.run(c, *a, config=k), ref, args.repeat
+            )
+            rows.append((name, platform, len(run.tasks), t_sim, t_ref))
+    print(f"{'case':<26} {'platform':<9} {'tasks':>5} {'sim (us)':>10} {'numpy (us)':>11} "
+          f"{'ratio':>7}")
+    worst = 0.0
+    for name, platform, tasks, t_sim, t_ref in rows:
+        ratio = t_sim / t_ref
+        worst = max(worst, ratio)
+        print(f"{name:<26} {platform:<9} {tasks:>5} {t_sim * 1e6:>10.1f} {t_ref * 1e6:>11.1f} "
+              f"{ratio:>6.2f}x")
+    print(f"worst ratio {worst:.2f}x (target <= {TARGET_RATIO:.0f}x); "
+          f"median of {args.repeat} alternating runs, compile cached")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
