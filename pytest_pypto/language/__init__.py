@@ -84,9 +84,10 @@ def program(cls: type) -> Any:
     try:
         namespace = dict(frame.f_globals)
         namespace.update(frame.f_locals)
+        where = (frame.f_code.co_filename, frame.f_lineno)
     finally:
         del frame
-    return parse_program(cls, namespace)
+    return parse_program(cls, namespace, where)
 
 
 range = DslFunction("range", "`for i in pl.range(start, stop, step, init_values=...)`.")  # noqa: A001

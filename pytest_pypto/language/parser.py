@@ -42,10 +42,69 @@ class Header:
     params: list[Param] = field(default_factory=list)
     returns: tuple[Type, ...] | None = None  # None: not annotated
     unsupported: Unsupported | None = None
+    decorated: bool = False  # carries @pl.function
 
 
-def parse_program(cls: type, namespace: dict[str, Any]) -> Program:
-    """Parse the `@pl.program` class ``cls``; ``namespace`` holds its closure constants."""
+def parse_program(
+    cls: type, namespace: dict[str, Any], where: tuple[str, int] | None = None
+) -> Program:
+    """Parse the `@pl.program` class ``cls``; ``namespace`` holds its closure constants.
+
+    ``where`` is the (file, line) executing the decorator: it picks the right class
+    when one file defines several classes with the same qualified name (inspect
+    would always return the first).
+    """
+    found = _locate(cls, where)
+    if found is not None:
+        file, classdef, file_lines = found
+        smap = SourceMap(file, 1, 0, file_lines)
+    else:
+        file, classdef, smap = _from_inspect(cls)
+    parser = ProgramParser(smap, namespace)
+    functions = parser.parse(classdef)
+    return Program(
+        cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
+    )
+
+
+_TREES: dict[tuple[str, int], ast.Module] = {}
+
+
+def _locate(
+    cls: type, where: tuple[str, int] | None
+) -> tuple[str, ast.ClassDef, tuple[str, ...]] | None:
+    """The ClassDef being decorated, found in its whole file by name and line."""
+    try:
+        file = inspect.getsourcefile(cls)
+    except TypeError:
+        return None
+    if not file or where is None or where[0] != file:
+        return None
+    lines = linecache.getlines(file)
+    if not lines:
+        return None
+    key = (file, hash("".join(lines)))
+    tree = _TREES.get(key)
+    if tree is None:
+        try:
+            tree = ast.parse("".join(lines))
+        except SyntaxError:
+            return None
+        _TREES[key] = tree
+    lineno = where[1]
+    best: ast.ClassDef | None = None
+    best_start = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            if best_start < start <= lineno:
+                best, best_start = node, start
+    if best is None:
+        return None
+    return file, best, tuple(line.rstrip("\n") for line in lines)
+
+
+def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
     try:
         lines, first_line = inspect.getsourcelines(cls)
         file = inspect.getsourcefile(cls) or inspect.getfile(cls)
@@ -54,20 +113,13 @@ def parse_program(cls: type, namespace: dict[str, Any]) -> Program:
             f"@pl.program could not read the source of class {cls.__name__}: {exc}",
             hint="define the program in a .py file (not in an interactive session or exec)",
         ) from None
-    source = "".join(lines)
-    dedented = textwrap.dedent(source)
+    dedented = textwrap.dedent("".join(lines))
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    tree = ast.parse(dedented)
-    classdef = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    classdef = next(n for n in ast.parse(dedented).body if isinstance(n, ast.ClassDef))
     file_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
         line.rstrip("\n") for line in lines
     )
-    smap = SourceMap(file, first_line, indent, file_lines)
-    parser = ProgramParser(smap, namespace)
-    functions = parser.parse(classdef)
-    return Program(
-        cls.__name__, functions, file, span=smap.span(classdef), source_lines=file_lines
-    )
+    return file, classdef, SourceMap(file, first_line, indent, file_lines)
 
 
 class ProgramParser:
@@ -98,22 +150,21 @@ class ProgramParser:
         ctx = self.context(node.name, False, set())
         ep = ExprParser(ctx, {})
         header = Header(node)
-        found = False
         try:
             for dec in node.decorator_list:
-                found |= self.decorator(ctx, ep, dec, header)
-            if not found:
+                self.decorator(ctx, ep, dec, header)
+            if not header.decorated:
                 return None
             self.signature(ctx, ep, node, header)
         except Tier3Hit as hit:
-            if not found:
+            if not header.decorated:
                 raise ctx.error(
                     ParserSyntaxError, f"{hit.construct} is not a decorator of the DSL", hit.node
                 ) from None
             header.unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
         return header
 
-    def decorator(self, ctx: FunctionContext, ep: ExprParser, dec: ast.expr, header: Header) -> bool:
+    def decorator(self, ctx: FunctionContext, ep: ExprParser, dec: ast.expr, header: Header) -> None:
         target = ep.eval(dec.func if isinstance(dec, ast.Call) else dec)
         if target is not surface.function:
             raise ctx.error(
@@ -122,8 +173,9 @@ class ProgramParser:
                 dec,
                 hint="decorate kernel functions with @pl.function(type=pl.FunctionType.X)",
             )
+        header.decorated = True
         if not isinstance(dec, ast.Call):
-            return True
+            return
         if dec.args:
             raise ctx.error(ParserSyntaxError, "pl.function takes keyword arguments only", dec)
         for kw in dec.keywords:
@@ -158,7 +210,6 @@ class ProgramParser:
                     InvalidOperationError, f"pl.function got an unexpected keyword '{kw.arg}'",
                     kw.value if kw.value else dec,
                 )
-        return True
 
     def signature(
         self, ctx: FunctionContext, ep: ExprParser, node: ast.FunctionDef, header: Header

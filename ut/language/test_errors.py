@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# ruff: noqa: F841, B007  (kernel bodies are parsed, never run: their locals look unused)
 """Parser errors: class, message content and the exact line of the user's kernel."""
 
 from __future__ import annotations
