@@ -243,3 +243,43 @@ def test_tile_op_in_orchestration_is_misplaced():
         lower(LoadInEntry, RunConfig(platform="a2a3sim"))
     assert "tile op 'tile.load' is not allowed in Orchestration function 'main'" in info.value.message
     assert info.value.line == line_of("load-in-entry")
+
+
+@pl.program
+class Branchy:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[64, 32], pl.FP32], n: pl.Scalar[pl.INDEX],
+          y: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        for i in pl.range(0, 4):
+            t = pl.load(x, [i * 16, 0], [16, 32])
+            if i % 2 == 1:
+                u = pl.muls(t, 2.0)
+            else:
+                u = pl.adds(t, 1.0)
+            row = (n - i) / 2 * 16  # int `/` truncates toward zero: n=1 gives rows 0, 0, 0, -16
+            if row >= 0:
+                y = pl.store(u, [i * 16, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 32], pl.FP32],
+             y: pl.InOut[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        y = self.k(x, 1, y)
+        return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_ifs_merge_values_and_int_division_truncates(platform, tmp_path):
+    cfg = RunConfig(platform=platform)
+    compiled = compile(Branchy, cfg, output_dir=tmp_path)
+    x = np.random.default_rng(9).standard_normal((64, 32)).astype(np.float32)
+    y = np.full_like(x, -5.0)
+    run(compiled, x, y, config=cfg)
+    expected = np.full_like(x, -5.0)
+    for i in range(4):
+        # (1 - i) / 2 truncates: 0, 0, 0 (not -1 as floor would), then -1 for i = 3
+        if int((1 - i) / 2) * 16 >= 0:
+            block = x[i * 16:(i + 1) * 16]
+            expected[i * 16:(i + 1) * 16] = block * 2 if i % 2 else block + 1
+    np.testing.assert_array_equal(y, expected)
+    assert np.all(y[48:] == -5.0)  # i = 3: -2 / 2 = -1 -> skipped
