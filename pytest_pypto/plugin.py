@@ -89,21 +89,27 @@ class _LedgerHooks:
         self._ledger: Any = None
         self.unmet: list[str] = []
 
-    @property
     def ledger(self) -> Any:
-        if self._ledger is None:  # imported on first use: --collect-only never needs it
+        """The ledger, imported on first use (--collect-only never needs it).
+
+        A method, not a property: pluggy reads every attribute when registering.
+        """
+        if self._ledger is None:
             from pytest_pypto.harness.ledger import Ledger
 
             self._ledger = Ledger()
         return self._ledger
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.ledger.record(report)
+        self.ledger().record(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_pypto.harness.session import settings
 
-        self.unmet = self.ledger.unmet(settings(session.config).require)
+        required = settings(session.config).require
+        if not required:
+            return
+        self.unmet = self.ledger().unmet(required)
         if self.unmet:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -125,10 +131,10 @@ class _LedgerHooks:
         from pytest_pypto.harness.session import settings
 
         s = settings(terminalreporter.config)
-        if not self.ledger.outcomes and not s.require:
+        if (self._ledger is None or not self._ledger.outcomes) and not s.require:
             return
         terminalreporter.section("pypto coverage ledger")
-        for line in self.ledger.table(s.cells):
+        for line in self.ledger().table(s.cells):
             terminalreporter.write_line(line)
         for line in self._require_lines(terminalreporter.config):
             terminalreporter.write_line(f"FAILED {line}", red=True, bold=True)
