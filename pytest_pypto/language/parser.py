@@ -325,6 +325,17 @@ class ProgramParser:
             )
         if header.unsupported is not None:
             raise Tier3Hit(header.unsupported.construct, header.unsupported.reason, node)
+        caller = self.headers[ctx.function_name].kind
+        if header.kind == "Opaque" or (caller == "InCore" and header.kind == "InCore"):
+            what = "an Opaque function" if header.kind == "Opaque" else "InCore from InCore"
+            raise ctx.error(
+                InvalidOperationError,
+                f"self.{name}(...) calls {what}, which is not supported by the bundled "
+                "toolchain yet (tier 2: inlined calls)",
+                node,
+                hint=f"declare '{name}' @pl.function(type=pl.FunctionType.InCore) and call it "
+                "from the Orchestration function",
+            )
         returns = header.returns
         if returns is None:
             if name in self.in_progress:
