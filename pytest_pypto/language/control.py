@@ -201,6 +201,12 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
     results = tuple(
         Var(ctx.namer.fresh(n), type=v.type, span=ctx.span(node)) for n, v in zip(out_names, iter_vars)
     )
+    if loop_target.id not in bp.env:
+        bp.env[loop_target.id] = Unavailable(
+            f"loop variable '{loop_target.id}' is visible only inside its loop "
+            f"(line {ctx.source.line_of(node)})",
+            hint="carry the value you need out of the loop in a variable defined before it",
+        )
     for n in body_names:
         if n not in bp.env or isinstance(bp.env[n], Unavailable):
             bp.env[n] = Unavailable(

@@ -337,3 +337,16 @@ def test_memory_space_annotation_disagrees_with_fixed_producer(line_of):
                 u: pl.Tile[[64, 64], pl.FP32, pl.Mem.Mat] = pl.exp(t)  # space
     assert "memory space Mat" in ei.value.message and "Vec" in ei.value.message
     assert ei.value.line == line_of("space")
+
+
+def test_loop_variable_is_not_visible_after_the_loop(line_of):
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.program
+        class K:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def k(self, n: pl.Scalar[pl.INDEX]):
+                for i in pl.range(n):
+                    pass
+                m = i + 1  # loopvar
+    assert "loop variable 'i'" in ei.value.message
+    assert ei.value.line == line_of("loopvar")
