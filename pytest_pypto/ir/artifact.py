@@ -35,10 +35,11 @@ Orchestration ABI (``orchestration.py``)::
 
     def make(rt):
         def <entry>(<entry params>):
-            t = rt.create_tensor(shape, dtype, init_value)    # dtype: a DataType
+            t = rt.create_tensor(shape, dtype, init_value, name="t")  # dtype: a DataType
             out = rt.submit("<kernel>", (x, y, 0.5, out), returns=(3,))
             v = rt.read(t, (i, j)); rt.write(t, (i, j), v)
             w = rt.slice(t, shape, offsets); r = rt.reshape(t, shape)
+            tt = rt.transpose(t, axis1, axis2)
             n = rt.dim(t, axis)
             return (out,)
         return <entry>
