@@ -10,7 +10,7 @@ onboard runtime.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, ExecutionMode, parse_platform
 
@@ -74,8 +74,7 @@ def _names(marker_args: Sequence[object]) -> list[object]:
     return out
 
 
-@dataclass(frozen=True)
-class Constraints:
+class Constraints(NamedTuple):
     """What a test's markers allow.  None = no constraint on that axis."""
 
     archs: tuple[str, ...] | None = None

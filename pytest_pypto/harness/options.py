@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -75,9 +74,8 @@ def parse_cells(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(parts))
 
 
-@dataclass(frozen=True)
-class Option:
-    """One row of the option table."""
+class Option(NamedTuple):
+    """One row of the option table (a NamedTuple: cheaper to define than a dataclass)."""
 
     name: str
     metavar: str
@@ -146,8 +144,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """The resolved options of one session."""
 
     archs: tuple[str, ...] = ("a2a3",)
@@ -218,10 +215,5 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Sett
                 f"{opt.flag}: invalid value {raw!r} (from {source}): {exc}. "
                 f"Valid values: {opt.choices}."
             ) from None
-    return Settings(
-        archs=values.get("arch", Settings.archs),
-        modes=values.get("mode", Settings.modes),
-        devices=values.get("device"),
-        seed=values.get("seed"),
-        require=values.get("require", ()),
-    )
+    fields = {"arch": "archs", "mode": "modes", "device": "devices"}
+    return Settings(**{fields.get(name, name): value for name, value in values.items()})

@@ -8,7 +8,6 @@ changes nothing.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 DEFAULT_BASE_SEED = 0
@@ -18,6 +17,8 @@ __all__ = ["DEFAULT_BASE_SEED", "make_rng", "test_seed"]
 
 def test_seed(base: int | None, nodeid: str) -> int:
     """The 63-bit seed of one test: a stable hash of (base seed, node id)."""
+    import hashlib  # lazily: the report header imports this module on every run
+
     base = DEFAULT_BASE_SEED if base is None else base
     digest = hashlib.sha256(f"{base}\0{nodeid}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
