@@ -46,7 +46,13 @@ Orchestration ABI (``orchestration.py``)::
 
 ``rt.submit`` records one task: per argument its direction from the manifest and
 its byte range; it returns the arguments at positions ``returns`` (a single value
-when there is one, a tuple otherwise).
+when there is one, a tuple otherwise).  ``rt.create_tensor`` also takes an optional
+``name=`` (shown in deps.json) and ``rt.transpose(t, axis1, axis2)`` gives a view.
+
+Optional, both modules: a module-level ``SPANS = {<generated line>: (file, line,
+col)}`` maps generated lines to the user's source, so run-time errors (a dynamic
+window past a tensor's edge, a bad orchestration index) point at the user's
+file:line.  Lines without an entry take the nearest mapped line above them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from typing import Any
 
 from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.registry import OpRuleError
+from pytest_pypto.runtime.locate import span_in
 from pytest_pypto.runtime.tensors import TensorHandle, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -125,7 +127,14 @@ class Cores:
 class TaskGraph:
     """Submission, dependency tracking and execution of one run's tasks."""
 
-    def __init__(self, clusters: int, seed: int | None = None, strict_war: bool = False) -> None:
+    def __init__(
+        self,
+        clusters: int,
+        seed: int | None = None,
+        strict_war: bool = False,
+        kernels: dict[str, Any] | None = None,
+    ) -> None:
+        self.kernels = kernels or {}
         self.tasks: list[Task] = []
         self.pending: list[Task] = []
         self.executed: list[int] = []
@@ -254,6 +263,13 @@ class TaskGraph:
         self.executed.append(task.id)
         try:
             result = task.fn(*task.call_args)
+        except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, §6.4)
+            kernel = self.kernels[task.kernel]
+            raise SimulationError(
+                f"{exc.message} (task {task.id}, kernel '{task.kernel}', at run time)",
+                span_in(exc.__traceback__, kernel.path, kernel.spans),
+                hint=exc.hint,
+            ) from exc
         except Exception as exc:
             note = f"while executing task {task.id} (kernel '{task.kernel}')"
             if hasattr(exc, "add_note"):

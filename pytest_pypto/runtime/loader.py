@@ -13,12 +13,14 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_pypto.ir.artifact import MANIFEST_NAME, Manifest, read_manifest
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.nodes import Span
+from pytest_pypto.runtime.locate import spans_of
 
 Binder = Callable[[str], Callable[..., Any]]
 
@@ -59,6 +61,8 @@ class Kernel:
     dtypes: tuple[str, ...]
     shapes: tuple[tuple[int | str, ...], ...]
     returns: tuple[int, ...]
+    path: str = ""  # generated source, as tracebacks name it
+    spans: dict[int, Span] = field(default_factory=dict)  # generated line -> user span
 
 
 @dataclass
@@ -70,6 +74,8 @@ class LoadedArtifact:
     digest: str
     kernels: dict[str, Kernel]
     make_orchestration: Callable[[Any], Callable[..., Any]]
+    orchestration_path: str = ""
+    orchestration_spans: dict[int, Span] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -124,7 +130,8 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
         raise SimulationError(f"cannot load the artifact: {exc}") from None
     kernels = {}
     for info in manifest.kernels:
-        make = _load_make(directory / info.source, f"kernel '{info.name}'")
+        path = directory / info.source
+        make, spans = _load_make(path, f"kernel '{info.name}'")
         fn = make(bind)
         if not callable(fn):
             raise SimulationError(
@@ -141,12 +148,17 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
             dtypes=tuple(a.dtype for a in info.args),
             shapes=tuple(tuple(a.shape) for a in info.args),
             returns=tuple(info.returns),
+            path=str(path),
+            spans=spans,
         )
-    make_orch = _load_make(directory / manifest.orchestration, "the orchestration")
-    return LoadedArtifact(directory, manifest, digest, kernels, make_orch)
+    orch_path = directory / manifest.orchestration
+    make_orch, orch_spans = _load_make(orch_path, "the orchestration")
+    return LoadedArtifact(
+        directory, manifest, digest, kernels, make_orch, str(orch_path), orch_spans
+    )
 
 
-def _load_make(path: Path, what: str) -> Callable[[Any], Any]:
+def _load_make(path: Path, what: str) -> tuple[Callable[[Any], Any], dict[int, Span]]:
     try:
         source = path.read_text()
     except OSError as exc:
@@ -157,4 +169,4 @@ def _load_make(path: Path, what: str) -> Callable[[Any], Any]:
     make = namespace.get("make")
     if not callable(make):
         raise SimulationError(f"{path}: generated source of {what} defines no make() function")
-    return make
+    return make, spans_of(namespace)

@@ -31,6 +31,7 @@ from pytest_pypto.ir.errors import PyptoWarning, SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
+from pytest_pypto.runtime.locate import span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.staging import stage
 
@@ -166,7 +167,9 @@ class Worker:
         loaded = self.load(artifact)
         manifest = loaded.manifest
         clusters = cfg.sim_clusters or self.arch.sim_clusters
-        graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war)
+        graph = TaskGraph(
+            clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war, kernels=loaded.kernels
+        )
         rt = Orchestrator(loaded.kernels, graph, [])
         token = UNINITIALIZED.set(cfg.uninitialized)
         try:
@@ -174,6 +177,12 @@ class Worker:
             entry = loaded.make_orchestration(rt)
             entry(*entry_args)
             graph.drain()
+        except SimulationError as exc:
+            if exc.span is None:  # raised by rt on behalf of an orchestration line
+                exc.span = span_in(
+                    exc.__traceback__, loaded.orchestration_path, loaded.orchestration_spans
+                )
+            raise
         finally:
             UNINITIALIZED.reset(token)
         for caller, staged in copy_back:

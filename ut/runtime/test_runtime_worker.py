@@ -357,3 +357,50 @@ def test_save_kernels_keeps_run_records_under_the_kernels_dir(artifact, tmp_path
                                 np.zeros(F, np.float32), config=cfg)
     assert run.deps_path.is_file()
     assert (tmp_path / "keep" / "runs") in run.run_dir.parents
+
+
+def test_run_time_bounds_error_points_at_the_users_line(artifact, tmp_path):
+    """An op's run-time check in a kernel becomes a SimulationError at the user's file:line."""
+    user = tmp_path / "user_kernel.py"
+    user.write_text("line one\n        t = pl.load(x, [r, 0], [8, 32])\n")
+    art = artifact(
+        entry_args=[T("x", F), S("r", "INDEX"), T("out", [8, 32], direction="Out")],
+        kernels=[K("tail", [T("a", F), S("r", "INDEX"), T("o", [8, 32], direction="Out")],
+                   "t = load(a, offsets=(r, 0), shapes=(8, 32), out=None)\no[...] = t.data")],
+        orchestration="""
+            out = rt.submit("tail", (x, r, out), returns=(2,))
+            return (out,)
+        """,
+    )
+    path = art / "kernels" / "tail.py"
+    src = path.read_text()
+    load_line = next(i for i, text in enumerate(src.splitlines(), 1) if "load(a" in text)
+    path.write_text(src.replace(
+        "def make(bind):\n",
+        f"SPANS = {{{load_line + 1}: ({str(user)!r}, 2, 13)}}\n\n"
+        "def make(bind):\n    load = bind('tile.load')\n",
+    ))
+    with pytest.raises(SimulationError) as info:
+        Worker("a2a3sim").run(art, np.zeros(F, np.float32), 12, np.zeros([8, 32], np.float32))
+    err = info.value
+    assert "past the end of dimension 0: offset 12 + extent 8 > source extent 16" in err.message
+    assert "task 0, kernel 'tail'" in err.message
+    assert (err.file, err.line, err.column) == (str(user), 2, 13)
+    assert "pl.load(x, [r, 0], [8, 32])" in str(err)  # the rendered snippet
+
+
+def test_orchestration_error_points_at_the_users_line(artifact, tmp_path):
+    user = tmp_path / "user_orch.py"
+    user.write_text("a\nb\n        w = x[0:16, 20:36]\n")
+    art = artifact(
+        entry_args=[T("x", F), T("out", F, direction="Out")],
+        kernels=[K("copy", [T("a", F), T("o", F, direction="Out")], "o[...] = a")],
+        orchestration="w = rt.slice(x, [16, 16], [0, 20])\nreturn (out,)",
+    )
+    path = art / "orchestration.py"
+    src = path.read_text()
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "rt.slice" in text)
+    path.write_text(f"SPANS = {{{line + 1}: [{str(user)!r}, 3, 13]}}\n" + src)
+    with pytest.raises(SimulationError, match="offset 20 \\+ extent 16 > source extent 32") as info:
+        Worker("a2a3sim").run(art, np.zeros(F, np.float32), np.zeros(F, np.float32))
+    assert (info.value.file, info.value.line) == (str(user), 3)

@@ -1,0 +1,51 @@
+"""Point run-time errors at the user's kernel source.
+
+Generated modules may carry a ``SPANS`` table (generated line -> (file, line, col)
+of the user's source, see `pytest_pypto.ir.artifact`).  When an op rule fails at
+run time (e.g. a dynamic window past a tensor's edge, DSL.md §6.4) or the
+orchestration misuses a tensor, the failing generated line is found in the
+traceback and mapped back, so the `SimulationError` shows the user's file:line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from pytest_pypto.ir.nodes import Span
+
+SpanTable = Mapping[int, Any]
+
+
+def spans_of(namespace: Mapping[str, Any]) -> dict[int, Span]:
+    """The ``SPANS`` table of a generated module as Spans (empty when absent or malformed)."""
+    raw = namespace.get("SPANS")
+    if not isinstance(raw, Mapping):
+        return {}
+    table = {}
+    for line, where in raw.items():
+        if isinstance(where, Span):
+            table[int(line)] = where
+        elif isinstance(where, (tuple, list)) and len(where) >= 2:
+            col = int(where[2]) if len(where) > 2 else 1
+            table[int(line)] = Span(str(where[0]), int(where[1]), col)
+    return table
+
+
+def span_in(tb: TracebackType | None, path: str, spans: Mapping[int, Span]) -> Span | None:
+    """The user span of the innermost traceback frame executing ``path``."""
+    if not spans:
+        return None
+    found = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    if found is None:
+        return None
+    span = spans.get(found)
+    if span is None:  # a continuation line: take the nearest mapped line above it
+        above = [line for line in spans if line <= found]
+        span = spans[max(above)] if above else None
+    return span
