@@ -46,8 +46,7 @@ Orchestration ABI (``orchestration.py``)::
 
 ``rt.submit`` records one task: per argument its direction from the manifest and
 its byte range; it returns the arguments at positions ``returns`` (a single value
-when there is one, a tuple otherwise).  ``rt.create_tensor`` also takes an optional
-``name=`` (shown in deps.json) and ``rt.transpose(t, axis1, axis2)`` gives a view.
+when there is one, a tuple otherwise).  ``name=`` labels the tensor in deps.json.
 
 Optional, both modules: a module-level ``SPANS = {<generated line>: (file, line,
 col)}`` maps generated lines to the user's source, so run-time errors (a dynamic
