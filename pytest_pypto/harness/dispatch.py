@@ -2,12 +2,15 @@
 
 The harness sits above both the compiler and the runtime, so this is where a
 parsed program meets a `Worker`.  The compiler is imported lazily: dispatching an
-already compiled artifact never loads it.
+already compiled artifact never loads it.  A program passed again with the same
+compile options reuses its artifact (an in-process memo per program object), so
+calling ``run`` in a loop compiles once.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.config import RunConfig
@@ -20,6 +23,24 @@ __all__ = ["run", "worker_for"]
 
 _DEFAULT = RunConfig()
 _workers: dict[str, Worker] = {}
+_compiled: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledProgram]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _compile(program: Any, config: RunConfig) -> CompiledProgram:
+    """Compile ``program`` for ``config`` once per (program object, compile options)."""
+    key = (config.platform, config.dump_passes, config.save_kernels, config.save_kernels_dir)
+    try:
+        per_program = _compiled.setdefault(program, {})
+    except TypeError:  # not weak-referenceable: no memo
+        per_program = {}
+    compiled = per_program.get(key)
+    if compiled is None or not (compiled.artifact_dir / "kernel_config.json").is_file():
+        from pytest_pypto.compiler.api import compile as compile_program
+
+        compiled = per_program[key] = compile_program(program, config)
+    return compiled
 
 
 def worker_for(platform: str) -> Worker:
@@ -46,9 +67,7 @@ def run(
     if isinstance(program_or_compiled, (CompiledProgram, str, os.PathLike)):
         compiled = program_or_compiled
     else:
-        from pytest_pypto.compiler.api import compile as compile_program
-
-        compiled = compile_program(program_or_compiled, config)
+        compiled = _compile(program_or_compiled, config)
     if config.codegen_only:
         if not isinstance(compiled, CompiledProgram):
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
