@@ -17,6 +17,7 @@ same cluster.  The placement is a record of concurrency, not a timing model.
 from __future__ import annotations
 
 import random
+from time import perf_counter
 from typing import Any
 
 from pytest_pypto.ir.artifact import SIM_BACKEND
@@ -143,6 +144,7 @@ class TaskGraph:
         self.rng = random.Random(seed) if seed is not None else None
         self.strict_war = strict_war
         self.war_hazards: list[dict[str, Any]] = []
+        self.kernel_seconds = 0.0  # host wall time inside kernels (not a device timing)
 
     # -- submission --------------------------------------------------------------
     def submit(self, kernel: Any, call_args: list, handles: list) -> Task:
@@ -261,6 +263,7 @@ class TaskGraph:
         task.step, task.slots = self.cores.place(task.core_type, earliest)
         task.order = len(self.executed)
         self.executed.append(task.id)
+        start = perf_counter()
         try:
             result = task.fn(*task.call_args)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, §6.4)
@@ -275,6 +278,7 @@ class TaskGraph:
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
             raise
+        self.kernel_seconds += perf_counter() - start
         if result:
             for pos, value in zip(task.returns, result):
                 view = task.call_args[pos]

@@ -72,6 +72,9 @@ class SimRun:
         self.returns = returns  # the entry's returned params, in order
         self.uninitialized = uninitialized
         self.war_hazards: list[dict[str, Any]] = graph.war_hazards
+        # Host wall-clock seconds spent inside kernel code (for profiling the simulator;
+        # the simulator has no device timing model).
+        self.kernel_seconds: float = graph.kernel_seconds
         self._graph = graph
         self._roots = roots
         self._meta = meta

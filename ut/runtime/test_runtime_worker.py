@@ -63,6 +63,7 @@ def test_a5sim_runs_its_own_artifact_and_records_the_platform(artifact, rng):
     deps = run.deps()
     assert (deps["platform"], deps["arch"]) == ("a5sim", "a5")
     assert run.deps_path.name == "deps.json" and run.deps_path.parent == run.run_dir
+    assert run.kernel_seconds > 0.0
 
 
 def _mix(artifact, n, core_type, platform="a2a3sim"):
