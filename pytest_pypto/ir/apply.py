@@ -101,12 +101,14 @@ def _joint_views(tiles: list[TileValue]) -> list[np.ndarray]:
 def place(wide: Any, out: TileType, inputs: tuple[Any, ...] = ()) -> TileValue:
     """Round ``wide`` once to ``out.dtype`` and put it at the origin of a fresh tile buffer."""
     narrowed = convert_array(wide, out.dtype)
-    if not narrowed.flags.writeable or any(
-        isinstance(t, TileValue) and np.may_share_memory(narrowed, t.data) for t in inputs
-    ):
-        narrowed = narrowed.copy()
-    valid = tuple(narrowed.shape)
-    if valid == tuple(out.shape):
+    # A result that owns its memory is fresh (numpy made it); anything else may alias an input.
+    if narrowed.base is not None or not narrowed.flags.writeable:
+        if not narrowed.flags.writeable or any(
+            isinstance(t, TileValue) and np.may_share_memory(narrowed, t.data) for t in inputs
+        ):
+            narrowed = narrowed.copy()
+    valid = narrowed.shape
+    if valid == out.shape:
         data = narrowed
     else:
         if len(valid) != len(out.shape) or any(v > s for v, s in zip(valid, out.shape)):
@@ -114,6 +116,10 @@ def place(wide: Any, out: TileType, inputs: tuple[Any, ...] = ()) -> TileValue:
         data = new_buffer(tuple(out.shape), out.dtype, out.pad)
         data[tuple(slice(0, v) for v in valid)] = narrowed
     return TileValue(data, valid, out.dtype, out.space or "Vec", out.pad)
+
+
+def _full(t: TileValue) -> bool:
+    return t.valid == t.data.shape
 
 
 def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: Any) -> Any:
@@ -126,7 +132,11 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
         return spec.execute(*operands, out=out, **attrs)
     tiles = [op for op in operands if isinstance(op, TileValue)]
     lead_dtype = tiles[0].dtype if tiles else out.dtype
-    if getattr(spec.compute, "region", None) == "lhs" and len(tiles) > 1:
+    if all(_full(t) for t in tiles):
+        # Fast path: every operand fully valid; its whole buffer is its valid region, and
+        # equal-rank operands broadcast exactly as _joint_views would extend them.
+        views = iter([t.data for t in tiles])
+    elif getattr(spec.compute, "region", None) == "lhs" and len(tiles) > 1:
         views = iter(_joint_views(tiles))
     else:
         views = iter([t.valid_view() for t in tiles])

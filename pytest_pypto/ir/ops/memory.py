@@ -108,8 +108,23 @@ def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clam
 
 def _load_execute(src, *, offsets, shapes, valid_shape=None, target_memory=None, clamp=False,
                   out=None, **_):
-    from pytest_pypto.ir.apply import dtype_of
     from pytest_pypto.ir.values import TileValue, new_buffer
+
+    if out is not None and valid_shape is None and not clamp:
+        # Fast path (the compiled call): a whole window, in bounds -> one copy.
+        size = src.shape
+        window = []
+        for o, e, n in zip(offsets, shapes, size):
+            if o < 0 or o + e > n:
+                break
+            window.append(slice(o, o + e))
+        else:
+            if len(window) == len(size):
+                data = src[tuple(window)]
+                data = data.copy() if data.dtype == out.dtype.np else data.astype(out.dtype.np)
+                return TileValue(data, data.shape, out.dtype, out.space or space_name(
+                    target_memory) or "Vec", out.pad)
+    from pytest_pypto.ir.apply import dtype_of
 
     shape = tuple(int(s) for s in shapes)
     requested = shape if valid_shape is None else tuple(int(v) for v in valid_shape)
@@ -211,7 +226,22 @@ def _store_arch(arch: Any, info: CallInfo) -> None:
 def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
     from pytest_pypto.ir.apply import convert_array, dtype_of
 
-    valid = tuple(int(v) for v in src.valid)
+    valid = src.valid
+    plain = atomic is None or enum_name(atomic) not in ("Add", 1)
+    if plain and valid == src.data.shape and dst.ndim == len(valid):
+        # Fast path: a whole tile, plain overwrite, in bounds -> one assignment.
+        window = []
+        for o, e, n in zip(offsets, valid, dst.shape):
+            if o < 0 or o + e > n:
+                break
+            window.append(slice(o, o + e))
+        else:
+            region = src.data
+            dst[tuple(window)] = (
+                region if region.dtype == dst.dtype else convert_array(region, dtype_of(dst))
+            )
+            return dst
+    valid = tuple(int(v) for v in valid)
     _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
     window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
     region = src.valid_view()
