@@ -252,3 +252,48 @@ def test_pipeline_intermediate_is_a_raw_edge(pypto_config, pypto_rng):
     assert written["tensor"] == read["tensor"] == tmp[0]["id"]
     assert (written["direction"], read["direction"]) == ("Out", "In")
     assert written["bytes"] == read["bytes"] == [0, PR * PC * 4]
+
+
+# -- a mix kernel: cube matmul, then a vector op on the result (Acc -> Vec crossing) ------
+
+XM, XK, XN = 32, 64, 32
+
+
+@pl.program
+class MatmulRelu:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm_relu(
+        self,
+        a: pl.Tensor[[XM, XK], pl.FP16],
+        b: pl.Tensor[[XK, XN], pl.FP16],
+        c: pl.Out[pl.Tensor[[XM, XN], pl.FP32]],
+    ) -> pl.Tensor[[XM, XN], pl.FP32]:
+        ta = pl.load(a, [0, 0], [XM, XK], target_memory=pl.Mem.Mat)
+        tb = pl.load(b, [0, 0], [XK, XN], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(ta, target_memory=pl.Mem.Left),
+                        pl.move(tb, target_memory=pl.Mem.Right))
+        v = pl.move(acc, target_memory=pl.Mem.Vec)
+        c = pl.store(pl.relu(v), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[XM, XK], pl.FP16],
+        b: pl.Tensor[[XK, XN], pl.FP16],
+        c: pl.Out[pl.Tensor[[XM, XN], pl.FP32]],
+    ) -> pl.Tensor[[XM, XN], pl.FP32]:
+        c = self.mm_relu(a, b, c)
+        return c
+
+
+def test_mix_kernel_takes_one_cluster(pypto_config, pypto_rng):
+    a = pypto_rng.standard_normal((XM, XK)).astype(np.float16)
+    b = pypto_rng.standard_normal((XK, XN)).astype(np.float16)
+    c = np.zeros((XM, XN), np.float32)
+    run = pytest_pypto.run(MatmulRelu, a, b, c, config=pypto_config)
+    expected = np.maximum(a.astype(np.float64) @ b.astype(np.float64), 0.0)
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+    task = run.tasks[0]
+    assert task["core_type"] == "mix"
+    assert task["slots"] == ["aic0", "aiv0", "aiv1"]  # 1 AIC + both AIVs of cluster 0

@@ -118,4 +118,8 @@ def test_vector_ops_match_numpy(pypto_config, pypto_rng):
         np.testing.assert_allclose(outs[name], expected[name], rtol=2e-6, atol=1e-6,
                                    err_msg=name)
     assert [t["kernel"] for t in run.tasks] == ["unary", "binary", "broadcast"]
-    assert run.deps()["edges"] == []  # three readers of x, disjoint outputs: no dependencies
+    deps = run.deps()
+    assert deps["edges"] == []  # three readers of x, disjoint outputs: no dependencies
+    # independent aiv tasks run side by side on distinct AIV slots
+    assert [t["step"] for t in deps["tasks"]] == [0, 0, 0]
+    assert len({t["slots"][0] for t in deps["tasks"]}) == 3
