@@ -178,8 +178,11 @@ class Worker:
         try:
             entry_args, copy_back, dyn = stage(manifest, arrays, rt)
             entry = loaded.make_orchestration(rt)
-            entry(*entry_args)
-            graph.drain()
+            # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
+            # DSL (§5.1), not warnings; one errstate per run instead of one per op.
+            with np.errstate(all="ignore"):
+                entry(*entry_args)
+                graph.drain()
         except SimulationError as exc:
             if exc.span is None:  # raised by rt on behalf of an orchestration line
                 exc.span = span_in(
