@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_pypto.arch import ExecutionMode, parse_platform, spec
+from pytest_pypto.arch import ExecutionMode, parse_platform, platform_string, spec
 from pytest_pypto.config import RunConfig
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import PyptoWarning, SimulationError
@@ -230,8 +230,6 @@ _DEFAULT_CONFIG = RunConfig()
 
 
 def _sim_twin(arch: Any) -> str:
-    from pytest_pypto.arch import platform_string
-
     return platform_string(arch, ExecutionMode.SIM)
 
 
