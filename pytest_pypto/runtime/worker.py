@@ -188,6 +188,7 @@ class Worker:
                 exc.span = span_in(
                     exc.__traceback__, loaded.orchestration_path, loaded.orchestration_spans
                 )
+            exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt))
             raise
         finally:
             UNINITIALIZED.reset(token)
@@ -231,6 +232,18 @@ _DEFAULT_CONFIG = RunConfig()
 
 def _sim_twin(arch: Any) -> str:
     return platform_string(arch, ExecutionMode.SIM)
+
+
+def _partial_record(cfg: RunConfig, program: str, graph: TaskGraph, rt: Orchestrator) -> str:
+    """Write the graph of a failed run (tasks submitted so far, order executed) for debugging."""
+    try:
+        path = _new_run_dir(cfg, program) / "deps.json"
+        record = graph.to_json(rt.roots, {"program": program, "failed": True})
+        path.write_text(json.dumps(record))
+    except Exception as exc:  # the original error matters more than this record
+        return f"task graph not recorded ({exc})"
+    done = len(graph.executed)
+    return f"{done} of {len(graph.tasks)} submitted tasks ran before the error; graph: {path}"
 
 
 def _warn_war(program: str, hazards: list[dict[str, Any]]) -> None:

@@ -405,3 +405,23 @@ def test_orchestration_error_points_at_the_users_line(artifact, tmp_path):
     with pytest.raises(SimulationError, match="offset 20 \\+ extent 16 > source extent 32") as info:
         Worker("a2a3sim").run(art, np.zeros(F, np.float32), np.zeros(F, np.float32))
     assert (info.value.file, info.value.line) == (str(user), 3)
+
+
+def test_failed_run_records_the_partial_graph(artifact):
+    art = artifact(
+        entry_args=[T("x", F), T("out", F, direction="Out")],
+        kernels=[K("copy", [T("a", F), T("o", F, direction="Out")], "o[...] = a")],
+        orchestration="""
+            out = rt.submit("copy", (x, out), returns=(1,))
+            v = rt.read(out, (0, 0))
+            rt.slice(x, [16, 16], [0, 20])
+            return (out,)
+        """,
+    )
+    with pytest.raises(SimulationError) as info:
+        Worker("a2a3sim").run(art, np.zeros(F, np.float32), np.zeros(F, np.float32))
+    note = info.value.notes[-1]
+    assert note.startswith("1 of 1 submitted tasks ran before the error; graph: ")
+    record = json.loads(open(note.rsplit(": ", 1)[1]).read())
+    assert record["failed"] is True and record["execution_order"] == [0]
+    assert "= note: 1 of 1 submitted tasks ran" in str(info.value)
