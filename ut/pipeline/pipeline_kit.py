@@ -1,0 +1,183 @@
+"""Helpers of the whole-pipeline op tests: compile caches, input data, numpy references.
+
+Every test here builds a small DSL kernel, compiles it with the public
+`pytest_pypto.compile` and dispatches it with `pytest_pypto.run` on both sim
+platforms.  The references below follow DSL.md §5 independently of the toolchain:
+floats are computed wide and rounded once to the tile dtype, ints in int64 then
+wrapped.  Nothing here imports the op registry's numerics.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+import pytest_pypto
+import pytest_pypto.language as pl
+from pytest_pypto import RunConfig
+
+PLATFORMS = ("a2a3sim", "a5sim")
+FLOATS = (pl.FP32, pl.FP16, pl.BF16)
+INTS = (pl.INT32, pl.INT16, pl.INT8)
+NUMERIC = FLOATS + INTS
+DIV_DTYPES = (pl.FP32, pl.FP16, pl.INT32, pl.INT16)  # DSL.md §4.1 div row
+
+STORAGE = {
+    "FP32": np.float32, "FP16": np.float16, "BF16": ml_dtypes.bfloat16,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
+}
+# Ordering integers for ULP distances (same width as the float).
+_BITS = {"FP32": np.int32, "FP16": np.int16, "BF16": np.int16}
+# DSL.md §5.5: integer poison is every byte 0xA5.
+POISON_INT = {"INT8": -0x5B, "INT16": -0x5A5B, "INT32": -0x5A5A5A5B}
+# Initial contents of InOut outputs: what a ragged store must leave untouched.
+SENTINEL = {"FP32": -7.25, "FP16": -7.25, "BF16": -7.25, "INT8": -77, "INT16": -7777,
+            "INT32": -777777}
+
+
+def storage(dtype: Any) -> Any:
+    return STORAGE[dtype.name]
+
+
+def dtype_id(dtype: Any) -> str:
+    return dtype.name
+
+
+@functools.cache
+def program(builder: Callable[..., Any], key: tuple[Any, ...]) -> Any:
+    """The parsed program ``builder(*key)`` (one parse per key, shared by both platforms)."""
+    return builder(*key)
+
+
+@functools.cache
+def _compiled(builder: Callable[..., Any], platform: str, key: tuple[Any, ...]) -> Any:
+    return pytest_pypto.compile(program(builder, key), RunConfig(platform=platform))
+
+
+def run(builder: Callable[..., Any], key: tuple[Any, ...], platform: str, *arrays: Any,
+        **config: Any) -> Any:
+    """Compile ``builder(*key)`` for ``platform`` once per process, then dispatch it.
+
+    Compiled programs are cached per (builder, platform, key) so hypothesis examples
+    that revisit a dtype/shape only pay for the simulator run.
+    """
+    compiled = _compiled(builder, platform, tuple(key))
+    return pytest_pypto.run(compiled, *arrays, config=RunConfig(platform=platform, **config))
+
+
+# ----------------------------------------------------------------------- data
+
+
+def data(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any,
+         kind: str = "any") -> np.ndarray:
+    """Random values of ``dtype`` (exactly representable, so no conversion hides bugs).
+
+    kind: ``any`` (floats ~N(0, 8), ints over the whole range so ops wrap),
+    ``pos`` (positive, for log/sqrt/rsqrt), ``nonzero`` (divisors), ``small``
+    (|x| < 4, for exp without overflow), ``mid`` (ints within a tenth of the range).
+    """
+    st = storage(dtype)
+    if dtype.is_float:
+        if kind == "pos":
+            x = rng.uniform(0.05, 50.0, shape)
+        elif kind == "small":
+            x = rng.uniform(-4.0, 4.0, shape)
+        else:
+            x = rng.standard_normal(shape) * 8
+            if kind == "nonzero":
+                x = np.where(np.abs(x) < 0.25, 0.5, x)
+        return x.astype(np.float32).astype(st)
+    info = np.iinfo(st)
+    lo, hi = int(info.min), int(info.max)
+    if kind in ("mid", "pos", "nonzero", "small"):
+        lo, hi = lo // 10, hi // 10
+    x = rng.integers(lo, hi, size=shape, endpoint=True)
+    if kind == "pos":
+        x = np.abs(x) + 1
+    if kind == "nonzero":
+        x = np.where(x == 0, 3, x)
+    return x.astype(st)
+
+
+def sentinel(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return np.full(shape, SENTINEL[dtype.name], dtype=storage(dtype))
+
+
+def wide(x: np.ndarray) -> np.ndarray:
+    """float64 for floats (exact for every tile float dtype), int64 for ints."""
+    return x.astype(np.float64 if np.asarray(x).dtype.kind == "f" or _is_bf16(x) else np.int64)
+
+
+def _is_bf16(x: Any) -> bool:
+    return np.asarray(x).dtype == ml_dtypes.bfloat16
+
+
+def round_to(values: Any, dtype: Any) -> np.ndarray:
+    """Round wide float values once (RNE, overflow to inf) or wrap wide ints to ``dtype``."""
+    values = np.asarray(values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype.is_float:
+            return values.astype(storage(dtype))
+        return values.astype(np.int64).astype(storage(dtype))
+
+
+def f32_then(fn: Callable[..., Any], dtype: Any, *xs: np.ndarray) -> np.ndarray:
+    """DSL.md §5.1: widen to float32, compute in float32, round once to ``dtype``."""
+    with np.errstate(all="ignore"):
+        return round_to(fn(*(x.astype(np.float32) for x in xs)), dtype)
+
+
+# ------------------------------------------------------------------ comparing
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray, dtype: Any) -> np.ndarray:
+    """Units in the last place between two arrays of one float dtype (NaN==NaN is 0)."""
+    ib = _BITS[dtype.name]
+    a = np.ascontiguousarray(a, dtype=storage(dtype))
+    b = np.ascontiguousarray(b, dtype=storage(dtype))
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        i = x.view(ib).astype(np.int64)
+        return np.where(i < 0, np.iinfo(ib).min - i, i)
+
+    d = np.abs(ordered(a) - ordered(b))
+    both_nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    return np.where(both_nan, 0, d)
+
+
+def assert_ulp(got: np.ndarray, want: np.ndarray, dtype: Any, ulps: int, what: str = "") -> None:
+    """``got`` within ``ulps`` units in the last place of ``want``, elementwise."""
+    d = ulp_distance(got, want, dtype)
+    worst = int(d.max()) if d.size else 0
+    assert worst <= ulps, (
+        f"{what}: {worst} ULP apart at {np.unravel_index(int(d.argmax()), d.shape)} "
+        f"(got {got.ravel()[int(d.argmax())]!r}, want {want.ravel()[int(d.argmax())]!r})"
+    )
+
+
+def assert_exact(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    """Bit-for-bit value equality (floats compared as float64, NaN positions must match)."""
+    assert got.shape == want.shape, what
+    if want.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64),
+                                      err_msg=what)
+
+
+def assert_region(out: np.ndarray, region: tuple[int, ...], want: np.ndarray, init: np.ndarray,
+                  dtype: Any, ulps: int = 0, what: str = "") -> None:
+    """The stored ``region`` equals ``want`` (within ``ulps``); the rest keeps ``init``."""
+    win = tuple(slice(0, n) for n in region)
+    got = out[win]
+    if ulps and dtype.is_float:
+        assert_ulp(got, want[win] if want.shape != got.shape else want, dtype, ulps, what)
+    else:
+        assert_exact(got, want[win] if want.shape != got.shape else want, what)
+    outside = np.ones(out.shape, dtype=bool)
+    outside[win] = False
+    assert_exact(out[outside], init[outside], f"{what}: outside the valid region")
