@@ -1,0 +1,278 @@
+# ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
+"""Scalar forms through the whole pipeline: adds/subs/muls/divs/maximums/minimums.
+
+Each kernel spells the op twice, as users do: the dispatching `pl.add(t, 2.0)` and
+the explicit `pl.adds(t, 2.0)`; both must equal numpy.  DSL.md §4.1/§5.1: the scalar
+is first converted to the tile dtype, then the op is computed wide and rounded once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pipeline_kit import (
+    DIV_DTYPES,
+    NUMERIC,
+    PLATFORMS,
+    assert_exact,
+    assert_region,
+    data,
+    round_to,
+    run,
+    sentinel,
+    wide,
+)
+
+import pytest_pypto
+import pytest_pypto.language as pl
+from pytest_pypto import RunConfig
+from pytest_pypto.ir.errors import PyptoWarning
+
+# ARCH.md lists these combos as accepted but unvalidated on a2a3; the warning has its own test.
+pytestmark = pytest.mark.filterwarnings("ignore:.*not validated on 'a2a3':pytest_pypto.ir.errors.PyptoWarning")
+
+# ------------------------------------------------------------------ kernels
+
+
+def k_adds(DT, R, C, VR, VC, S):
+    @pl.program
+    class Adds:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.add(a, S), [0, 0], o1)
+            o2 = pl.store(pl.adds(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Adds
+
+
+def k_subs(DT, R, C, VR, VC, S):
+    @pl.program
+    class Subs:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.sub(a, S), [0, 0], o1)
+            o2 = pl.store(pl.subs(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Subs
+
+
+def k_muls(DT, R, C, VR, VC, S):
+    @pl.program
+    class Muls:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.mul(a, S), [0, 0], o1)
+            o2 = pl.store(pl.muls(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Muls
+
+
+def k_divs(DT, R, C, VR, VC, S):
+    @pl.program
+    class Divs:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.div(a, S), [0, 0], o1)
+            o2 = pl.store(pl.divs(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Divs
+
+
+def k_maximums(DT, R, C, VR, VC, S):
+    @pl.program
+    class Maximums:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.maximum(a, S), [0, 0], o1)
+            o2 = pl.store(pl.maximums(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Maximums
+
+
+def k_minimums(DT, R, C, VR, VC, S):
+    @pl.program
+    class Minimums:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(pl.minimum(a, S), [0, 0], o1)
+            o2 = pl.store(pl.minimums(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Minimums
+
+def k_axpy_scalar_param(DT, R, C):
+    """A run-time scalar (DSL.md §1.8 Axpy): the entry's FP32 Scalar reaches muls/adds."""
+
+    @pl.program
+    class ScalarParam:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], alpha: pl.Scalar[pl.FP32],
+              out: pl.Out[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            t = pl.load(x, [0, 0], [R, C])
+            out = pl.store(pl.add(pl.mul(t, alpha), alpha), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], alpha: pl.Scalar[pl.FP32],
+                 out: pl.Out[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            out = self.k(x, alpha, out)
+            return out
+
+    return ScalarParam
+
+
+# --------------------------------------------------------------- references
+
+
+def _int_div(a, b):
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+SCALAR = {
+    "adds": (k_adds, NUMERIC, np.add),
+    "subs": (k_subs, NUMERIC, np.subtract),  # INT8..INT32, FP16, FP32, BF16: all of NUMERIC
+    "muls": (k_muls, NUMERIC, np.multiply),
+    "divs": (k_divs, DIV_DTYPES, lambda a, s: a / s if a.dtype.kind == "f" else _int_div(a, s)),
+    "maximums": (k_maximums, NUMERIC, np.maximum),
+    "minimums": (k_minimums, NUMERIC, np.minimum),
+}
+# Float scalars that are not exact at FP16/BF16 (so converting first matters), int scalars
+# of both signs.
+FLOAT_SCALARS = (0.1, -2.5, 3.3)
+INT_SCALARS = (3, -7, 100)
+CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in SCALAR.items() for dt in row[1]]
+SHAPES = [(16, 32, 16, 32), (8, 16, 5, 16), (4, 64, 3, 33)]
+
+
+def reference(name, x, s, dt):
+    s_t = wide(round_to(np.array(s), dt))  # converted to the tile dtype first
+    with np.errstate(all="ignore"):
+        return round_to(SCALAR[name][2](wide(x), s_t), dt)
+
+
+def check_scalar(name, dt, platform, shape, s, seed):
+    R, C, VR, VC = shape
+    x = data(np.random.default_rng(seed), (R, C), dt)
+    o1, o2 = sentinel((R, C), dt), sentinel((R, C), dt)
+    init = o1.copy()
+    run(SCALAR[name][0], (dt, R, C, VR, VC, s), platform, x, o1, o2)
+    want = reference(name, x[:VR, :VC], s, dt)
+    assert_region(o1, (VR, VC), want, init, dt, what=f"pl.{name[:-1]}(t, {s}) {dt.name}")
+    assert_region(o2, (VR, VC), want, init, dt, what=f"pl.{name}(t, {s}) {dt.name}")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize(("name", "dt"), CASES)
+@settings(max_examples=4, deadline=None)
+@given(shape=st.sampled_from(SHAPES), which=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_scalar_form_matches_numpy(name, dt, platform, shape, which, seed):
+    s = (FLOAT_SCALARS if dt.is_float else INT_SCALARS)[which]
+    check_scalar(name, dt, platform, shape, s, seed)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize(("name", "dt"), CASES)
+def test_scalar_form_ragged_16x32_valid_16x20(name, dt, platform):
+    check_scalar(name, dt, platform, (16, 32, 16, 20), 0.1 if dt.is_float else -7, seed=4)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_scalar_is_converted_to_fp16_before_the_op(platform):
+    """1 + 0.1: 0.1 -> FP16 first (0.0999755859375); the sum rounds to 1.099609375 either
+    way, but 1024 * 0.1 shows the conversion: 1024 * fp16(0.1) = 102.375, not 102.4."""
+    x = np.array([[1024.0, 1.0, -512.0, 0.0]], np.float16)
+    o1, o2 = sentinel(x.shape, pl.FP16), sentinel(x.shape, pl.FP16)
+    run(k_muls, (pl.FP16, 1, 4, 1, 4, 0.1), platform, x, o1, o2)
+    assert o1[0].astype(np.float64).tolist() == [102.375, 0.0999755859375, -51.1875, 0.0]
+    assert_exact(o2, o1)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_int8_scalar_ops_wrap(platform):
+    x = np.array([[127, -128, 50, -50]], np.int8)
+    o1, o2 = sentinel(x.shape, pl.INT8), sentinel(x.shape, pl.INT8)
+    run(k_adds, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    assert o1[0].tolist() == [-126, -125, 53, -47]
+    run(k_muls, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    assert o2[0].tolist() == [125, -128, -106, 106]
+    run(k_subs, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    assert o1[0].tolist() == [124, 125, 47, -53]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dt", [pl.FP32, pl.FP16, pl.BF16])
+def test_runtime_scalar_parameter_reaches_the_kernel(dt, platform):
+    R, C = 8, 16
+    x = data(np.random.default_rng(9), (R, C), dt)
+    for alpha in (0.5, -1.3):
+        out = sentinel((R, C), dt)
+        run(k_axpy_scalar_param, (dt, R, C), platform, x, alpha, out)
+        a_t = wide(round_to(np.float32(alpha), dt))
+        with np.errstate(all="ignore"):
+            want = round_to(wide(round_to(wide(x) * a_t, dt)) + a_t, dt)
+        assert_exact(out, want, f"x * {alpha} + {alpha} at {dt.name}")
+
+
+@pytest.mark.filterwarnings("error")
+def test_subs_on_int8_warns_unvalidated_on_a2a3_only():
+    """ARCH.md: subs on INT8/BF16 is accepted but unvalidated on a2a3 (a warning, not an error)."""
+    prog = k_subs(pl.INT8, 4, 32, 4, 32, 3)
+    with pytest.warns(PyptoWarning, match="tile.subs on INT8 is not validated on 'a2a3'"):
+        pytest_pypto.compile(prog, RunConfig(platform="a2a3sim"))
+    pytest_pypto.compile(prog, RunConfig(platform="a5sim"))  # "error" filter: no warning here
