@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest_pypto
 from pytest_pypto.arch import MODE_NAMES, spec
-from pytest_pypto.compiler import capacity, cores, directions, memspace, structure, typecheck
+from pytest_pypto.compiler import (
+    batching,
+    capacity,
+    cores,
+    directions,
+    memspace,
+    structure,
+    typecheck,
+)
 from pytest_pypto.compiler.codegen import kernel_source, orchestration_source
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.listing import (
@@ -90,11 +98,14 @@ def compile(  # noqa: A001  (PyPTO's name)
     *,
     output_dir: str | Path | None = None,
     registry: Mapping[str, OpSpec] | None = None,
+    batch_loops: bool | None = None,
 ) -> CompiledProgram:
     """Compile ``program`` for ``config.arch`` into an artifact directory.
 
     ``output_dir`` None makes a fresh temporary directory.  The user's program is
-    never mutated (the passes work on a deep copy).
+    never mutated (the passes work on a deep copy).  ``batch_loops`` turns batched
+    loop execution (compiler/batching.py) on or off; None reads ``PYPTO_BATCH_LOOPS``
+    (default on).  Either way the numerics are identical; only speed changes.
     """
     out = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="pypto_"))
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +113,9 @@ def compile(  # noqa: A001  (PyPTO's name)
         program, config, registry=registry,
         dump_dir=out / "passes" if config.dump_passes else None,
     )
-    manifest = write_artifact(work, ctx, config, out)
+    if batch_loops is None:
+        batch_loops = batching.enabled_by_env()
+    manifest = write_artifact(work, ctx, config, out, batch_loops=batch_loops)
     return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_printer()(work))
 
 
@@ -116,7 +129,9 @@ def _arg(p: n.Param) -> ArgInfo:
     return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape)
 
 
-def write_artifact(program: n.Program, ctx: PassContext, config: RunConfig, out: Path) -> Manifest:
+def write_artifact(
+    program: n.Program, ctx: PassContext, config: RunConfig, out: Path, *, batch_loops: bool = True
+) -> Manifest:
     """Codegen: kernels, orchestration, listings and the manifest."""
     platform = config.platform
     sim_backend = SIM_BACKEND if config.is_sim else None
@@ -128,10 +143,13 @@ def write_artifact(program: n.Program, ctx: PassContext, config: RunConfig, out:
         func_ids[fn.name] = func_id
         facts = ctx.facts(fn.name)
         head = header(f"kernel {fn.name}", platform, sim_backend)
-        (kernels_dir / f"{fn.name}.py").write_text(kernel_source(fn, ctx.registry, head[2:]))
-        (kernels_dir / f"{fn.name}.txt").write_text(
-            kernel_listing(fn, facts, func_id, platform, sim_backend)
+        plans = batching.plan_kernel(fn, ctx.registry, batch_loops)
+        (kernels_dir / f"{fn.name}.py").write_text(
+            kernel_source(fn, ctx.registry, head[2:], plans)
         )
+        (kernels_dir / f"{fn.name}.txt").write_text(kernel_listing(
+            fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()]
+        ))
         infos.append(KernelInfo(
             name=fn.name,
             func_id=func_id,

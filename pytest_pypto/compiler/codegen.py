@@ -3,7 +3,9 @@
 Generated kernels are straight-line Python over `bind(op)` callables bound once
 in `make`; every tile result type is a module constant, so a call costs one
 Python call into the op's numpy semantics and nothing else.  `pl.range` loops
-become Python `for` loops, carried values plain rebinding.  Scalar arithmetic
+become Python `for` loops, carried values plain rebinding.  A loop that
+`compiler.batching` found to be a parallel map gets a second, batched path
+(guarded at run time, the per-iteration loop as fallback): see that module.  Scalar arithmetic
 keeps the DSL's semantics: int `/` truncates toward zero, `//` and `%` floor.
 """
 
@@ -15,6 +17,7 @@ import math
 import re
 from typing import Any
 
+from pytest_pypto.compiler.batching import BATCHED, LoopPlan
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import is_tile
 from pytest_pypto.ir import nodes as n
@@ -208,11 +211,15 @@ def _dtype_imports(dtypes: set[str]) -> str:
 
 
 class KernelEmitter(Emitter):
-    def __init__(self, registry) -> None:
+    def __init__(self, registry, plans: dict[int, LoopPlan] | None = None) -> None:
         super().__init__()
         self.registry = registry
         self.ops: dict[str, str] = {}
         self.types: dict[TileType, str] = {}
+        self.plans = plans or {}
+        self.batch: tuple[LoopPlan, str] | None = None  # (plan, trip-count local) inside
+        self.btypes: dict[TileType, str] = {}
+        self.loops = 0
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -228,10 +235,37 @@ class KernelEmitter(Emitter):
             self.types[t] = name
         return name
 
+    def batched_type(self, t: TileType) -> str:
+        """A local holding ``t`` with the leading batch axis (set at the batched path's top)."""
+        name = self.btypes.get(t)
+        if name is None:
+            name = f"_B{self.loops}_{len(self.btypes)}"
+            self.btypes[t] = name
+        return name
+
     def call(self, e: n.Expr) -> str:
         if isinstance(e, n.FuncCall):
             raise AssertionError("InCore -> InCore calls are rejected before codegen")
         assert isinstance(e, n.Call)
+        if self.batch is not None:
+            plan, count = self.batch
+            access = plan.accesses.get(id(e))
+            if access is not None and e.op == "tile.load":
+                return (f"_batch.load({self.expr(e.arg('tensor'))}, {self.expr(e.arg('offsets'))}, "
+                        f"{py_const(tuple(e.arg('shapes')), self.dtypes)}, {access.axis}, {count}, "
+                        f"{self.batched_type(e.type)})")
+            if access is not None and e.op == "tile.store":
+                return (f"_batch.store({self.expr(e.arg('tile'))}, "
+                        f"{self.expr(e.arg('output_tensor'))}, {self.expr(e.arg('offsets'))}, "
+                        f"{access.axis}, {count})")
+            if plan.calls.get(id(e)) == BATCHED and is_tile(e.type):
+                shape = None
+                if e.op in ("tile.create", "tile.full"):
+                    shape = f"({count},) + {py_const(tuple(e.arg('shape')), self.dtypes)}"
+                return self.op_call(e, self.batched_type(e.type), shape)
+        return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
+
+    def op_call(self, e: n.Call, out: str, shape: str | None = None) -> str:
         spec: OpSpec = self.registry[e.op]
         given = dict(e.args)
         parts: list[str] = []
@@ -239,13 +273,60 @@ class KernelEmitter(Emitter):
         for p in spec.params:
             if p.kind in VALUE_KINDS:
                 parts.append(self.expr(given[p.name]) if given.get(p.name) is not None else "None")
+            elif p.name == "shape" and shape is not None:
+                keywords.append(f"shape={shape}")
             elif p.name in given and (p.required or not _same(given[p.name], p.default)):
                 keywords.append(f"{p.name}={self.expr(given[p.name])}")
         extra = [k for k in given if all(p.name != k for p in spec.params)]
         parts += keywords + [f"{k}={self.expr(given[k])}" for k in extra]
-        out = self.type_const(e.type) if is_tile(e.type) else "None"
         parts.append(f"out={out}")
         return f"{self.op_local(e.op)}({', '.join(parts)})"
+
+    def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
+        plan = self.plans.get(id(s)) if isinstance(s, n.For) else None
+        if plan is None or not plan.batched or self.batch is not None:
+            super().stmt(s, depth, yield_to)
+            return
+        assert isinstance(s, n.For)
+        k = self.loops
+        lo, hi, st, count = f"_lo{k}", f"_hi{k}", f"_st{k}", f"_n{k}"
+        for var, init in s.carried:
+            self.emit(depth, f"{self.names(var.name)} = {self.expr(init)}")
+        self.emit(depth, f"{lo}, {hi}, {st} = {self.expr(s.start)}, {self.expr(s.stop)}, "
+                         f"{self.expr(s.step)}")
+        self.emit(depth, f"{count} = len(range({lo}, {hi}, {st}))")
+        loop_var = self.names(s.var.name)
+        self.emit(depth, f"{loop_var} = {lo}")
+        conds = [f"{count} > 1"]
+        if plan.dynamic_step:
+            conds += sorted({f"{a.coef} * {st} == {a.extent}" for a in plan.accesses.values()})
+        for a in plan.accesses.values():
+            if a.top_level:
+                c = a.call
+                shape = (tuple(c.arg("shapes")) if c.op == "tile.load"
+                         else tuple(c.arg("tile").type.shape))
+                tensor = c.arg("tensor") if c.op == "tile.load" else c.arg("output_tensor")
+                conds.append(f"_batch.fits({self.expr(tensor)}, {self.expr(c.arg('offsets'))}, "
+                             f"{py_const(shape, self.dtypes)}, {a.axis}, {count})")
+        pairs = [f"({self.names(w)}, {self.names(r)})" for w in plan.stored for r in plan.roots
+                 if r != w]
+        if pairs:
+            conds.append(f"not _batch.may_alias({', '.join(pairs)})")
+        self.emit(depth, "if " + " and ".join(conds) + ":")
+        outer, self.lines = self.lines, []
+        self.batch, self.btypes = (plan, count), {}
+        self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
+        inner, self.lines = self.lines, outer
+        for t, name in self.btypes.items():
+            self.emit(depth + 1, f"{name} = _batch.batched_type({self.type_const(t)}, {count})")
+        self.lines.extend(inner)
+        self.batch, self.loops = None, self.loops + 1
+        self.emit(depth, "else:")
+        bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
+        self.emit(depth + 1, f"for {loop_var} in range({bounds}):")
+        self.body(s.body, depth + 2, tuple(v for v, _ in s.carried))
+        for res, (var, _) in zip(s.results, s.carried):
+            self.emit(depth, f"{self.names(res.name)} = {self.names(var.name)}")
 
     def module(self, fn: n.Function, header: str) -> str:
         fname = self.names(fn.name)
@@ -264,7 +345,8 @@ class KernelEmitter(Emitter):
             f"# {header}",
             '"""Generated by pytest-pypto; do not edit.  Kernel ABI: see pytest_pypto.ir.artifact."""',
             "",
-            _dtype_imports(self.dtypes) + "from pytest_pypto.ir.types import TileType",
+            _dtype_imports(self.dtypes) + "from pytest_pypto.ir.types import TileType"
+            + ("\nfrom pytest_pypto.ir import batch as _batch" if self.loops else ""),
             "",
             *type_lines,
             PREAMBLE_HELPERS,
@@ -281,8 +363,10 @@ class KernelEmitter(Emitter):
         return "\n".join(out)
 
 
-def kernel_source(fn: n.Function, registry, header: str) -> str:
-    return KernelEmitter(registry).module(fn, header)
+def kernel_source(fn: n.Function, registry, header: str,
+                  plans: dict[int, LoopPlan] | None = None) -> str:
+    """Kernel module source; ``plans`` (compiler.batching) add batched loop paths."""
+    return KernelEmitter(registry, plans).module(fn, header)
 
 
 # ------------------------------------------------------------ orchestration

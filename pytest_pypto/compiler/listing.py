@@ -112,8 +112,10 @@ def render_program(program: n.Program) -> str:
 
 
 def kernel_listing(
-    fn: n.Function, facts: KernelFacts, func_id: int, platform: str, sim_backend: str | None
+    fn: n.Function, facts: KernelFacts, func_id: int, platform: str, sim_backend: str | None,
+    loops: list[str] | tuple[str, ...] = (),
 ) -> str:
+    """The kernel listing; ``loops`` are the batching decisions (compiler/batching.py)."""
     lines = [
         header(f"kernel {fn.name}", platform, sim_backend),
         f"signature: {signature(fn)}",
@@ -139,6 +141,8 @@ def kernel_listing(
         lines.append(f"  line {line}: {var} {' -> '.join(chain)}")
     if not facts.casts:
         lines.append("  (none)")
+    lines += ["", "batched loops:"]
+    lines += [f"  {d}" for d in loops] or ["  (no candidate loops)"]
     lines += ["", "ops (source line | statement):", *render_body(fn.body)]
     return "\n".join(lines) + "\n"
 

@@ -141,6 +141,15 @@ class OpSpec:
     compute: Callable[..., Any] | None = None
     execute: Callable[..., Any] | None = None
     tier: int = 1
+    # Batched loop execution (compiler/batching.py): True when the numpy semantics, given
+    # operands with one extra LEADING batch axis (tile values of shape (n, *tile.shape),
+    # ``out`` the matching batched TileType), compute exactly the per-iteration results
+    # stacked, with the same per-element rounding: elementwise ops and their scalar forms,
+    # unary ops, cast, move, reductions and row_expand over trailing axes, matmul via
+    # np.matmul broadcasting, and matmul_acc (in place on its batched ``acc``).  Operands
+    # without the batch axis broadcast (loop-invariant tiles).  Loads, stores and tile
+    # creation are batched by the compiler itself and keep False here.
+    batchable: bool = False
 
     @property
     def level(self) -> str:

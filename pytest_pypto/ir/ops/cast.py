@@ -103,6 +103,7 @@ register(OpSpec(
     mem=MemRule(operands={"tile": ("Vec",)}, result="Vec"),
     arch_rule=_cast_arch,
     execute=_cast_execute,
+    batchable=True,
     spellings=("cast",),
     doc="Convert a tile to another dtype over its valid region. float->int applies mode "
         "(none/rint/round/floor/ceil/trunc/odd, default round) and clamps with a warning; "

@@ -176,6 +176,7 @@ for _name, _fn in _BINARY.items():
         scalar_form=f"tile.{_sname}",
         arch_rule=_div_arch if _name == "div" else None,
         compute=_make_compute(_fn),
+        batchable=True,
     ))
     register(OpSpec(
         name=f"tile.{_sname}",
@@ -187,4 +188,5 @@ for _name, _fn in _BINARY.items():
         spellings=(_sname,),
         arch_rule=_subs_arch if _sname == "subs" else None,
         compute=_make_compute(_fn),
+        batchable=True,
     ))

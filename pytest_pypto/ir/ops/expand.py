@@ -66,6 +66,7 @@ for _name, (_allowed, _fn, _doc) in _OPS.items():
         mem=MemRule(operands={"tile": ("Vec",), "row_vec": ("Vec",), "tmp": ("Vec",)},
                     result="Vec"),
         compute=_make(_fn),
+        batchable=True,
         spellings=(f"row_expand_{_name}",),
         tier=2 if _name == "expdif" else 1,
         doc=f"Elementwise {_doc}, row_vec [..., R, 1] broadcast along each row; result has "

@@ -81,10 +81,10 @@ def _matmul_acc_type(info: CallInfo) -> TileType:
 
 def matmul_wide(lhs: Any, rhs: Any) -> Any:
     """Wide product over lhs's valid K: float32, or int64 (exact) for integer operands."""
-    k = lhs.shape[1]
-    if rhs.shape[0] < k:
-        raise ValueError(f"rhs valid K={rhs.shape[0]} does not cover lhs valid K={k}")
-    rhs = rhs[:k]
+    k = lhs.shape[-1]  # trailing axes: a leading batch axis broadcasts (batched loops)
+    if rhs.shape[-2] < k:
+        raise ValueError(f"rhs valid K={rhs.shape[-2]} does not cover lhs valid K={k}")
+    rhs = rhs[..., :k, :]
     if lhs.dtype.kind == "f":
         return np.matmul(lhs, rhs, dtype=np.float32)
     return np.matmul(lhs.astype(np.float64), rhs.astype(np.float64)).astype(np.int64)
@@ -100,7 +100,7 @@ def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, out=None, **_):
 
     with np.errstate(all="ignore"):
         prod = matmul_wide(widen(lhs.valid_view(), lhs.dtype), widen(rhs.valid_view(), rhs.dtype))
-        region = tuple(slice(0, n) for n in prod.shape)
+        region = (Ellipsis, *(slice(0, n) for n in prod.shape[-2:]))
         if init_cond is None or not bool(init_cond):
             prod = widen(acc.data[region], acc.dtype) + prod
         acc.data[region] = convert_array(prod, acc.dtype)
@@ -113,6 +113,7 @@ register(OpSpec(
     type_rule=_product_type,
     mem=MemRule(operands={"lhs": ("Left",), "rhs": ("Right",)}, result="Acc"),
     compute=_matmul_compute,
+    batchable=True,
     spellings=("matmul",),
     doc="lhs [M, K] @ rhs [K, N] into a new Acc tile over the valid M/K/N: INT8/FP16/BF16/FP32 "
         "operands, accumulated in FP32 (INT32 with wrap for INT8).",
@@ -130,6 +131,7 @@ register(OpSpec(
     mem=MemRule(operands={"acc": ("Acc",), "lhs": ("Left",), "rhs": ("Right",)},
                 result="same:acc"),
     execute=_matmul_acc_execute,
+    batchable=True,
     spellings=("matmul_acc",),
     doc="acc += lhs @ rhs in place in Acc (FP32, or INT32 with wrap); when init_cond is true "
         "the product overwrites acc instead.",

@@ -339,6 +339,7 @@ register(OpSpec(
     mem=MemRule(result="attr:target_memory"),
     arch_rule=_move_arch,
     execute=_move_execute,
+    batchable=True,
     spellings=("move",),
     doc="Copy a tile to another memory space along a legal move edge or cross-core transfer; "
         "shape, dtype and valid region are kept, blayout/slayout are accepted and ignored.",

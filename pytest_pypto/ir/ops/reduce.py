@@ -90,6 +90,7 @@ for _kind in ("sum", "max", "min"):
         type_rule=_row_type,
         mem=MemRule(operands={"tile": ("Vec",), "tmp_tile": ("Vec",)}, result="Vec"),
         compute=_reducer(_kind, -1),
+        batchable=True,
         spellings=(f"row_{_kind}",),
         doc=f"{_DOC[_kind]} of each row over the valid columns into [..., R, 1]; the tile form "
             "requires a scratch tmp_tile at least the input's size, same dtype.",
@@ -100,7 +101,8 @@ for _kind in ("sum", "max", "min"):
         + ((ParamSpec("tmp_tile", "tile", default=None, optional=True),) if _kind == "sum" else ()),
         type_rule=_col_type,
         mem=MemRule(operands={"tile": ("Vec",), "tmp_tile": ("Vec",)}, result="Vec"),
-        compute=_reducer(_kind, 0),
+        compute=_reducer(_kind, -2),  # axis 0 of the 2-D tile; -2 keeps a batch axis
+        batchable=True,
         spellings=(f"col_{_kind}",),
         doc=f"{_DOC[_kind]} of each column over the valid rows into [1, C]"
             + ("; tmp_tile is optional scratch." if _kind == "sum" else "."),

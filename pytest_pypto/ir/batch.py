@@ -1,0 +1,93 @@
+"""Run-time helpers of batched loop execution (the compiler's `compiler/batching.py`).
+
+A batched loop runs all its iterations at once: each tile that changes from one
+iteration to the next carries one extra leading axis of length ``n`` (the trip
+count).  Its tensor windows are views of the tensor reshaped to ``(n, *tile.shape)``:
+iteration ``i`` reads or writes the window at ``offsets`` moved by ``i * shape[axis]``
+along ``axis``, which is exactly the window the per-iteration code would touch.
+
+Generated kernels import these (the kernel ABI allows `pytest_pypto.ir` imports).
+Loads are views (the compiler proves the loop never writes the tensor nor mutates the
+tile); stores copy into the destination, rounding as `tile.store` does.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue
+
+
+@functools.lru_cache(maxsize=1024)
+def batched_type(t: TileType, n: int) -> TileType:
+    """``t`` with a leading batch axis of length ``n`` (fully valid along it)."""
+    return TileType((n, *t.shape), t.dtype, t.space, (n, *t.valid), t.pad)
+
+
+def trip_count(start: int, stop: int, step: int) -> int:
+    """Iterations of ``range(start, stop, step)``."""
+    return len(range(start, stop, step))
+
+
+def fits(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int) -> bool:
+    """Whether all ``n`` windows lie inside ``tensor`` (else the loop runs per iteration,
+    where the failing iteration raises the usual bounds error)."""
+    size = tensor.shape
+    if len(size) != len(shape):
+        return False
+    for d, (o, e, s) in enumerate(zip(offsets, shape, size)):
+        end = o + (n * e if d == axis else e)
+        if o < 0 or end > s:
+            return False
+    return True
+
+
+def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int,
+            n: int) -> np.ndarray:
+    """A view of the ``n`` consecutive windows along ``axis`` as ``(n, *shape)``."""
+    from pytest_pypto.ir.ops._rules import OpBoundsError
+
+    if not fits(tensor, offsets, shape, axis, n):
+        raise OpBoundsError(
+            f"batched loop window {list(shape)} x {n} at {list(offsets)} (axis {axis}) lies "
+            f"outside the tensor of shape {list(tensor.shape)}"
+        )
+    sl = tuple(
+        slice(o, o + (n * e if d == axis else e)) for d, (o, e) in enumerate(zip(offsets, shape))
+    )
+    view = tensor[sl]
+    split = view.shape[:axis] + (n, shape[axis]) + view.shape[axis + 1:]
+    return np.moveaxis(view.reshape(split), axis, 0)
+
+
+def load(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int,
+         out: TileType) -> TileValue:
+    """All ``n`` loads of the loop as one tile value (a view of the tensor, no copy)."""
+    data = windows(tensor, offsets, shape, axis, n)
+    if data.dtype != out.dtype.np:
+        data = data.astype(out.dtype.np)
+    return TileValue(data, data.shape, out.dtype, out.space or "Vec", out.pad)
+
+
+def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: int) -> Any:
+    """All ``n`` stores of the loop: copy (rounding once, as tile.store) into the windows.
+
+    ``tile`` is batched (leading axis ``n``) or loop-invariant (stored into every window).
+    """
+    from pytest_pypto.ir.apply import convert_array, dtype_of
+
+    shape = tile.data.shape[1:] if tile.data.ndim == tensor.ndim + 1 else tile.data.shape
+    view = windows(tensor, offsets, tuple(shape), axis, n)
+    region = tile.data
+    view[...] = region if region.dtype == tensor.dtype else convert_array(region,
+                                                                          dtype_of(tensor))
+    return tensor
+
+
+def may_alias(*pairs: tuple[Any, Any]) -> bool:
+    """Whether any written tensor may share memory with another tensor of the loop."""
+    return any(np.may_share_memory(a, b) for a, b in pairs)
