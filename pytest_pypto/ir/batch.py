@@ -49,19 +49,25 @@ def fits(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: in
 def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int,
             n: int) -> np.ndarray:
     """A view of the ``n`` consecutive windows along ``axis`` as ``(n, *shape)``."""
-    from pytest_pypto.ir.ops._rules import OpBoundsError
+    size = tensor.shape
+    sl = []
+    for d, (o, e, s) in enumerate(zip(offsets, shape, size)):
+        end = o + (n * e if d == axis else e)
+        if o < 0 or end > s:
+            break
+        sl.append(slice(o, end))
+    if len(sl) != len(size) or len(size) != len(shape):
+        from pytest_pypto.ir.ops._rules import OpBoundsError
 
-    if not fits(tensor, offsets, shape, axis, n):
         raise OpBoundsError(
             f"batched loop window {list(shape)} x {n} at {list(offsets)} (axis {axis}) lies "
-            f"outside the tensor of shape {list(tensor.shape)}"
+            f"outside the tensor of shape {list(size)}"
         )
-    sl = tuple(
-        slice(o, o + (n * e if d == axis else e)) for d, (o, e) in enumerate(zip(offsets, shape))
-    )
-    view = tensor[sl]
-    split = view.shape[:axis] + (n, shape[axis]) + view.shape[axis + 1:]
-    return np.moveaxis(view.reshape(split), axis, 0)
+    view = tensor[tuple(sl)]
+    split = view.reshape(view.shape[:axis] + (n, shape[axis]) + view.shape[axis + 1:])
+    if axis == 0:
+        return split
+    return split.transpose((axis, *range(axis), *range(axis + 1, split.ndim)))
 
 
 def load(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int,
