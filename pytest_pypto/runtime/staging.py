@@ -67,12 +67,21 @@ def stage(
     dyn: dict[str, tuple[int, str, int]] = {}
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-    for position, (param, value) in enumerate(zip(params, arrays)):
-        dtype = dtype_by_name(param.dtype)
+    for position, (param, (dtype, static), value) in enumerate(
+        zip(params, _plan(manifest), arrays)
+    ):
         if param.kind == "scalar":
             entry_args.append(_scalar(manifest, param, dtype, value))
             continue
-        _check_tensor(manifest, param, dtype, value, dyn)
+        # fast path: an ndarray of the right dtype and static shape; else full checks
+        if not (
+            static is not None
+            and value.__class__ is np.ndarray
+            and value.dtype == dtype.np
+            and value.shape == static
+            and (param.direction == "In" or value.flags.writeable)
+        ):
+            _check_tensor(manifest, param, dtype, value, dyn)
         if param.direction == "In":
             data = value.view() if value.flags.c_contiguous else np.ascontiguousarray(value)
             data.flags.writeable = False
@@ -88,6 +97,22 @@ def stage(
             copy_back.append((value, data))
         entry_args.append(rt.add_root(data, dtype, param.name, param.direction))
     return entry_args, copy_back, {k: v[0] for k, v in dyn.items()}
+
+
+_PLANS: dict[int, tuple[Manifest, list[tuple[DataType, tuple[int, ...] | None]]]] = {}
+
+
+def _plan(manifest: Manifest) -> list[tuple[DataType, tuple[int, ...] | None]]:
+    """Per entry param: its DataType and static shape (None when a dim is dynamic)."""
+    cached = _PLANS.get(id(manifest))
+    if cached is not None and cached[0] is manifest:
+        return cached[1]
+    plan = []
+    for a in manifest.entry_args:
+        static = tuple(a.shape) if all(isinstance(d, int) for d in a.shape) else None
+        plan.append((dtype_by_name(a.dtype), static))
+    _PLANS[id(manifest)] = (manifest, plan)
+    return plan
 
 
 _FILLS: dict[tuple[str, str], Any] = {}

@@ -48,15 +48,20 @@ class RootBuffer:
         return h
 
 
+_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    if len(shape) == 2:
-        return (max(int(shape[1]), 1), 1)
-    strides = []
-    acc = 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(d), 1)
-    return tuple(reversed(strides))
+    """Element strides of a row-major array of ``shape`` (cached per shape)."""
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        out = []
+        acc = 1
+        for d in reversed(shape):
+            out.append(acc)
+            acc *= max(int(d), 1)
+        strides = _STRIDES[tuple(shape)] = tuple(reversed(out))
+    return strides
 
 
 class TensorHandle:

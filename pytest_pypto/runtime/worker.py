@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,7 @@ class Worker:
         self.platform = platform
         self.arch = spec(arch)
         self.bind = bind
+        self._by_program: dict[int, tuple[weakref.ref, LoadedArtifact]] = {}
 
     def __repr__(self) -> str:
         return f"Worker(platform={self.platform!r})"
@@ -146,9 +148,18 @@ class Worker:
         """The built artifact, refused when it was compiled for another platform."""
         if isinstance(artifact, LoadedArtifact):
             loaded = artifact
+        elif isinstance(artifact, CompiledProgram):
+            # A CompiledProgram names one compile's output: built once per object.
+            memo = self._by_program.get(id(artifact))
+            if memo is not None and memo[0]() is artifact:
+                loaded = memo[1]
+            else:
+                loaded = load_artifact(artifact.artifact_dir, self.bind)
+                key = id(artifact)
+                forget = self._by_program.pop
+                self._by_program[key] = (weakref.ref(artifact, lambda _: forget(key, None)), loaded)
         else:
-            directory = artifact.artifact_dir if isinstance(artifact, CompiledProgram) else artifact
-            loaded = load_artifact(directory, self.bind)
+            loaded = load_artifact(artifact, self.bind)
         manifest = loaded.manifest
         if manifest.platform != self.platform:
             raise SimulationError(
