@@ -194,10 +194,10 @@ SCALAR = {
 }
 # Float scalars that are not exact at FP16/BF16 (so converting first matters), int scalars
 # of both signs.
-FLOAT_SCALARS = (0.1, -2.5, 3.3)
-INT_SCALARS = (3, -7, 100)
+FLOAT_SCALARS = (0.1, -3.3)
+INT_SCALARS = (3, -100)
 CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in SCALAR.items() for dt in row[1]]
-SHAPES = [(16, 32, 16, 32), (8, 16, 5, 16), (4, 64, 3, 33)]
+SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def reference(name, x, s, dt):
@@ -220,7 +220,7 @@ def check_scalar(name, dt, platform, shape, s, seed):
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize(("name", "dt"), CASES)
 @settings(max_examples=4, deadline=None)
-@given(which=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+@given(which=st.integers(0, 1), seed=st.integers(0, 2**32 - 1))
 def test_scalar_form_matches_numpy(name, dt, platform, which, seed):
     # Shape and scalar vary together: each pair is one compiled kernel (kept in a cache).
     s = (FLOAT_SCALARS if dt.is_float else INT_SCALARS)[which]
