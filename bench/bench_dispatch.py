@@ -6,25 +6,33 @@ Each kernel is compiled once (the cached compile), then ``pytest_pypto.run`` of 
 compiled artifact and the equivalent numpy expression are timed alternately, so
 both see the same machine load; the table shows the median of the repeats and the
 ratio sim / numpy.  Tile sizes are the largest the arch's capacities admit.
+
+BLAS runs single-threaded on both sides (unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
+is set): the simulator issues many small matmuls, and on a loaded machine spinning
+BLAS threads make matmul timings of either side meaningless.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy loads its BLAS
 
-import pytest_pypto
-import pytest_pypto.language as pl
-from pytest_pypto import RunConfig
-from pytest_pypto.arch import parse_platform, spec
-from pytest_pypto.runtime.loader import registry_bind
-from pytest_pypto.runtime.worker import Worker
+import numpy as np  # noqa: E402
+
+import pytest_pypto  # noqa: E402
+import pytest_pypto.language as pl  # noqa: E402
+from pytest_pypto import RunConfig  # noqa: E402
+from pytest_pypto.arch import parse_platform, spec  # noqa: E402
+from pytest_pypto.runtime.loader import registry_bind  # noqa: E402
+from pytest_pypto.runtime.worker import Worker  # noqa: E402
 
 TARGET_RATIO = 3.0
 
@@ -226,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{t_kernel * 1e6:>9.1f} {t_ref * 1e6:>11.1f} {ratio:>6.2f}x")
     print(f"worst ratio {worst:.2f}x (target <= {TARGET_RATIO:.0f}x); "
           f"median of {args.repeat} alternating runs, compile cached; 'kernels' is the part "
-          f"spent inside generated kernel code (op calls), the rest is the runtime")
+          f"spent inside generated kernel code (op calls), the rest is the runtime; "
+          f"BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}")
     return 0
 
 
