@@ -195,3 +195,23 @@ def test_out_of_range_float_to_int_clamps_with_a_warning(platform):
     assert out[0].tolist() == [32767, -32768, 0, 13]
     assert any(issubclass(w.category, PyptoWarning) for w in seen)
     assert_exact(out[0, 3:], np.array([13], np.int16))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize(("src", "dst"), [(pl.BF16, pl.FP16), (pl.FP16, pl.BF16),
+                                          (pl.INT32, pl.INT8), (pl.INT8, pl.INT32)],
+                         ids=lambda d: d.name)
+def test_legalized_chains_with_an_exact_first_hop(src, dst, platform):
+    """Pairs that are non-native on at least one arch: BF16<->FP16 through FP32 (exact),
+    INT32 -> INT8 and INT8 -> INT32 on every INT8 value (exact at every hop)."""
+    if src.is_float:
+        x = (np.random.default_rng(7).standard_normal((8, 32)) * 1000).astype(np.float32)
+        with np.errstate(over="ignore"):
+            x = x.astype(storage(src))
+    else:
+        x = np.arange(-128, 128).reshape(8, 32).astype(storage(src))
+    out = sentinel((8, 32), dst)
+    run(k_cast, (src, dst, "rint", 8, 32, 8, 32), platform, x, out)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float64).astype(storage(dst))  # one RNE rounding / exact
+    assert_exact(out, want, f"{src.name}->{dst.name}")

@@ -134,6 +134,30 @@ def k_cross_core(M, K, N):
     return CrossCore
 
 
+def k_matmul_at(DT, M, K, N, VM, VKL, VKR, VN, OM, ON, CM, CN):
+    """Ragged product stored from Acc at offsets [OM, ON] of a larger FP32 tensor."""
+
+    @pl.program
+    class MatmulAt:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[M, K], DT], b: pl.Tensor[[K, N], DT],
+              c: pl.InOut[pl.Tensor[[CM, CN], pl.FP32]]) -> pl.Tensor[[CM, CN], pl.FP32]:
+            ma = pl.load(a, [0, 0], [M, K], valid_shape=[VM, VKL], target_memory=pl.Mem.Mat)
+            mb = pl.load(b, [0, 0], [K, N], valid_shape=[VKR, VN], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(ma, target_memory=pl.Mem.Left),
+                            pl.move(mb, target_memory=pl.Mem.Right))
+            c = pl.store(acc, [OM, ON], c)
+            return c
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[M, K], DT], b: pl.Tensor[[K, N], DT],
+                 c: pl.InOut[pl.Tensor[[CM, CN], pl.FP32]]) -> pl.Tensor[[CM, CN], pl.FP32]:
+            c = self.k(a, b, c)
+            return c
+
+    return MatmulAt
+
+
 # ------------------------------------------------------------------- checks
 
 
@@ -235,3 +259,22 @@ def test_cross_core_moves_vec_to_mat_and_acc_to_vec(platform):
     want = np.maximum(np.exp(a.astype(np.float64)) @ b.astype(np.float64), 0)
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
     assert (c >= 0).all() and (c == 0).any()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("key", [
+    (pl.FP32, 1, 16, 16, 1, 16, 16, 16, 0, 0, 1, 16),      # a single row (M = 1)
+    (pl.FP32, 5, 16, 16, 5, 16, 16, 16, 0, 0, 5, 16),      # M not a fractal multiple
+    (pl.FP16, 16, 32, 32, 10, 20, 32, 20, 3, 7, 40, 64),   # rhs valid K covers more than lhs
+    (pl.BF16, 16, 16, 16, 16, 16, 16, 16, 24, 48, 40, 64),  # stored at the far corner
+], ids=["M1", "M5", "ragged-at-3-7", "corner"])
+def test_matmul_odd_m_and_ragged_acc_stored_at_offsets(key, platform):
+    dt, M, K, N, VM, VKL, VKR, VN, OM, ON, CM, CN = key
+    a, b = operands(dt, M, K, N, 23)
+    c = np.full((CM, CN), 9.0, np.float32)
+    want = c.astype(np.float64)
+    # lhs valid K bounds the sum: rows of b past VKL never contribute (DSL.md §4.1)
+    want[OM:OM + VM, ON:ON + VN] = mm_reference(a[:VM, :VKL], b[:VKL, :VN])
+    run(k_matmul_at, key, platform, a, b, c)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    assert (c[:OM] == 9).all() and (c[:, :ON] == 9).all()

@@ -177,6 +177,77 @@ def k_add_short_rhs(DT, R, C, VC_B):
     return AddShortRhs
 
 
+def k_dynamic_tail(DT, M, N, TM):
+    """A Scalar-valued valid_shape: the last tile's valid rows are pl.min(TM, M - r)."""
+
+    @pl.program
+    class DynamicTail:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[M, N], DT],
+              out: pl.Out[pl.Tensor[[M, N], DT]]) -> pl.Tensor[[M, N], DT]:
+            for r in pl.range(0, M, TM):
+                v = pl.min(TM, M - r)
+                t = pl.load(x, [r, 0], [TM, N], valid_shape=[v, N])
+                out = pl.store(pl.abs(t), [r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[M, N], DT],
+                 out: pl.Out[pl.Tensor[[M, N], DT]]) -> pl.Tensor[[M, N], DT]:
+            out = self.k(x, out)
+            return out
+
+    return DynamicTail
+
+
+def k_accumulate_twice(R, C):
+    """Read-modify-write of an InOut tensor by two tasks: out = out + x, twice (RAW)."""
+
+    @pl.program
+    class AccumulateTwice:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], pl.FP32],
+              out: pl.InOut[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            a = pl.load(x, [0, 0], [R, C])
+            o = pl.load(out, [0, 0], [R, C])
+            out = pl.store(pl.add(o, a), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], pl.FP32],
+                 out: pl.InOut[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            out = self.k(x, out)
+            out = self.k(x, out)
+            return out
+
+    return AccumulateTwice
+
+
+def k_three_d(DT):
+    """Elementwise ops accept N-D tiles; row reductions reduce the last axis of rank >= 2."""
+
+    @pl.program
+    class ThreeD:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[2, 4, 8], DT], y: pl.Tensor[[2, 4, 8], DT],
+              o_add: pl.Out[pl.Tensor[[2, 4, 8], DT]], o_max: pl.Out[pl.Tensor[[2, 4, 1], DT]]):
+            a = pl.load(x, [0, 0, 0], [2, 4, 8])
+            b = pl.load(y, [0, 0, 0], [2, 4, 8])
+            tmp = pl.create_tile([2, 4, 8], DT)
+            o_add = pl.store(pl.add(a, b), [0, 0, 0], o_add)
+            o_max = pl.store(pl.row_max(a, tmp), [0, 0, 0], o_max)
+            return o_add, o_max
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[2, 4, 8], DT], y: pl.Tensor[[2, 4, 8], DT],
+                 o_add: pl.Out[pl.Tensor[[2, 4, 8], DT]],
+                 o_max: pl.Out[pl.Tensor[[2, 4, 1], DT]]):
+            o_add, o_max = self.k(x, y, o_add, o_max)
+            return o_add
+
+    return ThreeD
+
+
 # ------------------------------------------------------------------ helpers
 
 
@@ -273,3 +344,34 @@ def test_poison_of_an_undefined_rhs_propagates_into_the_result(dt, platform):
         assert np.isnan(out[:, VC_B:].astype(np.float32)).all()
     else:  # the int poison pattern is a value, not a NaN: the sum differs from x + y
         assert not (out[:, VC_B:] == round_to(wide(x[:, VC_B:]) + wide(y[:, VC_B:]), dt)).any()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dt", [pl.FP16, pl.INT32], ids=lambda d: d.name)
+def test_scalar_valued_valid_shape_on_the_tail_tile(dt, platform):
+    M, N, TM = 40, 32, 16
+    x = data(np.random.default_rng(8), (M, N), dt, "mid")
+    out = np.zeros((M, N), storage(dt))
+    run(k_dynamic_tail, (dt, M, N, TM), platform, x, out)
+    assert_exact(out, round_to(np.abs(wide(x)), dt))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_inout_read_modify_write_by_two_tasks(platform):
+    x = data(np.random.default_rng(9), (8, 16), pl.FP32)
+    out = np.full((8, 16), 1.0, np.float32)
+    sim = run(k_accumulate_twice, (8, 16), platform, x, out)
+    want = ((np.float32(1.0) + x) + x).astype(np.float32)  # one FP32 rounding per task
+    assert_exact(out, want)
+    assert [e["kind"] for e in sim.deps()["edges"]] == ["RAW"]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dt", [pl.FP32, pl.INT8], ids=lambda d: d.name)
+def test_three_d_tiles(dt, platform):
+    rng = np.random.default_rng(10)
+    x, y = data(rng, (2, 4, 8), dt), data(rng, (2, 4, 8), dt)
+    o_add, o_max = np.zeros((2, 4, 8), storage(dt)), np.zeros((2, 4, 1), storage(dt))
+    run(k_three_d, (dt,), platform, x, y, o_add, o_max)
+    assert_exact(o_add, round_to(wide(x) + wide(y), dt))
+    assert_exact(o_max, x.max(axis=-1, keepdims=True))

@@ -277,3 +277,24 @@ def test_subs_on_int8_warns_unvalidated_on_a2a3_only():
     with pytest.warns(PyptoWarning, match="tile.subs on INT8 is not validated on 'a2a3'"):
         pytest_pypto.compile(prog, RunConfig(platform="a2a3sim"))
     pytest_pypto.compile(prog, RunConfig(platform="a5sim"))  # "error" filter: no warning here
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_int_scalar_is_wrapped_to_the_tile_width_first(platform):
+    """200 does not fit INT8: it becomes -56 before the op, so maximums(t, 200) is
+    max(t, -56) (computing max(t, 200) and then wrapping would give -56 everywhere)."""
+    x = np.array([[-100, -56, -10, 0, 5, 50, 100, 127]], np.int8)
+    o1, o2 = sentinel(x.shape, pl.INT8), sentinel(x.shape, pl.INT8)
+    run(k_maximums, (pl.INT8, 1, 8, 1, 8, 200), platform, x, o1, o2)
+    assert o1[0].tolist() == [-56, -56, -10, 0, 5, 50, 100, 127]
+    assert_exact(o2, o1)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_tiny_float_scalar_underflows_to_zero_at_fp16(platform):
+    """1e-8 is below half the smallest FP16 subnormal: maximums(t, 1e-8) is max(t, 0)."""
+    x = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]], np.float16)
+    o1, o2 = sentinel(x.shape, pl.FP16), sentinel(x.shape, pl.FP16)
+    run(k_maximums, (pl.FP16, 1, 8, 1, 8, 1e-8), platform, x, o1, o2)
+    assert o1[0].astype(np.float64).tolist() == [0, 0, 0, 0, 1, 2, 3, 4]
+    assert_exact(o2, o1)
