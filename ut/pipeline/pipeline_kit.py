@@ -43,10 +43,6 @@ def storage(dtype: Any) -> Any:
     return STORAGE[dtype.name]
 
 
-def dtype_id(dtype: Any) -> str:
-    return dtype.name
-
-
 @functools.cache
 def program(builder: Callable[..., Any], key: tuple[Any, ...]) -> Any:
     """The parsed program ``builder(*key)`` (one parse per key, shared by both platforms)."""
