@@ -425,3 +425,25 @@ def test_failed_run_records_the_partial_graph(artifact):
     record = json.loads(open(note.rsplit(": ", 1)[1]).read())
     assert record["failed"] is True and record["execution_order"] == [0]
     assert "= note: 1 of 1 submitted tasks ran" in str(info.value)
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_write_waits_for_pending_readers(artifact, seed):
+    """rt.write must not change data a submitted (not yet run) task still reads."""
+    art = artifact(
+        entry_args=[T("out", F, direction="Out")],
+        kernels=[
+            K("fill", [T("o", F, direction="Out")], "o[...] = 1.0"),
+            K("copy", [T("a", F), T("o", F, direction="Out")], "o[...] = a"),
+        ],
+        orchestration="""
+            t = rt.create_tensor([16, 32], "FP32")
+            rt.submit("fill", (t,))
+            out = rt.submit("copy", (t, out), returns=(1,))
+            rt.write(t, (0, 0), 5.0)
+            return (out,)
+        """,
+    )
+    out = np.zeros(F, np.float32)
+    Worker("a2a3sim").run(art, out, config=RunConfig(schedule_seed=seed))
+    np.testing.assert_array_equal(out, 1.0)
