@@ -81,6 +81,11 @@ def lower(
     dump_dir: Path | None = None,
 ) -> tuple[n.Program, PassContext]:
     """Run every pass on a deep copy of ``program``: the checked IR and what passes decided."""
+    if not isinstance(program, n.Program):
+        raise TypeError(
+            f"expected a program decorated with @pl.program, got {type(program).__name__} "
+            f"({program!r:.60})"
+        )
     ctx = PassContext(
         arch=spec(config.arch),
         registry=registry if registry is not None else REGISTRY,

@@ -67,7 +67,27 @@ def parse_program(
     )
 
 
-_TREES: dict[tuple[str, int], ast.Module] = {}
+# Per file: the linecache line list it was built from, and its classes by name
+# (start line including decorators, node).  Indexed once, so decorating many
+# programs in one long test module stays linear in the file's size.
+_CLASS_INDEX: dict[str, tuple[list[str], dict[str, list[tuple[int, ast.ClassDef]]]]] = {}
+
+
+def _class_index(file: str, lines: list[str]) -> dict[str, list[tuple[int, ast.ClassDef]]] | None:
+    cached = _CLASS_INDEX.get(file)
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+    index: dict[str, list[tuple[int, ast.ClassDef]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            index.setdefault(node.name, []).append((start, node))
+    _CLASS_INDEX[file] = (lines, index)
+    return index
 
 
 def _locate(
@@ -83,22 +103,15 @@ def _locate(
     lines = linecache.getlines(file)
     if not lines:
         return None
-    key = (file, hash("".join(lines)))
-    tree = _TREES.get(key)
-    if tree is None:
-        try:
-            tree = ast.parse("".join(lines))
-        except SyntaxError:
-            return None
-        _TREES[key] = tree
+    index = _class_index(file, lines)
+    if index is None:
+        return None
     lineno = where[1]
     best: ast.ClassDef | None = None
     best_start = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            if best_start < start <= lineno:
-                best, best_start = node, start
+    for start, node in index.get(cls.__name__, ()):
+        if best_start < start <= lineno:
+            best, best_start = node, start
     if best is None:
         return None
     return file, best, tuple(line.rstrip("\n") for line in lines)

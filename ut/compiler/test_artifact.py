@@ -168,3 +168,12 @@ def test_kernel_with_scalar_offsets_runs(tmp_path):
     run(compiled, x, y, config=cfg)
     expected = np.concatenate([x[48:64], x[32:48], x[16:32], x[0:16]])
     np.testing.assert_array_equal(y, expected)
+
+
+def test_compile_rejects_a_non_program_with_a_type_error():
+    import pytest
+
+    from pytest_pypto.compiler.api import compile as compile_program
+
+    with pytest.raises(TypeError, match=r"@pl\.program, got NoneType"):
+        compile_program(None)
