@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import textwrap
@@ -74,19 +75,22 @@ def test_fix_passes_rerun_hits_cache_and_edit_invalidates(pytester: pytest.Pytes
 
 def test_xdist_writes_whole_entries_and_sums_counts(pytester: pytest.Pytester) -> None:
     project(pytester, RAISES + "[checks.english-only]\n", {f"m{i}.py": GOOD for i in range(12)})
-    pytester.runpytest("lint", "-n", "2").assert_outcomes(passed=2)
+    # Subprocess runs: the inner xdist session must not share this worker's state.
+    first = pytester.runpytest_subprocess("lint", "-n", "2")
+    first.assert_outcomes(passed=2)
     entries = list((pytester.path / ".pytest_cache").rglob("*.json"))
     lint_entries = [p for p in entries if "pypto-lint" in p.parts]
     assert len(lint_entries) >= 12
     for p in lint_entries:
         assert json.loads(p.read_text())["violations"] == []
     assert not [p for p in (pytester.path / ".pytest_cache").rglob(".tmp-*")]
-    total = sum(1 for p in pytester.path.iterdir() if p.is_file())
-    result = pytester.runpytest("lint", "-n", "2")
+    cold = re.search(r"pypto lint cache: 0 hits, (\d+) misses", first.stdout.str())
+    assert cold is not None
+    # english-only sees every text file, no-broad-raises the .py files: > 2 x 12 entries
+    assert int(cold.group(1)) > 24
+    result = pytester.runpytest_subprocess("lint", "-n", "2")
     result.assert_outcomes(passed=2)
-    # english-only sees every text file (py, toml), no-broad-raises the .py files
-    py = sum(1 for p in pytester.path.glob("*.py"))
-    result.stdout.fnmatch_lines([f"pypto lint cache: {total + 1 + py} hits, 0 misses"])
+    result.stdout.fnmatch_lines([f"pypto lint cache: {cold.group(1)} hits, 0 misses"])
 
 
 def test_markers_and_keywords_select(pytester: pytest.Pytester) -> None:
