@@ -1,0 +1,312 @@
+"""`pytest_pypto.assert_close`: compare kernel outputs against goldens, report for people.
+
+An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (numpy's
+``isclose`` rule, evaluated in float64).  ``rtol`` and ``atol`` come as a pair or not
+at all; without them the tolerance of the output's dtype applies (the looser of the
+actual and expected dtypes, so a bf16 output checked against an fp32 golden gets bf16
+tolerance):
+
+=====================  ========  ========  ==========================================
+dtype                  rtol      atol      why
+=====================  ========  ========  ==========================================
+float64                1e-7      1e-7      host goldens; not a kernel storage type
+float32                1e-5      1e-5      PyPTO's harness default
+float16                1e-3      1e-3      10 mantissa bits (eps 9.8e-4)
+bfloat16               1e-2      1e-2      7 mantissa bits (eps 7.8e-3)
+float8_e4m3fn          1.25e-1   1.25e-1   3 mantissa bits (eps 0.125)
+float8_e5m2            2.5e-1    2.5e-1    2 mantissa bits (eps 0.25)
+float8_e8m0fnu         1.0       0         powers of two only
+float4_e2m1fn          5e-1      5e-1      1 mantissa bit
+ints, uint, bool       0         0         exact
+=====================  ========  ========  ==========================================
+
+NaN and infinities: a NaN where a NaN is expected matches, and an infinity matches
+the same infinity.  With ``equal_nan=True`` a NaN in the expected value is a
+don't-care: any actual value passes there.
+
+A failure raises `MismatchError` (an ``AssertionError``) whose text names the output,
+the mismatched count and percent, the greatest absolute and relative differences
+with their index and the difference allowed there, the first mismatching elements,
+and the caller's context lines (platform, seed, a command that reproduces it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "FIRST_MISMATCHES",
+    "MismatchError",
+    "OutputMismatch",
+    "assert_all_close",
+    "assert_close",
+    "default_tolerance",
+    "find_mismatch",
+]
+
+# numpy dtype name -> (rtol, atol); the table of the module docstring.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-5, 1e-5),
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (1e-2, 1e-2),
+    "float8_e4m3fn": (1.25e-1, 1.25e-1),
+    "float8_e5m2": (2.5e-1, 2.5e-1),
+    "float8_e8m0fnu": (1.0, 0.0),
+    "float4_e2m1fn": (5e-1, 5e-1),
+}
+EXACT = (0.0, 0.0)
+
+# How many mismatching elements a report lists.
+FIRST_MISMATCHES = 10
+
+
+def default_tolerance(*dtypes: Any) -> tuple[float, float]:
+    """(rtol, atol) for comparing values stored in ``dtypes``: the loosest of them.
+
+    Integer and bool dtypes are exact; a float dtype missing from the table gets
+    the float32 tolerance.
+    """
+    rtol, atol = EXACT
+    for dtype in dtypes:
+        dt = np.dtype(dtype)
+        if dt.kind in "biu":
+            tol = EXACT
+        else:
+            tol = DEFAULT_TOLERANCES.get(dt.name, DEFAULT_TOLERANCES["float32"])
+        rtol, atol = max(rtol, tol[0]), max(atol, tol[1])
+    return rtol, atol
+
+
+class Extreme(NamedTuple):
+    """The greatest difference of one kind: value, where, and the same kind of
+    difference the tolerance allows there (absolute, or relative to the expected)."""
+
+    value: float
+    index: tuple[int, ...]
+    allowed: float
+
+
+class OutputMismatch(NamedTuple):
+    """What is wrong with one output (the structured form of its report block)."""
+
+    name: str
+    mismatched: int
+    total: int
+    rtol: float
+    atol: float
+    dtype: str
+    max_abs: Extreme | None
+    max_rel: Extreme | None
+    first: tuple[tuple[tuple[int, ...], Any, Any, float], ...]  # index, actual, expected, diff
+    shape_error: str | None = None
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.mismatched / self.total if self.total else 100.0
+
+    def lines(self) -> list[str]:
+        """The report block of this output."""
+        if self.shape_error is not None:
+            return [f"output {self.name!r}: {self.shape_error}"]
+        out = [
+            f"output {self.name!r}: {self.mismatched} / {self.total} elements mismatch "
+            f"({_pct(self.percent)}); {self.dtype}, rtol={_num(self.rtol)}, "
+            f"atol={_num(self.atol)}"
+        ]
+        for label, ext in (("absolute", self.max_abs), ("relative", self.max_rel)):
+            if ext is not None:
+                out.append(
+                    f"  greatest {label} difference: {_num(ext.value)} at index "
+                    f"{_idx(ext.index)} (allowed {_num(ext.allowed)})"
+                )
+        shown = len(self.first)
+        which = f"first {shown} of {self.mismatched} " if shown < self.mismatched else ""
+        out.append(f"  {which}mismatching elements (index: actual, expected, diff):")
+        for index, actual, expected, diff in self.first:
+            out.append(f"    {_idx(index)}: {_num(actual)}, {_num(expected)}, {_num(diff)}")
+        return out
+
+
+class MismatchError(AssertionError):
+    """Outputs differ from their goldens; ``outputs`` holds one `OutputMismatch` each."""
+
+    failure_class = "mismatch"
+
+    def __init__(self, outputs: Sequence[OutputMismatch], context: Sequence[str] = ()) -> None:
+        self.outputs = tuple(outputs)
+        self.context = tuple(context)
+        super().__init__(self.report())
+
+    def report(self) -> str:
+        lines: list[str] = []
+        for mismatch in self.outputs:
+            lines.extend(mismatch.lines())
+        lines.extend(self.context)
+        return "\n".join(lines)
+
+    def with_context(self, context: Iterable[str]) -> MismatchError:
+        """The same mismatches with more context lines appended."""
+        return MismatchError(self.outputs, (*self.context, *context))
+
+
+def _num(value: Any) -> str:
+    """Compact, stable number text (6 significant digits; ints as ints)."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    v = float(value)
+    if v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return f"{v:.6g}"
+
+
+def _pct(p: float) -> str:
+    text = f"{p:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _idx(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """An ndarray view of ``value`` (torch tensors convert at this boundary)."""
+    from pytest_pypto.harness.tensors import to_numpy
+
+    return to_numpy(value)
+
+
+def _tolerance(
+    rtol: float | None, atol: float | None, actual: np.ndarray, expected: np.ndarray
+) -> tuple[float, float]:
+    if (rtol is None) != (atol is None):
+        raise ValueError(
+            f"assert_close(rtol={rtol!r}, atol={atol!r}): give both rtol and atol, or neither "
+            f"(None = the per-dtype defaults)"
+        )
+    if rtol is None:
+        return default_tolerance(actual.dtype, expected.dtype)
+    return float(rtol), float(atol)  # type: ignore[arg-type]
+
+
+def find_mismatch(
+    actual: Any,
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    *,
+    name: str = "output",
+    equal_nan: bool = False,
+    first: int = FIRST_MISMATCHES,
+) -> OutputMismatch | None:
+    """Compare one output; None when it is close enough, else what is wrong."""
+    a = _to_numpy(actual)
+    e = _to_numpy(expected)
+    rt, at = _tolerance(rtol, atol, a, e)
+    dtype = a.dtype.name
+    if a.shape != e.shape:
+        return OutputMismatch(
+            name,
+            a.size,
+            a.size,
+            rt,
+            at,
+            dtype,
+            None,
+            None,
+            (),
+            shape_error=f"shape {a.shape} differs from the expected shape {e.shape}",
+        )
+    exact = a.dtype.kind in "biu" and e.dtype.kind in "biu"
+    if exact and rt == 0 and at == 0:
+        ok = a == e
+        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+    else:
+        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = (np.abs(a64 - e64) <= at + rt * np.abs(e64)) & np.isfinite(e64)
+            ok |= a64 == e64  # an infinity matches only the same infinity
+        e_nan = np.isnan(e64)
+        ok |= e_nan & (equal_nan | np.isnan(a64))
+    bad = ~ok
+    mismatched = int(bad.sum())
+    if mismatched == 0:
+        return None
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        diff = np.abs(a64 - e64)
+        allowed = at + rt * np.abs(e64)
+        rel = diff / np.abs(e64)
+        allowed_rel = np.where(allowed == 0, 0.0, allowed / np.abs(e64))
+    max_abs = _extreme(diff, allowed)
+    max_rel = _extreme(rel, allowed_rel)
+    flat = np.flatnonzero(bad)[:first]
+    rows = []
+    for f in flat:
+        index = tuple(int(i) for i in np.unravel_index(f, a.shape)) if a.ndim else ()
+        rows.append((index, a[index].item(), e[index].item(), float(diff[index])))
+    return OutputMismatch(name, mismatched, a.size, rt, at, dtype, max_abs, max_rel, tuple(rows))
+
+
+def _extreme(values: np.ndarray, allowed: np.ndarray) -> Extreme | None:
+    """The greatest non-NaN entry of ``values`` (first on ties), or None when all are NaN."""
+    if values.size == 0:
+        return None
+    masked = np.where(np.isnan(values), -np.inf, values)
+    flat = int(np.argmax(masked))
+    if np.isnan(values.flat[flat]):
+        return None
+    index = tuple(int(i) for i in np.unravel_index(flat, values.shape)) if values.ndim else ()
+    return Extreme(float(values.flat[flat]), index, float(allowed.flat[flat]))
+
+
+def assert_close(
+    actual: Any,
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    *,
+    name: str = "output",
+    equal_nan: bool = False,
+    context: Sequence[str] | Mapping[str, Any] | None = None,
+) -> None:
+    """Raise `MismatchError` when ``actual`` is not close to ``expected``.
+
+    ``context``: extra report lines (a sequence of strings, or a mapping rendered
+    as ``key: value``), e.g. the platform, the seed and a reproducing command.
+    """
+    mismatch = find_mismatch(actual, expected, rtol, atol, name=name, equal_nan=equal_nan)
+    if mismatch is not None:
+        raise MismatchError([mismatch], _context_lines(context))
+
+
+def assert_all_close(
+    outputs: Mapping[str, tuple[Any, Any]],
+    rtol: float | None = None,
+    atol: float | None = None,
+    *,
+    equal_nan: bool = False,
+    context: Sequence[str] | Mapping[str, Any] | None = None,
+) -> None:
+    """Compare every ``name -> (actual, expected)`` pair; one error lists every failing output."""
+    found = [
+        m
+        for name, (actual, expected) in outputs.items()
+        if (m := find_mismatch(actual, expected, rtol, atol, name=name, equal_nan=equal_nan))
+        is not None
+    ]
+    if found:
+        raise MismatchError(found, _context_lines(context))
+
+
+def _context_lines(context: Sequence[str] | Mapping[str, Any] | None) -> list[str]:
+    if context is None:
+        return []
+    if isinstance(context, Mapping):
+        return [f"{key}: {value}" for key, value in context.items()]
+    return [str(line) for line in context]

@@ -1,0 +1,38 @@
+"""Array boundary of the harness: numpy inside, torch tensors accepted at the edges.
+
+torch is never imported here unless a torch tensor is handed in (so it is never
+required); everything past this boundary is a numpy array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["is_torch", "to_numpy", "torch_to_numpy"]
+
+
+def is_torch(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (checked without importing torch)."""
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def torch_to_numpy(tensor: Any) -> np.ndarray:
+    """A numpy copy of a torch tensor; bfloat16 becomes ml_dtypes.bfloat16 bit for bit."""
+    import torch
+
+    t = tensor.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
+    return t.numpy().copy()
+
+
+def to_numpy(value: Any, dtype: Any = None) -> np.ndarray:
+    """``value`` (array, scalar, nested list or torch tensor) as an ndarray of ``dtype``."""
+    array = torch_to_numpy(value) if is_torch(value) else np.asarray(value)
+    if dtype is not None and array.dtype != dtype:
+        array = array.astype(dtype)
+    return array
