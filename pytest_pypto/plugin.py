@@ -171,6 +171,28 @@ def pypto_device(request: pytest.FixtureRequest, pypto_platform: str) -> Iterato
 
 
 @pytest.fixture
+def pypto_runner(request: pytest.FixtureRequest, pypto_config: Any) -> Any:
+    """Compile, run and check kernels on this item's cell (see harness/runner.py)."""
+    from pytest_pypto.harness.session import runner_for
+
+    return runner_for(request, pypto_config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Record the failure class of a failing pypto test in its user_properties (junitxml)."""
+    report = yield
+    if call.excinfo is not None and report.failed:
+        from pytest_pypto.harness.runner import FAILURE_PROPERTY, failure_class_of
+
+        cls = failure_class_of(call.excinfo.value)
+        if cls is not None and not any(k == FAILURE_PROPERTY for k, _ in item.user_properties):
+            item.user_properties.append((FAILURE_PROPERTY, cls))
+            report.user_properties = list(item.user_properties)
+    return report
+
+
+@pytest.fixture
 def pypto_rng(request: pytest.FixtureRequest) -> Any:
     """A numpy Generator seeded from the base seed and this test's node id."""
     from pytest_pypto.harness.seeding import make_rng

@@ -18,7 +18,15 @@ import pytest
 
 from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, MODE_NAMES, PLATFORMS, parse_platform
 
-__all__ = ["OPTIONS", "SETTINGS_KEY", "Option", "Settings", "add_options", "resolve"]
+__all__ = [
+    "OPTIONS",
+    "SETTINGS_KEY",
+    "Option",
+    "Settings",
+    "add_options",
+    "parse_bool",
+    "resolve",
+]
 
 
 def _split(raw: str) -> list[str]:
@@ -74,8 +82,23 @@ def parse_cells(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(parts))
 
 
+def parse_bool(raw: str | bool) -> bool:
+    """A switch: given on the command line, or 1/true/yes/on vs 0/false/no/off elsewhere."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("not a boolean")
+
+
 class Option(NamedTuple):
-    """One row of the option table (a NamedTuple: cheaper to define than a dataclass)."""
+    """One row of the option table (a NamedTuple: cheaper to define than a dataclass).
+
+    A ``switch`` takes no value on the command line (``--pypto-codegen-only``).
+    """
 
     name: str
     metavar: str
@@ -83,6 +106,7 @@ class Option(NamedTuple):
     choices: str
     parse: Callable[[str], Any]
     default: str | None = None
+    switch: bool = False
 
     @property
     def flag(self) -> str:
@@ -90,15 +114,15 @@ class Option(NamedTuple):
 
     @property
     def dest(self) -> str:
-        return f"pypto_{self.name}"
+        return f"pypto_{self.name.replace('-', '_')}"
 
     @property
     def ini(self) -> str:
-        return f"pypto_{self.name}"
+        return f"pypto_{self.name.replace('-', '_')}"
 
     @property
     def env(self) -> str:
-        return f"PYPTO_{self.name.upper()}"
+        return f"PYPTO_{self.name.upper().replace('-', '_')}"
 
 
 _CELLS = ", ".join(PLATFORMS)
@@ -135,6 +159,14 @@ OPTIONS: tuple[Option, ...] = (
         choices="a non-negative integer",
     ),
     Option(
+        "codegen-only",
+        "",
+        "compile and check kernels but never dispatch them",
+        parse=parse_bool,
+        choices="a switch (env/ini: 1, true, yes, on or 0, false, no, off)",
+        switch=True,
+    ),
+    Option(
         "require",
         "CELLS",
         "fail the session if a listed cell executed no test",
@@ -152,6 +184,7 @@ class Settings(NamedTuple):
     devices: tuple[int, ...] | None = None
     seed: int | None = None
     require: tuple[str, ...] = ()
+    codegen_only: bool = False
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -167,6 +200,8 @@ class Settings(NamedTuple):
         args = [f"--pypto-arch={','.join(self.archs)}", f"--pypto-mode={','.join(self.modes)}"]
         if self.seed is not None:
             args.append(f"--pypto-seed={self.seed}")
+        if self.codegen_only:
+            args.append("--pypto-codegen-only")
         return args
 
 
@@ -178,13 +213,22 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("pypto", "pytest-pypto")
     for opt in OPTIONS:
         default = f" (default: {opt.default})" if opt.default else ""
-        group.addoption(
-            opt.flag,
-            dest=opt.dest,
-            metavar=opt.metavar,
-            default=None,
-            help=f"{opt.help}: {opt.choices}{default}; env {opt.env}, ini {opt.ini}",
-        )
+        if opt.switch:
+            group.addoption(
+                opt.flag,
+                dest=opt.dest,
+                action="store_true",
+                default=None,
+                help=f"{opt.help}; env {opt.env}, ini {opt.ini} (1/true/yes/on)",
+            )
+        else:
+            group.addoption(
+                opt.flag,
+                dest=opt.dest,
+                metavar=opt.metavar,
+                default=None,
+                help=f"{opt.help}: {opt.choices}{default}; env {opt.env}, ini {opt.ini}",
+            )
         parser.addini(opt.ini, f"{opt.help} (same as {opt.flag})", type="string", default="")
 
 
@@ -215,5 +259,5 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Sett
                 f"{opt.flag}: invalid value {raw!r} (from {source}): {exc}. "
                 f"Valid values: {opt.choices}."
             ) from None
-    fields = {"arch": "archs", "mode": "modes", "device": "devices"}
+    fields = {"arch": "archs", "mode": "modes", "device": "devices", "codegen-only": "codegen_only"}
     return Settings(**{fields.get(name, name): value for name, value in values.items()})

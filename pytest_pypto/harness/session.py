@@ -24,6 +24,8 @@ __all__ = [
     "lease_device",
     "onboard_missing",
     "onboard_status",
+    "repro_command",
+    "runner_for",
     "settings",
     "seed_for",
 ]
@@ -66,7 +68,51 @@ def config_for(request: pytest.FixtureRequest, platform: str) -> Any:
     device = None
     if "pypto_device" in request.fixturenames:
         device = request.getfixturevalue("pypto_device")
-    return RunConfig(platform=platform, seed=seed_for(request), device_id=device)
+    return RunConfig(
+        platform=platform,
+        seed=seed_for(request),
+        device_id=device,
+        codegen_only=settings(request.config).codegen_only,
+    )
+
+
+def repro_command(config: pytest.Config, nodeid: str, platform: str) -> str:
+    """One shell command that reruns ``nodeid`` on its cell with the options in effect."""
+    import shlex
+
+    from pytest_pypto.arch import MODE_NAMES, parse_platform
+
+    s = settings(config)
+    backend, mode = parse_platform(platform)
+    base = DEFAULT_BASE_SEED if s.seed is None else s.seed
+    args = [
+        "pytest",
+        shlex.quote(nodeid),
+        f"--pypto-arch {backend.arch_name}",
+        f"--pypto-mode {MODE_NAMES[mode]}",
+        f"--pypto-seed {base}",
+    ]
+    if s.codegen_only:
+        args.append("--pypto-codegen-only")
+    command = " ".join(args)
+    rootdir = config.rootpath
+    if config.invocation_params.dir != rootdir:
+        command = f"cd {shlex.quote(str(rootdir))} && {command}"
+    return command
+
+
+def runner_for(request: pytest.FixtureRequest, config: Any) -> Any:
+    """The `Runner` of this test: its cell's config, seeded rng, and report context."""
+    from pytest_pypto.harness.runner import Runner
+    from pytest_pypto.harness.seeding import make_rng
+
+    node = request.node
+    context = (
+        f"platform: {config.platform}",
+        f"seed: {config.seed} (base seed {settings(request.config).seed or DEFAULT_BASE_SEED})",
+        f"reproduce: {repro_command(request.config, node.nodeid, config.platform)}",
+    )
+    return Runner(config, rng_factory=lambda: make_rng(config.seed), context=context)
 
 
 def _worker_index() -> int:
