@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_pypto.compiler.batching import BATCHED, LoopPlan
 from pytest_pypto.compiler.directions import returned_params
-from pytest_pypto.compiler.walk import is_tile
+from pytest_pypto.compiler.walk import is_tile, iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
@@ -220,6 +220,8 @@ class KernelEmitter(Emitter):
         self.batch: tuple[LoopPlan, str] | None = None  # (plan, trip-count local) inside
         self.btypes: dict[TileType, str] = {}
         self.loops = 0
+        self.folded: set[int] = set()  # id(Assign) whose value a fused store computes
+        self.folded_values: dict[str, n.Call] = {}  # its target name -> the value call
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -255,6 +257,9 @@ class KernelEmitter(Emitter):
                         f"{py_const(tuple(e.arg('shapes')), self.dtypes)}, {access.axis}, {count}, "
                         f"{self.batched_type(e.type)})")
             if access is not None and e.op == "tile.store":
+                fused = self.fused_store(e, plan, count, access.axis)
+                if fused is not None:
+                    return fused
                 return (f"_batch.store({self.expr(e.arg('tile'))}, "
                         f"{self.expr(e.arg('output_tensor'))}, {self.expr(e.arg('offsets'))}, "
                         f"{access.axis}, {count})")
@@ -265,24 +270,81 @@ class KernelEmitter(Emitter):
                 return self.op_call(e, self.batched_type(e.type), shape)
         return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
 
-    def op_call(self, e: n.Call, out: str, shape: str | None = None) -> str:
+    def fold_into_stores(self, body: list[n.Stmt]) -> None:
+        """Find ``t = op(...)`` directly followed by a store of ``t``, ``t`` read nowhere
+        else in the loop: candidates for computing the op straight into the windows."""
+        uses: dict[str, int] = {}
+        for st in iter_stmts(body):
+            for top in stmt_exprs(st):
+                for e in iter_exprs(top):
+                    if isinstance(e, n.Var):
+                        uses[e.name] = uses.get(e.name, 0) + 1
+        for a, b in zip(body, body[1:]):
+            if (isinstance(a, n.Assign) and len(a.targets) == 1 and isinstance(a.value, n.Call)
+                    and isinstance(b, n.Assign) and isinstance(b.value, n.Call)
+                    and b.value.op == "tile.store"):
+                tile = b.value.arg("tile")
+                name = a.targets[0].name
+                if isinstance(tile, n.Var) and tile.name == name and uses.get(name) == 1 \
+                        and self.fusable(a.value, b.value):
+                    self.folded.add(id(a))
+                    self.folded_values[name] = a.value
+
+    def fusable(self, value: n.Call, store: n.Call) -> bool:
+        """A batched FP32 value op stored into an FP32 tensor (ir/batch.store_into checks
+        the rest at run time)."""
+        assert self.batch is not None
+        plan = self.batch[0]
+        spec = self.registry.get(value.op)
+        dst = store.arg("output_tensor")
+        dst_dtype = getattr(getattr(dst, "type", None), "dtype", None)
+        return (id(store) in plan.accesses and plan.calls.get(id(value)) == BATCHED
+                and spec is not None and spec.compute is not None and spec.execute is None
+                and is_tile(value.type) and value.type.dtype.name == "FP32"
+                and dst_dtype is not None and dst_dtype.name == "FP32")
+
+    def fused_store(self, e: n.Call, plan: LoopPlan, count: str, axis: int) -> str | None:
+        """A batched store of a batched FP32 value op's result into an FP32 tensor, as one
+        `_batch.store_into` (the op may compute straight into the windows; the run-time
+        helper checks the rest and otherwise runs op and store as usual)."""
+        tile, dst = e.arg("tile"), e.arg("output_tensor")
+        if isinstance(tile, n.Var) and tile.name in self.folded_values:
+            tile = self.folded_values[tile.name]
+        elif not (isinstance(tile, n.Call) and self.fusable(tile, e)):
+            return None
+        parts, keywords = self.op_args(tile, None)
+        kw = ", ".join(f"{k!r}: {v}" for k, v in keywords)
+        ops = "".join(f"{p}, " for p in parts)
+        return (f"_batch.store_into({self.op_local(tile.op)}, ({ops}), {{{kw}}}, "
+                f"{self.expr(dst)}, {self.expr(e.arg('offsets'))}, {axis}, {count}, "
+                f"{self.batched_type(tile.type)})")
+
+    def op_args(self, e: n.Call, shape: str | None) -> tuple[list[str], list[tuple[str, str]]]:
+        """Positional operand sources and (keyword, source) pairs of an op call."""
         spec: OpSpec = self.registry[e.op]
         given = dict(e.args)
         parts: list[str] = []
-        keywords: list[str] = []
+        keywords: list[tuple[str, str]] = []
         for p in spec.params:
             if p.kind in VALUE_KINDS:
                 parts.append(self.expr(given[p.name]) if given.get(p.name) is not None else "None")
             elif p.name == "shape" and shape is not None:
-                keywords.append(f"shape={shape}")
+                keywords.append(("shape", shape))
             elif p.name in given and (p.required or not _same(given[p.name], p.default)):
-                keywords.append(f"{p.name}={self.expr(given[p.name])}")
-        extra = [k for k in given if all(p.name != k for p in spec.params)]
-        parts += keywords + [f"{k}={self.expr(given[k])}" for k in extra]
+                keywords.append((p.name, self.expr(given[p.name])))
+        keywords += [(k, self.expr(given[k])) for k in given
+                     if all(p.name != k for p in spec.params)]
+        return parts, keywords
+
+    def op_call(self, e: n.Call, out: str, shape: str | None = None) -> str:
+        parts, keywords = self.op_args(e, shape)
+        parts += [f"{k}={v}" for k, v in keywords]
         parts.append(f"out={out}")
         return f"{self.op_local(e.op)}({', '.join(parts)})"
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
+        if self.batch is not None and id(s) in self.folded:
+            return  # its value is computed by the store that follows (fused_store)
         plan = self.plans.get(id(s)) if isinstance(s, n.For) else None
         if plan is None or not plan.batched or self.batch is not None:
             super().stmt(s, depth, yield_to)
@@ -315,7 +377,9 @@ class KernelEmitter(Emitter):
         self.emit(depth, "if " + " and ".join(conds) + ":")
         outer, self.lines = self.lines, []
         self.batch, self.btypes = (plan, count), {}
+        self.fold_into_stores(s.body)
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
+        self.folded, self.folded_values = set(), {}
         inner, self.lines = self.lines, outer
         for t, name in self.btypes.items():
             self.emit(depth + 1, f"{name} = _batch.batched_type({self.type_const(t)}, {count})")

@@ -94,6 +94,46 @@ def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: 
     return tensor
 
 
+def _float32_ufunc(op: Any) -> Any:
+    """The float32 ufunc behind a bound op, if it is the registry's plain `apply` binding
+    (a custom binder -- counting, fault injection -- is always called as is)."""
+    from pytest_pypto.ir.apply import apply
+
+    if not isinstance(op, functools.partial) or op.func is not apply or op.keywords:
+        return None
+    name = getattr(op.args[0].compute, "float32_ufunc", None) if len(op.args) == 1 else None
+    return getattr(np, name) if name else None
+
+
+def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor: Any,
+               offsets: tuple[int, ...], axis: int, n: int, out: TileType) -> Any:
+    """``store(op(*operands), ...)`` computing straight into the destination windows.
+
+    Taken only where it is bit-identical: a float32 ufunc op on fully valid FP32 tiles,
+    an FP32 result and a float32 tensor whose windows have exactly the result's shape
+    (float32 math rounded into a float32 buffer is what compute-then-narrow-then-copy
+    gives).  Anything else runs the op and the store as usual.
+    """
+    ufunc = _float32_ufunc(op)
+    if ufunc is not None and not attrs and out.dtype.name == "FP32" \
+            and getattr(tensor, "dtype", None) == np.float32:
+        arrays = []
+        for t in operands:
+            if not isinstance(t, TileValue) or t.dtype.name != "FP32" \
+                    or t.valid != t.data.shape or t.data.dtype != np.float32:
+                break
+            arrays.append(t.data)
+        else:
+            view = windows(tensor, offsets, tuple(out.shape[1:]), axis, n)
+            if view.shape == tuple(out.shape) and \
+                    np.broadcast_shapes(*(a.shape for a in arrays)) == view.shape and \
+                    not any(np.may_share_memory(a, view) for a in arrays):
+                with np.errstate(all="ignore"):
+                    ufunc(*arrays, out=view)
+                return tensor
+    return store(op(*operands, out=out, **attrs), tensor, offsets, axis, n)
+
+
 def may_alias(*pairs: tuple[Any, Any]) -> bool:
     """Whether any written tensor may share memory with another tensor of the loop."""
     return any(np.may_share_memory(a, b) for a, b in pairs)

@@ -281,3 +281,49 @@ def test_windows_are_views_split_along_the_axis():
     assert w.shape == (2, 6, 3) and np.shares_memory(w, t)
     np.testing.assert_array_equal(w[1], t[:, 5:8])
     assert not batch.fits(t, (0, 2), (6, 3), 1, 3)  # 2 + 3*3 > 8
+
+
+def add_program(dt):
+    R, C, TR = 64, 32, 8
+
+    @pl.program
+    class Add:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], dt], y: pl.Tensor[[R, C], dt],
+              out: pl.Out[pl.Tensor[[R, C], dt]]) -> pl.Tensor[[R, C], dt]:
+            for r in pl.range(0, R, TR):
+                xt = pl.load(x, [r, 0], [TR, C])
+                yt = pl.load(y, [r, 0], [TR, C])
+                out = pl.store(pl.add(xt, yt), [r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], dt], y: pl.Tensor[[R, C], dt],
+                 out: pl.Out[pl.Tensor[[R, C], dt]]) -> pl.Tensor[[R, C], dt]:
+            out = self.k(x, y, out)
+            return out
+
+    return Add
+
+
+@pytest.mark.parametrize("name", ["FP32", "INT32", "FP16"])
+def test_store_fusion_is_bit_identical_and_only_for_fp32(name, tmp_path, monkeypatch):
+    """FP32 add computes straight into the Out windows (no separate store copy); INT32
+    (int64 math, then wrapped) and FP16 (float32 math, then rounded) keep op + store."""
+    dt, npd = DTYPES[name]
+    stores = []
+    real = batch.store
+    monkeypatch.setattr(batch, "store", lambda *a, **k: stores.append(1) or real(*a, **k))
+    rng = np.random.default_rng(11)
+    x, y = _random(rng, (64, 32), npd), _random(rng, (64, 32), npd)
+    if name == "FP32":  # specials and overflow must round the same on both paths
+        x[0, :4] = [np.nan, np.inf, -np.inf, 3e38]
+        y[0, :4] = [1.0, -np.inf, 1.0, 3e38]
+    on, off, listing = _both(add_program(dt), (x, y), (64, 32), npd, tmp_path)
+    assert "batched (" in listing
+    _same_bits(on, off)
+    wide = np.int64 if name == "INT32" else np.float32
+    with np.errstate(all="ignore"):
+        _same_bits(on, (x.astype(wide) + y.astype(wide)).astype(npd))
+    # the unbatched run stores per iteration through tile.store, never batch.store
+    assert stores == ([] if name == "FP32" else [1])

@@ -91,10 +91,21 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _make_compute(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+# The numpy ufunc (by name: numpy loads lazily) each binary op is on float32 operands: a
+# float32 ufunc into a float32 buffer rounds exactly as compute-then-narrow, so batched
+# stores may compute straight into the destination window (ir/batch.store_into).
+# Not div (its own rounding rules).
+_FLOAT32_UFUNC: dict[str, str] = {
+    "add": "add", "sub": "subtract", "mul": "multiply",
+    "maximum": "maximum", "minimum": "minimum",
+}
+
+
+def _make_compute(fn: Callable[[Any, Any], Any], ufunc: str | None = None) -> Callable[..., Any]:
     def compute(lhs: Any, rhs: Any, **_: Any) -> Any:
         return fn(lhs, rhs)
 
+    compute.float32_ufunc = ufunc  # type: ignore[attr-defined]
     return _lhs_region(compute)
 
 
@@ -175,7 +186,7 @@ for _name, _fn in _BINARY.items():
         spellings=(_name,),
         scalar_form=f"tile.{_sname}",
         arch_rule=_div_arch if _name == "div" else None,
-        compute=_make_compute(_fn),
+        compute=_make_compute(_fn, _FLOAT32_UFUNC.get(_name)),
         batchable=True,
     ))
     register(OpSpec(
