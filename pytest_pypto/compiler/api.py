@@ -19,6 +19,7 @@ from pytest_pypto.compiler import (
     batching,
     capacity,
     cores,
+    coverage,
     directions,
     memspace,
     structure,
@@ -124,14 +125,14 @@ def compile(  # noqa: A001  (PyPTO's name)
     return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_printer()(work))
 
 
-def _arg(p: n.Param) -> ArgInfo:
+def _arg(p: n.Param, fully_written: bool = False) -> ArgInfo:
     t = p.type
     if isinstance(t, ScalarType):
         return ArgInfo(p.name, "scalar", Direction.SCALAR.value, t.dtype.name)
     assert isinstance(t, TensorType)
     direction = p.direction if p.direction is not Direction.SCALAR else Direction.IN
     shape = [d if isinstance(d, int) else str(d) for d in t.shape]
-    return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape)
+    return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape, fully_written)
 
 
 def write_artifact(
@@ -144,6 +145,7 @@ def write_artifact(
     kernels_dir.mkdir(exist_ok=True)
     infos: list[KernelInfo] = []
     func_ids: dict[str, int] = {}
+    written: dict[str, set[int]] = {}
     for func_id, fn in enumerate(structure.kernels(program)):
         func_ids[fn.name] = func_id
         facts = ctx.facts(fn.name)
@@ -155,11 +157,12 @@ def write_artifact(
         (kernels_dir / f"{fn.name}.txt").write_text(kernel_listing(
             fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()]
         ))
+        written[fn.name] = coverage.fully_written_params(fn, plans)
         infos.append(KernelInfo(
             name=fn.name,
             func_id=func_id,
             core_type=facts.core_type,
-            args=[_arg(p) for p in fn.params],
+            args=[_arg(p, i in written[fn.name]) for i, p in enumerate(fn.params)],
             source=f"kernels/{fn.name}.py",
             listing=f"kernels/{fn.name}.txt",
             returns=returned_params(fn),
@@ -172,6 +175,7 @@ def write_artifact(
     (out / "orchestration.txt").write_text(
         orchestration_listing(program, entry, func_ids, ctx.kernels, platform, sim_backend)
     )
+    entry_written = coverage.entry_fully_written(entry, written)
     manifest = Manifest(
         program=program.name,
         platform=platform,
@@ -180,7 +184,7 @@ def write_artifact(
         toolchain_version=pytest_pypto.__version__,
         sim_backend=sim_backend,
         entry=entry.name,
-        entry_args=[_arg(p) for p in entry.params],
+        entry_args=[_arg(p, i in entry_written) for i, p in enumerate(entry.params)],
         entry_returns=returned_params(entry),
         kernels=infos,
         extra={"passes": [p.name for p in PASSES]},

@@ -75,6 +75,10 @@ class ArgInfo:
     direction: str  # "In" | "Out" | "InOut" | "Scalar"
     dtype: str  # DataType name
     shape: list[int | str] = field(default_factory=list)  # str: a dynamic dim's name
+    # An Out the compiler proved is overwritten entirely before any read (a kernel arg:
+    # by that kernel; an entry arg: by the first task touching it), so the runtime may
+    # skip poisoning it at entry (compiler/coverage.py).
+    fully_written: bool = False
 
 
 @dataclass

@@ -88,7 +88,8 @@ def stage(
         elif param.direction == "Out":
             if value.flags.c_contiguous and value.flags.aligned and not _aliases(position, arrays):
                 data = value
-                data.fill(_fill(dtype))
+                if not param.fully_written:  # else no task can observe the poison
+                    data.fill(_fill(dtype))
             else:
                 data = new_buffer(value.shape, dtype)
                 copy_back.append((value, data))
