@@ -124,10 +124,12 @@ def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor
                 break
             arrays.append(t.data)
         else:
-            view = windows(tensor, offsets, tuple(out.shape[1:]), axis, n)
-            if view.shape == tuple(out.shape) and \
-                    np.broadcast_shapes(*(a.shape for a in arrays)) == view.shape and \
-                    not any(np.may_share_memory(a, view) for a in arrays):
+            view = windows(tensor, offsets, out.shape[1:], axis, n)
+            # (a ufunc reading memory it writes behaves as if its inputs were copied first,
+            # so no aliasing check is needed)
+            if view.shape == out.shape and (
+                    all(a.shape == view.shape for a in arrays)
+                    or np.broadcast_shapes(*(a.shape for a in arrays)) == view.shape):
                 with np.errstate(all="ignore"):
                     ufunc(*arrays, out=view)
                 return tensor
