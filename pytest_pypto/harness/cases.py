@@ -5,8 +5,22 @@ program to compile (`get_program`) and how to compute the golden in numpy
 (`compute_expected`, in place).  The runner builds inputs from the specs with the
 test's seeded generator, computes the golden from pristine copies, dispatches, and
 compares every output.  Outputs are the specs with ``is_output=True``, never guessed
-from names.  torch tensors are accepted from ``init_value`` and in goldens when torch
-is installed, converted to numpy at this boundary.
+from names.
+
+torch is never required (and not imported unless handed in).  When it is installed:
+
+- ``init_value`` may be a torch tensor or a torch factory such as ``torch.randn``
+  (called as ``fn(shape)``; converted to numpy here).  torch's generator is not the
+  test's seeded one, so such inputs do not follow ``--pypto-seed``; prefer a
+  callable taking ``rng``.
+- ``compute_expected`` always receives **numpy arrays**, even with torch installed.
+  Assigning a torch tensor into them works (``tensors["c"][:] = t`` goes through
+  ``__array__``), and an output replaced by a torch tensor is converted back; but
+  a PyPTO golden that calls torch functions on its inputs
+  (``torch.softmax(tensors["a"], dim=1)``, ``tensors["a"].float()``) fails with
+  torch's ``TypeError``.  Port such goldens to numpy (or wrap inputs with
+  ``torch.from_numpy`` inside the golden); that is the one change a migrated case
+  may need.
 """
 
 from __future__ import annotations
@@ -153,22 +167,64 @@ def _random(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(low, 8, spec.shape).astype(dt)
 
 
+# PyPTO's ``ScalarSpec(name, value, ctype)`` ctype names -> DSL dtype names.
+_CTYPES = {
+    "int64": "INT64",
+    "int32": "INT32",
+    "uint64": "UINT64",
+    "uint32": "UINT32",
+    "float": "FP32",
+}
+
+
 @dataclass
 class ScalarSpec:
     """A scalar argument of the kernel, in the entry's parameter order (passed as
-    ``params[name]`` to ``compute_expected``)."""
+    ``params[name]`` to ``compute_expected``).
+
+    ``ScalarSpec(name, dtype, value)``; PyPTO's spelling ``ScalarSpec(name, value,
+    ctype="int64")`` (ctype one of int64, int32, uint64, uint32, float) is accepted too.
+    """
 
     name: str
-    dtype: Any
-    value: Any
+    dtype: Any = None
+    value: Any = None
+    ctype: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.value, str) and self.value in _CTYPES and self.ctype is None:
+            self.dtype, self.value, self.ctype = None, self.dtype, self.value  # PyPTO order
+        if self.dtype is not None and not _is_dtype(self.dtype) and self.value is None:
+            self.dtype, self.value = None, self.dtype  # PyPTO: ScalarSpec(name, value)
+        if self.dtype is None:
+            ctype = self.ctype or "int64"
+            if ctype not in _CTYPES:
+                raise ValueError(
+                    f"ScalarSpec {self.name!r}: unsupported ctype {ctype!r}; "
+                    f"valid: {', '.join(_CTYPES)}"
+                )
+            self.dtype = _CTYPES[ctype]
+        if self.value is None:
+            raise ValueError(f"ScalarSpec {self.name!r} has no value")
         self.dtype = resolve_dtype(self.dtype)
 
 
-@dataclass
+def _is_dtype(value: Any) -> bool:
+    try:
+        resolve_dtype(value)
+    except TypeError:
+        return False
+    return True
+
+
+@dataclass(repr=False)
 class RunResult:
-    """What running one case produced (``pypto_runner.run(case)``; ``check`` raises instead)."""
+    """What running one case produced (``pypto_runner.run(case)``; ``check`` raises instead).
+
+    ``str()`` reads like PyPTO's (``PASS: name (0.01s)`` / ``FAIL: name - error``);
+    ``repr()`` stays one line so an ``assert result.passed`` explanation does not
+    repeat the whole report.
+    """
 
     passed: bool
     test_name: str
@@ -180,6 +236,17 @@ class RunResult:
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     expected: dict[str, np.ndarray] = field(default_factory=dict)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        took = f" ({self.execution_time:.2f}s)" if self.execution_time else ""
+        if self.passed:
+            return f"PASS: {self.test_name}{took}"
+        return f"FAIL: {self.test_name}" + (f" - {self.error}" if self.error else "") + took
+
+    def __repr__(self) -> str:
+        status = "passed" if self.passed else f"failed: {self.failure_class or 'error'}"
+        where = f" on {self.platform}" if self.platform else ""
+        return f"<RunResult {self.test_name} {status}{where}>"
 
 
 class PTOTestCase:
@@ -209,12 +276,17 @@ class PTOTestCase:
     def get_program(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must define get_program()")
 
+    def define_scalars(self) -> list[ScalarSpec]:
+        """PyPTO's scalar arguments, passed after every tensor (default: none).
+        A `ScalarSpec` may also sit among ``define_tensors()`` at its parameter position."""
+        return []
+
     def compute_expected(self, tensors: dict[str, Any], params: dict[str, Any] | None = None):
         raise NotImplementedError(f"{type(self).__name__} must define compute_expected()")
 
 
 def _specs(case: PTOTestCase) -> list[TensorSpec | ScalarSpec]:
-    specs = list(case.define_tensors())
+    specs = [*case.define_tensors(), *case.define_scalars()]
     names = [s.name for s in specs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -15,7 +15,10 @@ from typing import NamedTuple
 from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, ExecutionMode, parse_platform
 
 # Fixtures whose value depends on the cell; requesting any of them multiplies the test.
-# Add a fixture here when it becomes platform-bound.
+# Add a fixture here when it becomes platform-bound.  A fixture that *requests* one of
+# these is platform-bound through its closure and needs no entry: pytest_pypto.compat's
+# ``test_runner``/``test_config`` are deliberately absent, so a suite with its own
+# ``test_runner`` fixture (a common name) is not multiplied per cell.
 PLATFORM_BOUND_FIXTURES: tuple[str, ...] = (
     "pypto_config",
     "pypto_runner",
