@@ -94,15 +94,26 @@ def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: 
     return tensor
 
 
+_UFUNCS: dict[int, tuple[Any, Any]] = {}  # id(bound op) -> (op, its float32 ufunc or None)
+
+
 def _float32_ufunc(op: Any) -> Any:
     """The float32 ufunc behind a bound op, if it is the registry's plain `apply` binding
     (a custom binder -- counting, fault injection -- is always called as is)."""
+    hit = _UFUNCS.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
     from pytest_pypto.ir.apply import apply
 
-    if not isinstance(op, functools.partial) or op.func is not apply or op.keywords:
-        return None
-    name = getattr(op.args[0].compute, "float32_ufunc", None) if len(op.args) == 1 else None
-    return getattr(np, name) if name else None
+    ufunc = None
+    if isinstance(op, functools.partial) and op.func is apply and not op.keywords \
+            and len(op.args) == 1:
+        name = getattr(op.args[0].compute, "float32_ufunc", None)
+        ufunc = getattr(np, name) if name else None
+    if len(_UFUNCS) > 1024:
+        _UFUNCS.clear()
+    _UFUNCS[id(op)] = (op, ufunc)
+    return ufunc
 
 
 def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor: Any,
@@ -130,8 +141,7 @@ def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor
             if view.shape == out.shape and (
                     all(a.shape == view.shape for a in arrays)
                     or np.broadcast_shapes(*(a.shape for a in arrays)) == view.shape):
-                with np.errstate(all="ignore"):
-                    ufunc(*arrays, out=view)
+                ufunc(*arrays, out=view)  # IEEE specials: Worker.run holds one errstate
                 return tensor
     return store(op(*operands, out=out, **attrs), tensor, offsets, axis, n)
 
