@@ -33,8 +33,52 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_pypto.harness.options import SETTINGS_KEY, resolve
 
     config.stash[SETTINGS_KEY] = resolve(config)
+    config.pluginmanager.register(_CacheHooks(), "pypto-compile-cache")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         config.pluginmanager.register(_LedgerHooks(), "pypto-ledger")
+        from pytest_pypto.harness.session import compile_cache
+
+        cache = compile_cache(config)
+        if cache.disabled_reason is not None:  # workers find the same and stay quiet
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"pypto compile cache turned off: {cache.root} is not writable "
+                    f"({cache.disabled_reason}); every kernel compiles afresh"
+                ),
+                stacklevel=2,
+            )
+
+
+class _CacheHooks:
+    """Compile-cache hits and misses: a worker ships its counts, the controller sums them."""
+
+    def __init__(self) -> None:
+        self.hits = 0  # reported by xdist workers
+        self.misses = 0
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_pypto.harness.session import CACHE_OUTPUT, compile_cache
+
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            cache = compile_cache(session.config)
+            workeroutput[CACHE_OUTPUT] = [cache.hits, cache.misses]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from pytest_pypto.harness.session import CACHE_OUTPUT
+
+        hits, misses = getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, (0, 0))
+        self.hits += hits
+        self.misses += misses
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_pypto.harness.session import cache_summary, compile_cache
+
+        cache = compile_cache(terminalreporter.config)
+        hits, misses = self.hits + cache.hits, self.misses + cache.misses
+        if hits or misses:
+            terminalreporter.write_line(cache_summary(terminalreporter.config, hits, misses))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -184,11 +228,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if call.excinfo is not None and report.failed:
         from pytest_pypto.harness.runner import FAILURE_PROPERTY, failure_class_of
+        from pytest_pypto.harness.session import RUNNER_KEY
 
         cls = failure_class_of(call.excinfo.value)
         if cls is not None and not any(k == FAILURE_PROPERTY for k, _ in item.user_properties):
             item.user_properties.append((FAILURE_PROPERTY, cls))
             report.user_properties = list(item.user_properties)
+        runner = item.stash.get(RUNNER_KEY, None)
+        if runner is not None and call.when == "call":
+            kept = runner.keep_failure()
+            if kept is not None:
+                report.sections.append(("pypto artifacts", f"artifacts kept in: {kept}"))
     return report
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import pytest_pypto
 import pytest_pypto.language as pl
 
 # -- tiled elementwise over a pl.range loop (DSL.md §1.8) ------------------------------
@@ -44,12 +43,12 @@ class Axpy:
         return out
 
 
-def test_axpy_tiled_over_rows(pypto_config, pypto_rng):
+def test_axpy_tiled_over_rows(pypto_config, pypto_runner, pypto_rng):
     x = pypto_rng.standard_normal((M, N)).astype(np.float16)
     y = pypto_rng.standard_normal((M, N)).astype(np.float32)
     x0, y0 = x.copy(), y.copy()
     out = np.zeros((M, N), np.float32)
-    run = pytest_pypto.run(Axpy, x, y, out, config=pypto_config)
+    run = pypto_runner.run(Axpy, x, y, out)
     # FP16 -> FP32 widening is exact; 0.5 * x is exact; one FP32 rounding for the add
     np.testing.assert_array_equal(out, x.astype(np.float32) * np.float32(0.5) + y)
     np.testing.assert_array_equal(x, x0)
@@ -93,11 +92,11 @@ class MatMul:
         return c
 
 
-def test_matmul_through_left_right_acc(pypto_config, pypto_rng):
+def test_matmul_through_left_right_acc(pypto_runner, pypto_rng):
     a = pypto_rng.standard_normal((MM, MK)).astype(np.float16)
     b = pypto_rng.standard_normal((MK, MN)).astype(np.float16)
     c = np.zeros((MM, MN), np.float32)
-    run = pytest_pypto.run(MatMul, a, b, c, config=pypto_config)
+    run = pypto_runner.run(MatMul, a, b, c)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
     assert run.tasks[0]["core_type"] == "aic"
@@ -140,11 +139,11 @@ class MatMulAccK:
         return c
 
 
-def test_matmul_acc_over_k_chunks(pypto_config, pypto_rng):
+def test_matmul_acc_over_k_chunks(pypto_runner, pypto_rng):
     a = pypto_rng.standard_normal((KM, KK)).astype(np.float32)
     b = pypto_rng.standard_normal((KK, KN)).astype(np.float32)
     c = np.zeros((KM, KN), np.float32)
-    pytest_pypto.run(MatMulAccK, a, b, c, config=pypto_config)
+    pypto_runner.run(MatMulAccK, a, b, c)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
 
@@ -187,10 +186,10 @@ def _softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def test_row_softmax(pypto_config, pypto_rng):
+def test_row_softmax(pypto_runner, pypto_rng):
     x = (pypto_rng.standard_normal((SR, SC)) * 4).astype(np.float32)
     out = np.zeros((SR, SC), np.float32)
-    pytest_pypto.run(RowSoftmax, x, out, config=pypto_config)
+    pypto_runner.run(RowSoftmax, x, out)
     np.testing.assert_allclose(out, _softmax(x), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
 
@@ -234,10 +233,10 @@ class Pipeline:
         return out
 
 
-def test_pipeline_intermediate_is_a_raw_edge(pypto_config, pypto_rng):
+def test_pipeline_intermediate_is_a_raw_edge(pypto_config, pypto_runner, pypto_rng):
     x = pypto_rng.uniform(-1, 1, (PR, PC)).astype(np.float32)
     out = np.zeros((PR, PC), np.float32)
-    run = pytest_pypto.run(Pipeline, x, out, config=pypto_config)
+    run = pypto_runner.run(Pipeline, x, out)
     expected = np.exp((x * np.float32(3.0)).astype(np.float32) - np.float32(1.0))
     np.testing.assert_allclose(out, expected, rtol=1e-6)
     deps = run.deps()
@@ -287,11 +286,11 @@ class MatmulRelu:
         return c
 
 
-def test_mix_kernel_takes_one_cluster(pypto_config, pypto_rng):
+def test_mix_kernel_takes_one_cluster(pypto_runner, pypto_rng):
     a = pypto_rng.standard_normal((XM, XK)).astype(np.float16)
     b = pypto_rng.standard_normal((XK, XN)).astype(np.float16)
     c = np.zeros((XM, XN), np.float32)
-    run = pytest_pypto.run(MatmulRelu, a, b, c, config=pypto_config)
+    run = pypto_runner.run(MatmulRelu, a, b, c)
     expected = np.maximum(a.astype(np.float64) @ b.astype(np.float64), 0.0)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
     task = run.tasks[0]

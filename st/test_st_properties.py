@@ -13,7 +13,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pytest_pypto
 import pytest_pypto.language as pl
 
 
@@ -53,11 +52,11 @@ def fma_program(R: int, C: int, TR: int) -> Any:  # noqa: N803  (DSL closure con
     cols=st.sampled_from([8, 16, 24, 64, 128]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_tiled_elementwise_matches_numpy_exactly(pypto_config, tile_rows, tiles, cols, seed):
+def test_tiled_elementwise_matches_numpy_exactly(pypto_runner, tile_rows, tiles, cols, seed):
     rows = tile_rows * tiles
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     y = rng.standard_normal((rows, cols)).astype(np.float32)
     out = np.full((rows, cols), 99.0, np.float32)
-    pytest_pypto.run(fma_program(rows, cols, tile_rows), x, y, out, config=pypto_config)
+    pypto_runner.run(fma_program(rows, cols, tile_rows), x, y, out)
     np.testing.assert_array_equal(out, x * y - x * np.float32(0.5))

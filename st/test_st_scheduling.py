@@ -49,36 +49,36 @@ class ReadThenOverwrite:
         return snap
 
 
-def _run(config, rng):
+def _run(runner, config, rng):
     x = rng.standard_normal((R, C)).astype(np.float32)
     buf = rng.standard_normal((R, C)).astype(np.float32)
     snap = np.zeros((R, C), np.float32)
     before = buf.copy()
-    run = pytest_pypto.run(ReadThenOverwrite, x, buf, snap, config=config)
+    run = pytest_pypto.run(runner.compile(ReadThenOverwrite), x, buf, snap, config=config)
     np.testing.assert_array_equal(buf, -x)  # the overwrite always lands
     return run, snap, before
 
 
-def test_submission_order_reads_before_the_overwrite(pypto_config, pypto_rng):
-    run, snap, before = _run(pypto_config, pypto_rng)
+def test_submission_order_reads_before_the_overwrite(pypto_runner, pypto_config, pypto_rng):
+    run, snap, before = _run(pypto_runner, pypto_config, pypto_rng)
     np.testing.assert_array_equal(snap, before)
     assert run.deps()["edges"] == []  # WAR is not a dependency
     assert run.war_hazards == []  # only reported when asked
 
 
-def test_strict_war_reports_the_unordered_overwrite(pypto_config, pypto_rng):
+def test_strict_war_reports_the_unordered_overwrite(pypto_runner, pypto_config, pypto_rng):
     config = dataclasses.replace(pypto_config, strict_war=True)
     with pytest.warns(PyptoWarning, match="write-after-read"):
-        run, _, _ = _run(config, pypto_rng)
+        run, _, _ = _run(pypto_runner, config, pypto_rng)
     (hazard,) = run.war_hazards
     assert (hazard["reader"], hazard["writer"], hazard["tensor_name"]) == (0, 1, "buf")
 
 
-def test_shuffled_schedules_expose_the_missing_dependency(pypto_config, pypto_rng):
+def test_shuffled_schedules_expose_the_missing_dependency(pypto_runner, pypto_config, pypto_rng):
     saw_new_data = False
     for seed in range(12):
         config = dataclasses.replace(pypto_config, schedule_seed=seed)
-        run, snap, before = _run(config, pypto_rng)
+        run, snap, before = _run(pypto_runner, config, pypto_rng)
         if run.deps()["execution_order"] == [1, 0]:
             saw_new_data = True
             assert not np.array_equal(snap, before)  # the snapshot saw the overwrite

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import pytest_pypto
 import pytest_pypto.language as pl
 
 R, C = 16, 64
@@ -97,13 +96,13 @@ class VectorOps:
         return o_sqrt
 
 
-def test_vector_ops_match_numpy(pypto_config, pypto_rng):
+def test_vector_ops_match_numpy(pypto_runner, pypto_rng):
     x = pypto_rng.uniform(0.25, 4.0, (R, C)).astype(np.float32)
     y = pypto_rng.uniform(0.25, 4.0, (R, C)).astype(np.float32)
     names = ["sqrt", "rsqrt", "recip", "sin", "cos", "max", "min", "maxs", "mins",
              "cmax", "cmin", "radd", "rmul"]
     outs = {n: np.zeros((1, C) if n in ("cmax", "cmin") else (R, C), np.float32) for n in names}
-    run = pytest_pypto.run(VectorOps, x, y, *outs.values(), config=pypto_config)
+    run = pypto_runner.run(VectorOps, x, y, *outs.values())
     xd, yd = x.astype(np.float64), y.astype(np.float64)
     s = xd.sum(axis=1, keepdims=True)
     expected = {

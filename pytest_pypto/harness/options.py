@@ -74,6 +74,14 @@ def parse_seed(raw: str) -> int:
     return value
 
 
+def parse_path(raw: str) -> str:
+    """A non-empty path (relative paths are taken from the rootdir)."""
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("empty path")
+    return text
+
+
 def parse_cells(raw: str) -> tuple[str, ...]:
     """A comma list of platform strings (cells)."""
     parts = _split(raw)
@@ -126,6 +134,7 @@ class Option(NamedTuple):
 
 
 _CELLS = ", ".join(PLATFORMS)
+_SWITCH = "a switch (env/ini: 1, true, yes, on or 0, false, no, off)"
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -163,7 +172,46 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "compile and check kernels but never dispatch them",
         parse=parse_bool,
-        choices="a switch (env/ini: 1, true, yes, on or 0, false, no, off)",
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "save-kernels",
+        "",
+        "keep every compiled artifact under --pypto-kernels-dir (one directory per test)",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "kernels-dir",
+        "PATH",
+        "where kept artifacts go (saved, dumped, or of failing tests)",
+        parse=parse_path,
+        default="build_output",
+        choices="a directory path (relative: from the rootdir)",
+    ),
+    Option(
+        "dump-passes",
+        "",
+        "write the IR after each compiler pass (passes/NN_<pass>.txt in the kept artifact)",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "cache-dir",
+        "PATH",
+        "compile cache directory (default: pypto-compile in pytest's cache dir)",
+        parse=parse_path,
+        choices="a directory path (relative: from the rootdir)",
+    ),
+    Option(
+        "no-cache",
+        "",
+        "compile every kernel afresh: neither read nor write the compile cache",
+        parse=parse_bool,
+        choices=_SWITCH,
         switch=True,
     ),
     Option(
@@ -185,6 +233,11 @@ class Settings(NamedTuple):
     seed: int | None = None
     require: tuple[str, ...] = ()
     codegen_only: bool = False
+    save_kernels: bool = False
+    kernels_dir: str = "build_output"
+    dump_passes: bool = False
+    cache_dir: str | None = None
+    no_cache: bool = False
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -259,5 +312,7 @@ def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Sett
                 f"{opt.flag}: invalid value {raw!r} (from {source}): {exc}. "
                 f"Valid values: {opt.choices}."
             ) from None
-    fields = {"arch": "archs", "mode": "modes", "device": "devices", "codegen-only": "codegen_only"}
-    return Settings(**{fields.get(name, name): value for name, value in values.items()})
+    fields = {"arch": "archs", "mode": "modes", "device": "devices"}
+    return Settings(
+        **{fields.get(name, name.replace("-", "_")): value for name, value in values.items()}
+    )

@@ -5,12 +5,19 @@ the simulator.  Every failure carries a failure class (``compile-error``,
 ``runtime-error``, ``device-error``, ``mismatch``) as ``exc.failure_class``; the
 plugin copies it into the test's ``user_properties`` (hence junitxml).  ``check``
 failures also name the platform, the seed and a command that reproduces them.
+
+Compiles go through the compile cache (harness/cache.py); where output goes
+(``config.save_kernels_dir``) is applied after every compile, hit or miss.  A failing
+``check`` keeps its artifact with the inputs, expected and actual outputs as ``.npy``
+files in ``keep_dir`` and names that directory in its report.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_pypto.config import RunConfig
@@ -52,10 +59,19 @@ class Runner:
         *,
         rng_factory: Callable[[], Any],
         context: Sequence[str] = (),
+        cache: Any = None,
+        keep_dir: str | Path | None = None,
     ) -> None:
+        from pytest_pypto.harness.cache import CompileCache
+
         self.config = config
         self._rng_factory = rng_factory
         self.context = tuple(context)  # platform, seed, reproduce: appended to reports
+        self.cache = cache if cache is not None else CompileCache(None)
+        self.keep_dir = Path(keep_dir) if keep_dir is not None else None
+        self.last_compiled: Any = None  # the artifact a failure keeps
+        self.kept: Path | None = None  # where it was kept
+        self._last_arrays: Sequence[Any] = ()
 
     @property
     def platform(self) -> str:
@@ -65,12 +81,42 @@ class Runner:
         mode = ", codegen only" if self.config.codegen_only else ""
         return f"<pypto_runner {self.platform}{mode}>"
 
-    def compile(self, program: Any) -> Any:
-        """Compile ``program`` for this cell; a `CompiledProgram`."""
-        from pytest_pypto.compiler.api import compile as compile_program
+    def compile(self, program: Any, *, specs: Sequence[Any] = ()) -> Any:
+        """Compile ``program`` for this cell (through the cache); a `CompiledProgram`.
 
+        ``specs``: a case's tensor specs, part of the cache key.
+        """
         with _classified("compile-error"):
-            return compile_program(program, self.config)
+            compiled = self.cache.compile(program, self.config, specs=specs)
+        self.last_compiled = compiled
+        if self.config.save_kernels_dir:
+            copy_artifact(compiled.artifact_dir, Path(self.config.save_kernels_dir))
+        return compiled
+
+    def keep_failure(
+        self,
+        arrays: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Path | None:
+        """Keep the last artifact (and ``arrays``: group -> name -> array) for a failure.
+
+        Without arrays, the arguments of the last `run` are kept as ``arguments/``.
+        Returns the directory (None when nothing was compiled or there is nowhere to
+        keep it); keeping twice is a no-op.
+        """
+        if self.kept is not None:
+            return self.kept
+        if self.last_compiled is None:
+            return None
+        target = self.config.save_kernels_dir or self.keep_dir
+        if target is None:
+            return None
+        target = Path(target)
+        copy_artifact(self.last_compiled.artifact_dir, target)
+        if arrays is None:
+            arrays = {"arguments": _named_args(self.last_compiled, self._last_arrays)}
+        _save_arrays(target, arrays)
+        self.kept = target.resolve()
+        return self.kept
 
     def run(self, program: Any, *arrays: Any) -> Any:
         """Run ``program`` (or a `CompiledProgram`) with ``arrays`` on this cell's simulator.
@@ -92,6 +138,7 @@ class Runner:
             return compiled
         from pytest_pypto.harness.dispatch import run as dispatch
 
+        self._last_arrays = arrays
         with _classified("runtime-error"):
             return dispatch(compiled, *arrays, config=self.config)
 
@@ -135,14 +182,17 @@ class Runner:
         program = case.get_program()
         started = time.perf_counter()
         try:
-            compiled = self.compile(program)
-            args = [
-                tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs
-            ]
+            compiled = self.compile(program, specs=specs)
+        except Exception as exc:
+            _add_context(exc, self.context)
+            raise
+        args = [tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs]
+        try:
             if not self.config.codegen_only:
                 self.run(compiled, *args)
         except Exception as exc:
-            _add_context(exc, self.context)
+            kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": tensors})
+            _add_context(exc, (*self.context, *_kept_line(kept)))
             raise
         elapsed = time.perf_counter() - started
         result = RunResult(
@@ -170,8 +220,39 @@ class Runner:
             is not None
         ]
         if found:
-            raise MismatchError(found, (f"case: {case.get_name()}", *self.context))
+            actual = {name: tensors[name] for name in expected}
+            kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": actual})
+            context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept))
+            raise MismatchError(found, context)
         return result
+
+
+def copy_artifact(artifact: Path, target: Path) -> None:
+    """Copy an artifact directory's files into ``target`` (created; files replaced)."""
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(artifact, target, dirs_exist_ok=True)
+
+
+def _kept_line(kept: Path | None) -> tuple[str, ...]:
+    return (f"artifacts kept in: {kept}",) if kept is not None else ()
+
+
+def _named_args(compiled: Any, arrays: Sequence[Any]) -> dict[str, Any]:
+    names = [a.name for a in compiled.manifest.entry_args]
+    return {name: a for name, a in zip(names, arrays) if hasattr(a, "shape")}
+
+
+def _save_arrays(target: Path, groups: Mapping[str, Mapping[str, Any]]) -> None:
+    """``<target>/<group>/<name>.npy`` for every array (torch tensors via numpy)."""
+    import numpy as np
+
+    for group, arrays in groups.items():
+        folder = target / group
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, array in arrays.items():
+            if hasattr(array, "detach"):  # a torch tensor
+                array = array.detach().cpu().numpy()
+            np.save(folder / f"{name}.npy", np.asarray(array))
 
 
 def _tolerance(case: Any, config: RunConfig) -> tuple[float | None, float | None]:

@@ -16,10 +16,16 @@ from pytest_pypto.harness.options import SETTINGS_KEY, Settings
 from pytest_pypto.harness.seeding import DEFAULT_BASE_SEED, test_seed
 
 _ONBOARD_KEY = pytest.StashKey[Any]()
+_CACHE_KEY = pytest.StashKey[Any]()
+RUNNER_KEY = pytest.StashKey[Any]()
 SEED_PROPERTY = "pypto_seed"
+CACHE_OUTPUT = "pypto_compile_cache"  # xdist workeroutput key: [hits, misses]
 
 __all__ = [
+    "RUNNER_KEY",
+    "compile_cache",
     "config_for",
+    "keep_dir_for",
     "header_lines",
     "lease_device",
     "onboard_missing",
@@ -52,6 +58,68 @@ def onboard_missing(config: pytest.Config) -> str | None:
     return onboard_status(config).missing()
 
 
+def _path(config: pytest.Config, raw: str) -> Any:
+    from pathlib import Path
+
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else config.rootpath / path
+
+
+def compile_cache(config: pytest.Config) -> Any:
+    """This process's `CompileCache` (root probed once; unwritable: no cache, with why)."""
+    cache = config.stash.get(_CACHE_KEY, None)
+    if cache is not None:
+        return cache
+    from pytest_pypto.harness.cache import CompileCache, probe_writable
+
+    s = settings(config)
+    root = None
+    why = None
+    if s.no_cache:
+        pass
+    elif s.cache_dir is not None:
+        root = _path(config, s.cache_dir)
+    elif getattr(config, "cache", None) is not None:
+        try:
+            root = config.cache.mkdir("pypto-compile")
+        except OSError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+    cache = CompileCache(root)
+    if root is not None:
+        why = probe_writable(root)
+    if why is not None:
+        cache.disable(why)
+    config.stash[_CACHE_KEY] = cache
+    return cache
+
+
+def cache_summary(config: pytest.Config, hits: int, misses: int) -> str:
+    """The terminal summary's line about the compile cache."""
+    cache = compile_cache(config)
+    if cache.root is None:
+        where = "off (--pypto-no-cache)" if settings(config).no_cache else "off"
+    elif cache.disabled_reason is not None:
+        where = f"off: {cache.root} is not writable"
+    else:
+        where = str(cache.root)
+    return f"pypto compile cache: {hits} hits, {misses} misses ({where})"
+
+
+def _sanitize(nodeid: str) -> str:
+    import hashlib
+    import re
+
+    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_") or "test"
+    if len(name) > 120:
+        name = f"{name[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:16]}"
+    return name
+
+
+def keep_dir_for(config: pytest.Config, nodeid: str) -> Any:
+    """Where this test's artifacts are kept: ``<kernels dir>/<sanitized node id>``."""
+    return _path(config, settings(config).kernels_dir) / _sanitize(nodeid)
+
+
 def seed_for(request: pytest.FixtureRequest) -> int:
     """This test's seed; recorded once in ``user_properties`` (junitxml, reports)."""
     seed = test_seed(settings(request.config).seed, request.node.nodeid)
@@ -68,11 +136,16 @@ def config_for(request: pytest.FixtureRequest, platform: str) -> Any:
     device = None
     if "pypto_device" in request.fixturenames:
         device = request.getfixturevalue("pypto_device")
+    s = settings(request.config)
+    keep = s.save_kernels or s.dump_passes  # a dump is only useful where it can be read
     return RunConfig(
         platform=platform,
         seed=seed_for(request),
         device_id=device,
-        codegen_only=settings(request.config).codegen_only,
+        codegen_only=s.codegen_only,
+        save_kernels=s.save_kernels,
+        save_kernels_dir=str(keep_dir_for(request.config, request.node.nodeid)) if keep else None,
+        dump_passes=s.dump_passes,
     )
 
 
@@ -112,7 +185,15 @@ def runner_for(request: pytest.FixtureRequest, config: Any) -> Any:
         f"seed: {config.seed} (base seed {settings(request.config).seed or DEFAULT_BASE_SEED})",
         f"reproduce: {repro_command(request.config, node.nodeid, config.platform)}",
     )
-    return Runner(config, rng_factory=lambda: make_rng(config.seed), context=context)
+    runner = Runner(
+        config,
+        rng_factory=lambda: make_rng(config.seed),
+        context=context,
+        cache=compile_cache(request.config),
+        keep_dir=keep_dir_for(request.config, node.nodeid),
+    )
+    node.stash[RUNNER_KEY] = runner
+    return runner
 
 
 def _worker_index() -> int:
@@ -162,6 +243,14 @@ def header_lines(config: pytest.Config) -> list[str]:
         if s.seed is not None
         else f"{DEFAULT_BASE_SEED} (default; set with --pypto-seed)"
     )
+    cache = compile_cache(config)
+    if cache.root is None:
+        where = "off"
+    elif cache.disabled_reason is not None:
+        where = f"off ({cache.root} is not writable)"
+    else:
+        where = str(cache.root)
     return [
-        f"pytest-pypto {__version__}: cells {', '.join(cells)}; devices {devices}; base seed {seed}"
+        f"pytest-pypto {__version__}: cells {', '.join(cells)}; devices {devices}; base seed {seed}",
+        f"pytest-pypto compile cache: {where}",
     ]
