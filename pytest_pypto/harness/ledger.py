@@ -1,8 +1,11 @@
-"""The coverage ledger: per cell, how many tests passed, failed and skipped (by reason).
+"""The coverage ledger: per cell, how many tests passed, failed (by failure class) and
+skipped (by reason).
 
 Built on the controller from test reports, so it is right under xdist: each item
-carries its cell in ``user_properties`` (which xdist ships with every report), and
-one outcome is kept per test (a failing teardown turns a pass into a failure).
+carries its cell and, when it failed in the toolchain, its failure class
+(``compile-error``, ``mismatch``, ``runtime-error``, ``device-error``) in
+``user_properties``, which xdist ships with every report.  One outcome is kept per
+test (a failing teardown turns a pass into a failure).
 """
 
 from __future__ import annotations
@@ -16,16 +19,29 @@ from pytest_pypto.harness.cells import CELL_PROPERTY
 
 COLUMNS: tuple[str, ...] = ("passed", "failed", "xfailed", "skipped")
 EXECUTED: frozenset[str] = frozenset({"passed", "failed", "xfailed"})
+# The runner's user property (harness/runner.py FAILURE_PROPERTY; not imported, so the
+# ledger stays cheap) and the name of failures that are not the toolchain's.
+FAILURE_PROPERTY = "pypto_failure_class"
+UNCLASSIFIED = "unclassified"
 
-__all__ = ["COLUMNS", "Ledger", "cell_of"]
+__all__ = ["COLUMNS", "UNCLASSIFIED", "Ledger", "cell_of", "failure_class_of_report"]
+
+
+def _property(report: Any, name: str) -> str | None:
+    for key, value in getattr(report, "user_properties", ()) or ():
+        if key == name:
+            return str(value)
+    return None
 
 
 def cell_of(report: Any) -> str | None:
     """The cell a report belongs to (None for tests that are not per-cell)."""
-    for key, value in getattr(report, "user_properties", ()) or ():
-        if key == CELL_PROPERTY:
-            return str(value)
-    return None
+    return _property(report, CELL_PROPERTY)
+
+
+def failure_class_of_report(report: Any) -> str:
+    """The failure class a failed report carries (`UNCLASSIFIED` when none)."""
+    return _property(report, FAILURE_PROPERTY) or UNCLASSIFIED
 
 
 def _skip_reason(report: Any) -> str:
@@ -51,7 +67,10 @@ class Ledger:
         key = (cell, report.nodeid)
         if report.when == "teardown":
             if report.failed:
-                self.outcomes[key] = ("failed", None)
+                before = self.outcomes.get(key)
+                if before is not None and before[0] == "failed":
+                    return  # the first failure's class stands
+                self.outcomes[key] = ("failed", failure_class_of_report(report))
             return
         if report.when == "setup" and report.passed:
             return
@@ -60,18 +79,25 @@ class Ledger:
             self.outcomes[key] = (outcome, None)
         elif report.skipped:
             self.outcomes[key] = ("skipped", _skip_reason(report))
+        elif report.failed:
+            self.outcomes[key] = ("failed", failure_class_of_report(report))
         else:
-            self.outcomes[key] = ("failed" if report.failed else "passed", None)
+            self.outcomes[key] = ("passed", None)
 
     def counts(self, cell: str) -> Counter[str]:
         """Outcome counts of one cell."""
         return Counter(o for (c, _), (o, _) in self.outcomes.items() if c == cell)
 
+    def _details(self, cell: str, outcome: str) -> Counter[str]:
+        return Counter(d for (c, _), (o, d) in self.outcomes.items() if c == cell and o == outcome)
+
     def skip_reasons(self, cell: str) -> Counter[str]:
         """Skip counts of one cell, by reason."""
-        return Counter(
-            r for (c, _), (o, r) in self.outcomes.items() if c == cell and o == "skipped"
-        )
+        return self._details(cell, "skipped")
+
+    def failure_classes(self, cell: str) -> Counter[str]:
+        """Failure counts of one cell, by failure class (`UNCLASSIFIED` for the rest)."""
+        return self._details(cell, "failed")
 
     def cells(self, requested: Iterable[str] = ()) -> list[str]:
         """Requested cells first, then any other cell seen in reports."""
@@ -91,7 +117,8 @@ class Ledger:
         return [cell for cell in required if not self.executed(cell)]
 
     def table(self, requested: Iterable[str] = ()) -> list[str]:
-        """The ledger as text lines: a cell x outcome table, then skips by reason."""
+        """The ledger as text lines: a cell x outcome table, then per cell its failures
+        by class and its skips by reason (most frequent first)."""
         cells = self.cells(requested)
         header = ["cell", *COLUMNS]
         rows = [[c, *(str(self.counts(c)[o]) for o in COLUMNS)] for c in cells]
@@ -101,8 +128,10 @@ class Ledger:
             for r in [header, *rows]
         ]
         for cell in cells:
-            for reason, n in sorted(
-                self.skip_reasons(cell).items(), key=lambda kv: (-kv[1], kv[0])
+            for outcome, details in (
+                ("failed", self.failure_classes(cell)),
+                ("skipped", self.skip_reasons(cell)),
             ):
-                lines.append(f"{cell}: {n} skipped: {reason}")
+                for detail, n in sorted(details.items(), key=lambda kv: (-kv[1], kv[0])):
+                    lines.append(f"{cell}: {n} {outcome}: {detail}")
         return lines

@@ -146,3 +146,29 @@ def test_importing_compat_is_cheap() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ledger_counts_compat_failures_by_class_under_xdist(cases: pytest.Pytester) -> None:
+    cases.makeconftest(COMPAT)
+    cases.makepyfile(
+        test_migrated=MIGRATED,
+        test_bad="""
+        from kcases import WrongAdd
+
+        def test_wrong(test_runner):
+            result = test_runner.run(WrongAdd())
+            assert result.passed, result.error
+        """,
+    )
+    result = cases.runpytest_subprocess("--pypto-arch=all", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=6, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "cell     passed  failed  xfailed  skipped",
+            "a2a3sim       3       1        0        0",
+            "a5sim         3       1        0        0",
+            "a2a3sim: 1 failed: mismatch",
+            "a5sim: 1 failed: mismatch",
+        ],
+        consecutive=True,
+    )

@@ -1,4 +1,5 @@
-"""Report header, the coverage ledger (also under xdist) and --pypto-require."""
+"""Report header, the coverage ledger (failures by class, skips by reason; also under
+xdist) and --pypto-require."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_pypto import __version__
+from pytest_pypto.harness import ledger as ledger_module
 from pytest_pypto.harness.ledger import Ledger
+from pytest_pypto.harness.runner import FAILURE_PROPERTY
 
 SUITE = """
 import pytest
@@ -35,15 +38,35 @@ def broken_teardown():
 def test_teardown(pypto_platform, broken_teardown): pass
 
 def test_plain(): pass
+
+# Errors that carry a failure class, as the toolchain's do (the plugin reads the
+# attribute and records it in user_properties, which the ledger counts).
+class Mismatch(AssertionError):
+    failure_class = "mismatch"
+
+class CompileError(Exception):
+    failure_class = "compile-error"
+
+def test_mismatch(pypto_platform):
+    raise Mismatch("outputs differ")
+
+@pytest.mark.pypto_arch("a5")
+def test_compile(pypto_platform):
+    raise CompileError("kernel.py:3: bad tile")
 """
 
 LEDGER = [
     "*= pypto coverage ledger =*",
     "cell     passed  failed  xfailed  skipped",
-    "a2a3sim       2       1        1        2",
-    "a5sim         2       2        1        1",
+    "a2a3sim       2       2        1        3",
+    "a5sim         2       4        1        1",
+    "a2a3sim: 1 failed: mismatch",
+    "a2a3sim: 1 failed: unclassified",
+    "a2a3sim: 2 skipped: runs only on a5 (pypto_arch marker), not on a2a3 (cell a2a3sim)",
     "a2a3sim: 1 skipped: needs an NPU: runs only with --pypto-mode onboard",
-    "a2a3sim: 1 skipped: runs only on a5 (pypto_arch marker), not on a2a3 (cell a2a3sim)",
+    "a5sim: 2 failed: unclassified",
+    "a5sim: 1 failed: compile-error",
+    "a5sim: 1 failed: mismatch",
     "a5sim: 1 skipped: needs an NPU: runs only with --pypto-mode onboard",
 ]
 
@@ -157,8 +180,17 @@ def test_require_from_env_and_without_terminal(pytester: pytest.Pytester, monkey
     assert "--pypto-require: cell a5sim executed no test" in result.stderr.str()
 
 
-def _report(nodeid: str, when: str, outcome: str, cell: str | None = "a5sim", **extra):
+def _report(
+    nodeid: str,
+    when: str,
+    outcome: str,
+    cell: str | None = "a5sim",
+    failure: str | None = None,
+    **extra,
+):
     props = [("pypto_platform", cell)] if cell else []
+    if failure:
+        props.append((FAILURE_PROPERTY, failure))
     return SimpleNamespace(
         nodeid=nodeid,
         when=when,
@@ -186,10 +218,26 @@ def test_ledger_folds_phases_into_one_outcome_per_test() -> None:
         _report("d", "teardown", "passed"),
         _report("e", "call", "skipped", wasxfail="r"),
         _report("f", "call", "passed", cell=None),
+        _report("g", "call", "failed", failure="mismatch"),
+        _report("g", "teardown", "failed"),  # the call's class stands
+        _report("h", "setup", "failed", failure="compile-error"),
+        _report("i", "call", "passed"),
+        _report("i", "teardown", "failed", failure="device-error"),
     ]:
         ledger.record(rep)
-    assert dict(ledger.counts("a5sim")) == {"passed": 1, "failed": 2, "skipped": 1, "xfailed": 1}
+    assert dict(ledger.counts("a5sim")) == {"passed": 1, "failed": 5, "skipped": 1, "xfailed": 1}
     assert dict(ledger.skip_reasons("a5sim")) == {"why": 1}
-    assert ledger.executed("a5sim") == 4
+    assert dict(ledger.failure_classes("a5sim")) == {
+        "unclassified": 2,
+        "mismatch": 1,
+        "compile-error": 1,
+        "device-error": 1,
+    }
+    assert ledger.executed("a5sim") == 7
     assert ledger.unmet(["a5sim", "a5"]) == ["a5"]
     assert ledger.cells(["a2a3sim"]) == ["a2a3sim", "a5sim"]
+
+
+def test_ledger_reads_the_runners_property() -> None:
+    # The ledger spells the property itself (so it need not import the runner).
+    assert ledger_module.FAILURE_PROPERTY == FAILURE_PROPERTY
