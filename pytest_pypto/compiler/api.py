@@ -8,7 +8,9 @@ arch give a byte-identical artifact, so the harness can cache it by content.
 
 from __future__ import annotations
 
+import atexit
 import copy
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -98,6 +100,19 @@ def lower(
     return work, ctx
 
 
+_scratch_root: Path | None = None
+
+
+def _scratch_dir() -> Path:
+    """A fresh artifact directory under one per-process temporary root removed at exit,
+    so compiling without ``output_dir`` never leaves directories behind."""
+    global _scratch_root
+    if _scratch_root is None:
+        _scratch_root = Path(tempfile.mkdtemp(prefix="pypto-artifacts-"))
+        atexit.register(shutil.rmtree, _scratch_root, True)
+    return Path(tempfile.mkdtemp(dir=_scratch_root))
+
+
 def compile(  # noqa: A001  (PyPTO's name)
     program: n.Program,
     config: RunConfig = RunConfig(),  # noqa: B008  (frozen, safe as a default)
@@ -113,7 +128,7 @@ def compile(  # noqa: A001  (PyPTO's name)
     loop execution (compiler/batching.py) on or off; None reads ``PYPTO_BATCH_LOOPS``
     (default on).  Either way the numerics are identical; only speed changes.
     """
-    out = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="pypto_"))
+    out = Path(output_dir) if output_dir is not None else _scratch_dir()
     out.mkdir(parents=True, exist_ok=True)
     work, ctx = lower(
         program, config, registry=registry,
