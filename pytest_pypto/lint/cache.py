@@ -20,11 +20,8 @@ from pytest_pypto.lint.framework import Violation
 
 def digest(*parts: str) -> str:
     """Stable digest of string parts (separated, so ('ab','c') != ('a','bc'))."""
-    h = hashlib.blake2b(digest_size=20)
-    for p in parts:
-        h.update(p.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    return h.hexdigest()
+    joined = "\0".join(parts) + "\0"  # one update: same bytes as part, NUL, part, NUL...
+    return hashlib.blake2b(joined.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
 
 
 class LintCache:
@@ -32,17 +29,19 @@ class LintCache:
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
+        self._prefix = os.path.join(str(directory), "") if directory is not None else ""
 
-    def _path(self, check_id: str, key: str) -> Path:
+    def _path(self, check_id: str, key: str) -> str:
         assert self.directory is not None
-        return self.directory / check_id / key[:2] / f"{key}.json"
+        return f"{self._prefix}{check_id}{os.sep}{key[:2]}{os.sep}{key}.json"
 
     def get(self, check_id: str, key: str) -> list[Violation] | None:
         """Cached violations, or None on a miss (a missing or unreadable entry)."""
         if self.directory is None:
             return None
         try:
-            raw = json.loads(self._path(check_id, key).read_bytes())
+            with open(self._path(check_id, key), "rb") as f:
+                raw = json.loads(f.read())
             return [Violation(str(p), int(n), str(m)) for p, n, m in raw["violations"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -54,8 +53,9 @@ class LintCache:
         path = self._path(check_id, key)
         data = json.dumps({"violations": [list(v) for v in violations]}).encode()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            parent = os.path.dirname(path)
+            os.makedirs(parent, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 _WALK_SKIP_DIRS = {"__pycache__", "node_modules"}
@@ -24,7 +25,8 @@ def project_files(root: Path) -> list[str]:
     files = _git_files(root)
     if files is None:
         files = _walk(root)
-    return sorted(f for f in files if (root / f).is_file())
+    prefix = os.path.join(str(root), "")
+    return sorted(f for f in files if os.path.isfile(prefix + f))
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -56,7 +58,11 @@ def _walk(root: Path) -> list[str]:
 
 @functools.lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob: `**` spans directories, `*` and `?` stay within one."""
+    return re.compile(_glob_pattern(pattern))
+
+
+def _glob_pattern(pattern: str) -> str:
+    """Translate a glob to regex source: `**` spans directories, `*` and `?` stay within one."""
     anchored = "/" in pattern.rstrip("/")
     pat = pattern.lstrip("/")
     out = []
@@ -90,30 +96,94 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(c))
             i += 1
     body = "".join(out)
-    return re.compile(body + r"\Z" if anchored else r"(?:.*/)?" + body + r"\Z")
+    return body + r"\Z" if anchored else r"(?:.*/)?" + body + r"\Z"
+
+
+_WILD = re.compile(r"[*?\[]")
+
+
+def _simple_matcher(pattern: str) -> Callable[[str], bool] | None:
+    """String tests for the common glob shapes (`*.py`, `dir/**`, `dir/**/*.py`, a plain
+    name), equivalent to their regex but free of regex compilation, which dominates
+    a warm lint run otherwise.  None for any other shape (the regex handles it)."""
+    anchored = "/" in pattern.rstrip("/")
+    pat = pattern.lstrip("/")
+    if not _WILD.search(pat):
+        if anchored:
+            return pat.__eq__
+        tail = "/" + pat
+        return lambda path: path == pat or path.endswith(tail)
+    if not anchored:
+        if pat.startswith("*") and not _WILD.search(pat, 1) and "/" not in pat:
+            return operator.methodcaller("endswith", pat[1:])  # `*.py`: the name's suffix
+        return None
+    head, sep, rest = pat.partition("/**")
+    if not sep or _WILD.search(head) or not head:
+        return None
+    prefix = head + "/"
+    if rest == "":
+        return operator.methodcaller("startswith", prefix)  # `dir/**`
+    if rest.startswith("/*") and "/" not in rest[2:] and not _WILD.search(rest, 2):
+        suffix = rest[2:]  # `dir/**/*.py`: under dir/, the name ends with the suffix
+        return lambda path: path.startswith(prefix) and path.endswith(suffix)
+    return None
+
+
+@functools.lru_cache(maxsize=128)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """One predicate for a set of globs: string tests where they suffice, else one
+    regex alternation (one match per file, not one per glob)."""
+    tests: list[Callable[[str], bool]] = []
+    rest: list[str] = []
+    for p in patterns:
+        t = _simple_matcher(p)
+        if t is None:
+            rest.append(p)
+        else:
+            tests.append(t)
+    if rest:
+        rx = re.compile("|".join(f"(?:{_glob_pattern(p)})" for p in rest))
+        tests.append(lambda path: rx.match(path) is not None)
+    if not tests:
+        return lambda path: False
+    if len(tests) == 1:
+        return tests[0]
+    return lambda path: any(t(path) for t in tests)
 
 
 def match(path: str, patterns: Iterable[str]) -> bool:
     """Whether posix `path` matches any glob (a pattern without `/` matches the name anywhere)."""
+    return bool(_matcher(tuple(patterns))(path))
+
+
+def match_regex(path: str, patterns: Iterable[str]) -> bool:
+    """`match` through the regex translation only (the reference for the string fast path)."""
     return any(_glob_regex(p).match(path) for p in patterns)
 
 
 def select(files: Sequence[str], include: Sequence[str], exclude: Sequence[str]) -> list[str]:
     """The files matching `include` and none of `exclude`, order kept."""
-    return [f for f in files if match(f, include) and not match(f, exclude)]
+    inc = _matcher(tuple(include))
+    if not exclude:
+        return [f for f in files if inc(f)]
+    exc = _matcher(tuple(exclude))
+    return [f for f in files if inc(f) and not exc(f)]
 
 
 class FileSet:
-    """The session's file list, computed once, with per-file content digests."""
+    """The session's file list, computed once, with per-file content digests (each file
+    is read and hashed at most once per process, however many checks look at it)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._prefix = os.path.join(str(root), "")
         self.files = project_files(root)
         self._digests: dict[str, str] = {}
 
     def digest(self, path: str) -> str:
         d = self._digests.get(path)
         if d is None:
-            d = hashlib.blake2b((self.root / path).read_bytes(), digest_size=16).hexdigest()
+            with open(self._prefix + path, "rb") as f:
+                d = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
             self._digests[path] = d
         return d

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,12 +66,38 @@ class CheckSpec:
         """Digest of the module defining the check, so editing a check invalidates its cache."""
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{self.fn.__module__}:{self.fn.__qualname__}".encode())
-        try:
-            src = inspect.getsourcefile(self.fn)
-            h.update(Path(src).read_bytes() if src else b"")
-        except (OSError, TypeError):
-            h.update(inspect.getsource(self.fn).encode())
+        h.update(module_source_bytes(self.fn))
         return h.hexdigest()
+
+
+def module_source_bytes(fn: Callable[..., Any]) -> bytes:
+    """The bytes of the source file defining `fn` (CheckSpec.source_digest caches the digest).
+
+    The module's `__file__` is used when it is a `.py` file (the common case, and no
+    `inspect` machinery); otherwise inspect finds the source, else the function's
+    own source text stands in.
+    """
+    module = sys.modules.get(fn.__module__)
+    file = getattr(module, "__file__", None)
+    if not (isinstance(file, str) and file.endswith(".py")):
+        try:
+            file = inspect.getsourcefile(fn)
+        except TypeError:
+            file = None
+    if file:
+        try:
+            return _file_bytes(os.path.abspath(file))
+        except OSError:
+            pass
+    try:
+        return inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        return f"{fn.__module__}:{fn.__qualname__}:<no source>".encode()
+
+
+def _file_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def snake(name: str) -> str:

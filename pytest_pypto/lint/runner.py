@@ -12,6 +12,10 @@ from pytest_pypto.lint.files import FileSet, select
 from pytest_pypto.lint.framework import CheckError, FileContext, ProjectContext, Violation
 from pytest_pypto.lint.manifest import Enabled
 
+# Marks a whole-file-list key (a file digest never contains it, so it cannot collide
+# with a per-file key).
+_BATCH = "\0batch"
+
 
 class CheckCrashed(Exception):
     """The check itself raised: a tool error, reported as an error and never cached."""
@@ -32,7 +36,12 @@ def files_for(en: Enabled, fileset: FileSet) -> list[str]:
 def run(
     en: Enabled, fileset: FileSet, cache: LintCache, paths: Sequence[str] | None = None
 ) -> Result:
-    """Run `en` on `paths` (default: all its files); cached entries are reused."""
+    """Run `en` on `paths` (default: all its files); cached entries are reused.
+
+    A per-file check keeps one entry per file (an edit reruns only that file) plus
+    one entry for the whole file list, keyed by every (path, digest) pair: a warm
+    run whose files are all unchanged reads that single entry instead of one per file.
+    """
     assert en.spec is not None
     paths = files_for(en, fileset) if paths is None else list(paths)
     config_key = en.config_key
@@ -50,8 +59,17 @@ def run(
         res.misses += 1
         res.violations = found
         return res
-    for path in paths:
-        key = digest(config_key, path, fileset.digest(path))
+    digests = [fileset.digest(p) for p in paths]
+    batch_key = None
+    if len(paths) > 1:
+        batch_key = digest(config_key, _BATCH, *(f"{p}={d}" for p, d in zip(paths, digests)))
+        cached = cache.get(en.id, batch_key)
+        if cached is not None:
+            res.hits = len(paths)
+            res.violations = cached
+            return res
+    for path, file_digest in zip(paths, digests):
+        key = digest(config_key, path, file_digest)
         cached = cache.get(en.id, key)
         if cached is not None:
             res.hits += 1
@@ -62,6 +80,8 @@ def run(
         cache.put(en.id, key, found)
         res.misses += 1
         res.violations.extend(found)
+    if batch_key is not None:
+        cache.put(en.id, batch_key, res.violations)
     return res
 
 
