@@ -86,6 +86,7 @@ class Runner:
 
         ``specs``: a case's tensor specs, part of the cache key.
         """
+        __tracebackhide__ = True  # a failing test shows its own line and the report
         with _classified("compile-error"):
             compiled = self.cache.compile(program, self.config, specs=specs)
         self.last_compiled = compiled
@@ -125,6 +126,7 @@ class Runner:
         `CompiledProgram` under ``--pypto-codegen-only``.  Given a `PTOTestCase`,
         returns its `RunResult` instead of raising.
         """
+        __tracebackhide__ = True
         from pytest_pypto.harness.cases import PTOTestCase
 
         if isinstance(program, PTOTestCase):
@@ -148,6 +150,7 @@ class Runner:
         Returns the `RunResult` when every output matches (under codegen-only: once
         the program compiled).
         """
+        __tracebackhide__ = True
         return self._execute(case)
 
     def run_case(self, case: Any) -> Any:
@@ -167,6 +170,7 @@ class Runner:
             )
 
     def _execute(self, case: Any) -> Any:
+        __tracebackhide__ = True
         from pytest_pypto.harness.cases import (
             RunResult,
             TensorSpec,

@@ -172,3 +172,20 @@ def test_ledger_counts_compat_failures_by_class_under_xdist(cases: pytest.Pytest
         ],
         consecutive=True,
     )
+
+
+def test_failing_check_shows_no_harness_frames(cases: pytest.Pytester) -> None:
+    cases.makepyfile(
+        test_bad="""
+        from kcases import WrongAdd
+
+        def test_wrong(pypto_runner):
+            pypto_runner.check(WrongAdd())
+        """
+    )
+    result = cases.runpytest()
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "test_bad.py:4: MismatchError" in out  # the test's own line carries the report
+    assert "harness/runner.py" not in out and "_execute" not in out
+    result.stdout.fnmatch_lines(["E   *output 'out': 2 / 1024 elements mismatch*"])
