@@ -158,6 +158,7 @@ class CompileCache:
             return found[0]
         final = self.root / key
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
             with self._lock(key):
                 found = self._load(final)
                 if found is not None:

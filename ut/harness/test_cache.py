@@ -1,0 +1,160 @@
+"""The compile cache in-process: what is in the key, output-only options re-applied on
+a hit, compile warnings replayed, lost publication races."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+import pytest_pypto.compiler.api as api
+import pytest_pypto.language as pl
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.cache import CompileCache, cache_key
+from pytest_pypto.harness.cases import TensorSpec
+from pytest_pypto.harness.runner import Runner
+from pytest_pypto.ir.dtypes import FP16, FP32
+
+
+def add_program(R: int, C: int):  # noqa: N803  (kernel shape names)
+    @pl.program
+    class Add:
+        @pl.function(type=pl.FunctionType.InCore)
+        def add(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            y: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            a = pl.load(x, [0, 0], [R, C])
+            b = pl.load(y, [0, 0], [R, C])
+            out = pl.store(pl.add(a, b), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[R, C], pl.FP32],
+            y: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+        ) -> pl.Tensor[[R, C], pl.FP32]:
+            out = self.add(x, y, out)
+            return out
+
+    return Add
+
+
+ADD = add_program(16, 64)
+A2 = RunConfig(platform="a2a3sim")
+
+
+def _runner(config: RunConfig, cache: CompileCache) -> Runner:
+    return Runner(config, rng_factory=lambda: None, cache=cache)
+
+
+def test_key_changes_with_program_arch_mode_and_dump_passes() -> None:
+    base = cache_key(ADD, A2)
+    assert cache_key(ADD, A2) == base  # deterministic
+    assert cache_key(add_program(16, 64), A2) == base  # same source, same IR, same place
+    changed = {
+        "shape": cache_key(add_program(16, 128), A2),
+        "rows": cache_key(add_program(32, 64), A2),
+        "arch": cache_key(ADD, RunConfig(platform="a5sim")),
+        "mode": cache_key(ADD, RunConfig(platform="a2a3")),
+        "dump_passes": cache_key(ADD, dataclasses.replace(A2, dump_passes=True)),
+        "batch_loops": cache_key(ADD, A2, batch_loops=False),
+        "specs": cache_key(ADD, A2, specs=[TensorSpec("x", [16, 64], FP32)]),
+        "spec dtype": cache_key(ADD, A2, specs=[TensorSpec("x", [16, 64], FP16)]),
+    }
+    assert base not in changed.values()
+    assert len(set(changed.values())) == len(changed)
+
+
+def test_key_ignores_output_only_options() -> None:
+    base = cache_key(ADD, A2)
+    for change in (
+        {"save_kernels_dir": "/somewhere"},
+        {"save_kernels": True},
+        {"seed": 7},
+        {"rtol": 0.1, "atol": 0.1},
+        {"strict_war": True},
+    ):
+        assert cache_key(ADD, dataclasses.replace(A2, **change)) == base, change
+
+
+def test_key_follows_the_batch_loops_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYPTO_BATCH_LOOPS", "0")
+    assert cache_key(ADD, A2) == cache_key(ADD, A2, batch_loops=False)
+    assert cache_key(ADD, A2) != cache_key(ADD, A2, batch_loops=True)
+
+
+def test_two_save_dirs_both_get_the_artifact(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path / "cache")
+    first, second = tmp_path / "one", tmp_path / "two"
+    a = _runner(dataclasses.replace(A2, save_kernels_dir=str(first)), cache).compile(ADD)
+    b = _runner(dataclasses.replace(A2, save_kernels_dir=str(second)), cache).compile(ADD)
+    assert (cache.hits, cache.misses) == (1, 1)  # the second compile was a hit
+    assert a.artifact_dir == b.artifact_dir
+    for target in (first, second):
+        assert (target / "kernel_config.json").read_bytes() == (
+            a.artifact_dir / "kernel_config.json"
+        ).read_bytes()
+        assert (target / "kernels" / "add.py").is_file()
+        assert (target / "orchestration.txt").is_file()
+
+
+def test_a_fresh_process_view_hits_the_published_entry(tmp_path: Path) -> None:
+    """A second CompileCache on the same root (another worker) reads, never compiles."""
+    CompileCache(tmp_path).compile(ADD, A2)
+    other = CompileCache(tmp_path)
+    compiled = other.compile(ADD, A2)
+    assert (other.hits, other.misses) == (1, 0)
+    assert compiled.manifest.platform == "a2a3sim" and compiled.ir_text.startswith("program Add")
+
+
+def test_compile_warnings_are_replayed_on_a_hit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = api.compile
+
+    def warning_compile(program, config, **kw):
+        warnings.warn_explicit("combo not validated", UserWarning, "kernel.py", 12)
+        return real(program, config, **kw)
+
+    monkeypatch.setattr(api, "compile", warning_compile)
+    for cache in (CompileCache(tmp_path), CompileCache(tmp_path), CompileCache(tmp_path)):
+        with pytest.warns(UserWarning, match="combo not validated") as record:
+            cache.compile(ADD, A2)
+            cache.compile(ADD, A2)  # in-process memo hit: replayed too
+        assert [(w.filename, w.lineno) for w in record] == [("kernel.py", 12)] * 2
+
+
+def test_losing_the_publication_race_uses_the_winner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker publishes the entry while we compile: ours is dropped, theirs used."""
+    winner = CompileCache(tmp_path / "w")
+    published = winner.compile(ADD, A2).artifact_dir.parent
+    real = api.compile
+    loser = CompileCache(tmp_path)
+
+    def racing_compile(program, config, *, output_dir, **kw):
+        out = real(program, config, output_dir=output_dir, **kw)
+        key = cache_key(program, config)
+        os.rename(published, tmp_path / key)  # the winner lands first
+        return out
+
+    monkeypatch.setattr(api, "compile", racing_compile)
+    compiled = loser.compile(ADD, A2)
+    assert compiled.artifact_dir == tmp_path / cache_key(ADD, A2) / "artifact"
+    assert (compiled.artifact_dir / "kernel_config.json").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_disabled_cache_compiles_every_time(tmp_path: Path) -> None:
+    cache = CompileCache(None)
+    a, b = cache.compile(ADD, A2), cache.compile(ADD, A2)
+    assert a.artifact_dir != b.artifact_dir and (cache.hits, cache.misses) == (0, 2)
