@@ -28,6 +28,7 @@ import os
 import shutil
 import tempfile
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,11 @@ def _spec_text(spec: Any) -> list[Any]:
     return ["scalar", spec.name, dtype]
 
 
+# Printing a program is the costly part of a key: once per program object.  Programs
+# are immutable once parsed (the compiler works on a deep copy).
+_program_text: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def cache_key(
     program: Any,
     config: Any,
@@ -65,13 +71,23 @@ def cache_key(
 
     if batch_loops is None:
         batch_loops = batching.enabled_by_env()
-    span = getattr(program, "span", None)
-    source = "\n".join(getattr(program, "source_lines", ()))
+    try:
+        text = _program_text.get(program)
+    except TypeError:  # not weak-referenceable
+        text = None
+    if text is None:
+        span = getattr(program, "span", None)
+        source = "\n".join(getattr(program, "source_lines", ()))
+        text = {
+            "ir": print_program(program),
+            "file": str(getattr(program, "file", "")),
+            "span": [span.line, span.col] if span is not None else None,
+            "source": _sha(source.encode()),
+        }
+        with contextlib.suppress(TypeError):
+            _program_text[program] = text
     parts = {
-        "ir": print_program(program),
-        "file": str(getattr(program, "file", "")),
-        "span": [span.line, span.col] if span is not None else None,
-        "source": _sha(source.encode()),
+        **text,
         "specs": [_spec_text(s) for s in specs],
         "platform": config.platform,
         "dump_passes": bool(config.dump_passes),
@@ -143,10 +159,13 @@ class CompileCache:
         self.disabled_reason = reason
 
     def compile(self, program: Any, config: Any, *, specs: Sequence[Any] = ()) -> Any:
-        """The `CompiledProgram` of ``program`` for ``config``: from the cache or compiled."""
-        from pytest_pypto.compiler import api
+        """The `CompiledProgram` of ``program`` for ``config``: from the cache or compiled.
 
+        A hit never imports the compiler.
+        """
         if not self.enabled:
+            from pytest_pypto.compiler import api
+
             self.misses += 1
             return api.compile(program, config)
         assert self.root is not None
@@ -171,6 +190,8 @@ class CompileCache:
             warnings.warn(
                 f"pypto compile cache at {self.root} turned off: {exc}", stacklevel=2
             )
+            from pytest_pypto.compiler import api
+
             return api.compile(program, config)
         self._memo[key] = found
         _replay(found[1])
