@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import operator
 import os
 import re
 import subprocess
@@ -102,53 +101,65 @@ def _glob_pattern(pattern: str) -> str:
 _WILD = re.compile(r"[*?\[]")
 
 
-def _simple_matcher(pattern: str) -> Callable[[str], bool] | None:
-    """String tests for the common glob shapes (`*.py`, `dir/**`, `dir/**/*.py`, a plain
-    name), equivalent to their regex but free of regex compilation, which dominates
-    a warm lint run otherwise.  None for any other shape (the regex handles it)."""
+def _simple_shape(pattern: str) -> tuple[str, str, str] | None:
+    """Classify the common glob shapes, which string tests match exactly like their regex:
+    ("eq", path, "") a plain anchored path; ("name", name, "") a plain name anywhere;
+    ("suffix", ".py", "") `*.py`; ("under", "dir/", ".py") `dir/**` and `dir/**/*.py`.
+    None for any other shape (the regex handles it)."""
     anchored = "/" in pattern.rstrip("/")
     pat = pattern.lstrip("/")
     if not _WILD.search(pat):
-        if anchored:
-            return pat.__eq__
-        tail = "/" + pat
-        return lambda path: path == pat or path.endswith(tail)
+        return ("eq", pat, "") if anchored else ("name", pat, "")
     if not anchored:
         if pat.startswith("*") and not _WILD.search(pat, 1) and "/" not in pat:
-            return operator.methodcaller("endswith", pat[1:])  # `*.py`: the name's suffix
+            return ("suffix", pat[1:], "")
         return None
     head, sep, rest = pat.partition("/**")
-    if not sep or _WILD.search(head) or not head:
+    if not sep or not head or _WILD.search(head):
         return None
-    prefix = head + "/"
     if rest == "":
-        return operator.methodcaller("startswith", prefix)  # `dir/**`
+        return ("under", head + "/", "")
     if rest.startswith("/*") and "/" not in rest[2:] and not _WILD.search(rest, 2):
-        suffix = rest[2:]  # `dir/**/*.py`: under dir/, the name ends with the suffix
-        return lambda path: path.startswith(prefix) and path.endswith(suffix)
+        return ("under", head + "/", rest[2:])
     return None
 
 
 @functools.lru_cache(maxsize=128)
 def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
-    """One predicate for a set of globs: string tests where they suffice, else one
-    regex alternation (one match per file, not one per glob)."""
-    tests: list[Callable[[str], bool]] = []
+    """One predicate for a set of globs: a set lookup, one `endswith(tuple)`, prefix
+    tests, and one regex alternation for the remaining shapes.  Compiling a regex
+    per glob used to dominate a warm lint run."""
+    exact: set[str] = set()
+    tails: list[str] = []
+    under: list[tuple[str, str]] = []
     rest: list[str] = []
     for p in patterns:
-        t = _simple_matcher(p)
-        if t is None:
+        shape = _simple_shape(p)
+        if shape is None:
             rest.append(p)
+            continue
+        kind, a, b = shape
+        if kind == "eq":
+            exact.add(a)
+        elif kind == "name":
+            exact.add(a)
+            tails.append("/" + a)
+        elif kind == "suffix":
+            tails.append(a)
         else:
-            tests.append(t)
-    if rest:
-        rx = re.compile("|".join(f"(?:{_glob_pattern(p)})" for p in rest))
-        tests.append(lambda path: rx.match(path) is not None)
-    if not tests:
-        return lambda path: False
-    if len(tests) == 1:
-        return tests[0]
-    return lambda path: any(t(path) for t in tests)
+            under.append((a, b))
+    ends = tuple(tails)
+    rx = re.compile("|".join(f"(?:{_glob_pattern(p)})" for p in rest)) if rest else None
+
+    def test(path: str) -> bool:
+        if path in exact or (ends and path.endswith(ends)):
+            return True
+        for prefix, suffix in under:
+            if path.startswith(prefix) and path.endswith(suffix):
+                return True
+        return rx is not None and rx.match(path) is not None
+
+    return test
 
 
 def match(path: str, patterns: Iterable[str]) -> bool:

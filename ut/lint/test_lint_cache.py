@@ -146,10 +146,10 @@ _PATTERNS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
-@given(path=_PATH, pattern=st.sampled_from(_PATTERNS))
-def test_string_fast_path_agrees_with_the_regex(path: str, pattern: str) -> None:
-    assert match(path, [pattern]) is match_regex(path, [pattern])
+@settings(max_examples=400, deadline=None)
+@given(path=_PATH, patterns=st.lists(st.sampled_from(_PATTERNS), max_size=4))
+def test_string_fast_path_agrees_with_the_regex(path: str, patterns: list[str]) -> None:
+    assert match(path, patterns) is match_regex(path, patterns)
 
 
 def test_select_by_hand() -> None:
