@@ -47,7 +47,7 @@ from pytest_pypto.ir.artifact import (
     write_manifest,
 )
 from pytest_pypto.ir.registry import REGISTRY, OpSpec
-from pytest_pypto.ir.types import Direction, ScalarType, TensorType
+from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 
 PASSES: list[Pass] = [
     Pass("check_unsupported", structure.check_unsupported),
@@ -140,14 +140,39 @@ def compile(  # noqa: A001  (PyPTO's name)
     return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_printer()(work))
 
 
-def _arg(p: n.Param, fully_written: bool = False) -> ArgInfo:
+def dyn_names(program: n.Program) -> dict[DynVar, str]:
+    """A unique, stable manifest name per ``pl.dynamic`` object of the parameters:
+    ``name@k``, k counting distinct objects in order of first appearance (functions in
+    program order, as the IR printer numbers them).  Two ``pl.dynamic("M")`` calls are
+    two dims, so the runtime must not bind them together by their shared name."""
+    names: dict[DynVar, str] = {}
+    for fn in program.functions.values():
+        for p in fn.params:
+            if isinstance(p.type, TensorType):
+                for d in p.type.shape:
+                    if isinstance(d, DynVar) and d not in names:
+                        names[d] = f"{d.name}@{len(names)}"
+    return names
+
+
+def _arg(p: n.Param, fully_written: bool = False,
+         dyn: dict[DynVar, str] | None = None) -> ArgInfo:
     t = p.type
     if isinstance(t, ScalarType):
         return ArgInfo(p.name, "scalar", Direction.SCALAR.value, t.dtype.name)
     assert isinstance(t, TensorType)
     direction = p.direction if p.direction is not Direction.SCALAR else Direction.IN
-    shape = [d if isinstance(d, int) else str(d) for d in t.shape]
+    dyn = dyn or {}
+    shape = [d if isinstance(d, int) else dyn.get(d, str(d)) for d in t.shape]
     return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape, fully_written)
+
+
+def _extra(entry: n.Function) -> dict[str, object]:
+    """Manifest extras: the pass list, and the entry's span (run-time staging errors)."""
+    extra: dict[str, object] = {"passes": [p.name for p in PASSES]}
+    if entry.span is not None:
+        extra["entry_span"] = [entry.span.file, entry.span.line, entry.span.col]
+    return extra
 
 
 def write_artifact(
@@ -161,6 +186,7 @@ def write_artifact(
     infos: list[KernelInfo] = []
     func_ids: dict[str, int] = {}
     written: dict[str, set[int]] = {}
+    dyn = dyn_names(program)
     for func_id, fn in enumerate(structure.kernels(program)):
         func_ids[fn.name] = func_id
         facts = ctx.facts(fn.name)
@@ -177,7 +203,7 @@ def write_artifact(
             name=fn.name,
             func_id=func_id,
             core_type=facts.core_type,
-            args=[_arg(p, i in written[fn.name]) for i, p in enumerate(fn.params)],
+            args=[_arg(p, i in written[fn.name], dyn) for i, p in enumerate(fn.params)],
             source=f"kernels/{fn.name}.py",
             listing=f"kernels/{fn.name}.txt",
             returns=returned_params(fn),
@@ -199,10 +225,10 @@ def write_artifact(
         toolchain_version=pytest_pypto.__version__,
         sim_backend=sim_backend,
         entry=entry.name,
-        entry_args=[_arg(p, i in entry_written) for i, p in enumerate(entry.params)],
+        entry_args=[_arg(p, i in entry_written, dyn) for i, p in enumerate(entry.params)],
         entry_returns=returned_params(entry),
         kernels=infos,
-        extra={"passes": [p.name for p in PASSES]},
+        extra=_extra(entry),
     )
     write_manifest(out, manifest)
     return manifest

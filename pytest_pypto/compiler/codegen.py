@@ -7,6 +7,13 @@ become Python `for` loops, carried values plain rebinding.  A loop that
 `compiler.batching` found to be a parallel map gets a second, batched path
 (guarded at run time, the per-iteration loop as fallback): see that module.  Scalar arithmetic
 keeps the DSL's semantics: int `/` truncates toward zero, `//` and `%` floor.
+
+`pl.dynamic` dims used as values bind once at function entry from the first
+tensor parameter carrying them (``M = x.shape[0]`` in kernels, ``M = rt.dim(x, 0)``
+in the orchestration).  Every generated line that comes from a user statement is
+mapped back to it in a trailing ``SPANS`` table, and the Scalars it reads in
+``SCALARS`` (generated line -> ((user name, local), ...)), so a run-time error
+names the user's file:line and the values involved (DSL.md §6.4).
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import is_tile, iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import CompileError
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
-from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
 
 PREAMBLE_HELPERS = '''
 
@@ -63,7 +71,11 @@ class Names:
         self.used: set[str] = set()
 
     def __call__(self, name: str) -> str:
-        got = self.map.get(name)
+        return self.fresh(name, name)
+
+    def fresh(self, key: str, name: str) -> str:
+        """The identifier of ``key``, made from ``name`` the first time ``key`` is seen."""
+        got = self.map.get(key)
         if got is not None:
             return got
         base = re.sub(r"\W", "_", name) or "v"
@@ -74,7 +86,7 @@ class Names:
             i += 1
             candidate = f"{base}_{i}"
         self.used.add(candidate)
-        self.map[name] = candidate
+        self.map[key] = candidate
         return candidate
 
 
@@ -102,16 +114,80 @@ class Emitter:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.spans: list[n.Span | None] = []  # per line of ``lines``: the user statement
+        self.scalars: list[tuple[tuple[str, str], ...]] = []  # per line: Scalars it reads
+        self.span: n.Span | None = None
+        self.reads: tuple[tuple[str, str], ...] = ()
         self.names = Names()
         self.dtypes: set[str] = set()
+        self.dyn_sources: dict[DynVar, tuple[str, int]] = {}  # -> (param local, axis)
+        self.dyn_used: dict[DynVar, str] = {}  # DynVars read in the body -> their local
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+        self.spans.append(self.span)
+        self.scalars.append(self.reads)
+
+    def bind_params(self, fn: n.Function) -> list[str]:
+        """Parameter locals, and where each dynamic dim of their shapes can be read."""
+        params = []
+        for p in fn.params:
+            local = self.names(p.name)
+            params.append(local)
+            if isinstance(p.type, TensorType):
+                for axis, d in enumerate(p.type.shape):
+                    if isinstance(d, DynVar) and d not in self.dyn_sources:
+                        self.dyn_sources[d] = (local, axis)
+        return params
+
+    def dyn_local(self, d: DynVar, span: n.Span | None = None) -> str:
+        local = self.dyn_used.get(d)
+        if local is None:
+            if d not in self.dyn_sources:
+                raise CompileError(
+                    f"dynamic dimension '{d.name}' is used as a value, but no tensor parameter "
+                    f"of this function has it in its shape",
+                    span or self.span,
+                    hint=f"pass a tensor whose annotation uses {d.name}, or use a Scalar "
+                    "parameter for the value",
+                )
+            local = self.names.fresh(f"\0dyn{d.uid}", d.name)
+            self.dyn_used[d] = local
+        return local
+
+    def dyn_binding(self, local: str, axis: int) -> str:
+        """Source of one dynamic dim read from a parameter (kernels: numpy views)."""
+        return f"{local}.shape[{axis}]"
+
+    def prepend_dyn_bindings(self, depth: int, span: n.Span | None) -> None:
+        """Bind the dynamic dims the body used, at the top of the function."""
+        lines = [
+            "    " * depth + f"{local} = {self.dyn_binding(*self.dyn_sources[d])}"
+            for d, local in self.dyn_used.items()
+        ]
+        self.lines[:0] = lines
+        self.spans[:0] = [span] * len(lines)
+        self.scalars[:0] = [()] * len(lines)
+
+    def tables(self, first_line: int) -> list[str]:
+        """The trailing ``SPANS``/``SCALARS`` tables; ``first_line``: the module line of
+        ``lines[0]``."""
+        spans, scalars = [], []
+        for i, (span, reads) in enumerate(zip(self.spans, self.scalars)):
+            if span is not None:
+                spans.append(f"    {first_line + i}: {(span.file, span.line, span.col)!r},")
+            if reads:
+                scalars.append(f"    {first_line + i}: {reads!r},")
+        return ["SPANS = {", *spans, "}", "SCALARS = {", *scalars, "}", ""]
 
     # ---- expressions
     def expr(self, e: Any) -> str:
         if isinstance(e, n.Var):
             return self.names(e.name)
+        if isinstance(e, n.DynDim):
+            return self.dyn_local(e.var, e.span)
+        if isinstance(e, DynVar):
+            return self.dyn_local(e)
         if isinstance(e, n.Const):
             return py_const(e.value, self.dtypes)
         if isinstance(e, (n.Call, n.FuncCall)):
@@ -146,7 +222,10 @@ class Emitter:
     def body(self, stmts: list[n.Stmt], depth: int, yield_to: tuple[n.Var, ...] = ()) -> None:
         start = len(self.lines)
         for s in stmts:
+            saved = self.span, self.reads
+            self.span, self.reads = _user_span(s) or self.span, self.scalar_reads(s)
             self.stmt(s, depth, yield_to)
+            self.span, self.reads = saved
         if len(self.lines) == start:
             self.emit(depth, "pass")
 
@@ -178,6 +257,24 @@ class Emitter:
         elif isinstance(s, n.Return):
             items = [self.expr(v) for v in s.values]
             self.emit(depth, "return (" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
+
+
+    def scalar_reads(self, s: n.Stmt) -> tuple[tuple[str, str], ...]:
+        """(user name, local) of the Scalars and dynamic dims statement ``s`` reads."""
+        seen: dict[str, str] = {}
+        for top in stmt_exprs(s):
+            for e in iter_exprs(top):
+                if isinstance(e, n.Var) and isinstance(e.type, ScalarType):
+                    seen.setdefault(e.name, self.names(e.name))
+                elif isinstance(e, n.DynDim) and e.var in self.dyn_sources:
+                    seen.setdefault(e.var.name, self.dyn_local(e.var, e.span))
+        return tuple(seen.items())
+
+
+def _user_span(s: n.Stmt) -> n.Span | None:
+    """Where a statement's error should point: its value's call when it has one."""
+    value = s.value if isinstance(s, n.Assign) else s.expr if isinstance(s, n.ExprStmt) else None
+    return getattr(value, "span", None) or s.span
 
 
 def _category(e: n.BinOp) -> str | None:
@@ -375,15 +472,19 @@ class KernelEmitter(Emitter):
         if pairs:
             conds.append(f"not _batch.may_alias({', '.join(pairs)})")
         self.emit(depth, "if " + " and ".join(conds) + ":")
-        outer, self.lines = self.lines, []
+        outer = self.lines, self.spans, self.scalars
+        self.lines, self.spans, self.scalars = [], [], []
         self.batch, self.btypes = (plan, count), {}
         self.fold_into_stores(s.body)
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
         self.folded, self.folded_values = set(), {}
-        inner, self.lines = self.lines, outer
+        inner = self.lines, self.spans, self.scalars
+        self.lines, self.spans, self.scalars = outer
         for t, name in self.btypes.items():
             self.emit(depth + 1, f"{name} = _batch.batched_type({self.type_const(t)}, {count})")
-        self.lines.extend(inner)
+        self.lines.extend(inner[0])
+        self.spans.extend(inner[1])
+        self.scalars.extend(inner[2])
         self.batch, self.loops = None, self.loops + 1
         self.emit(depth, "else:")
         bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
@@ -394,10 +495,11 @@ class KernelEmitter(Emitter):
 
     def module(self, fn: n.Function, header: str) -> str:
         fname = self.names(fn.name)
-        params = [self.names(p.name) for p in fn.params]
+        params = self.bind_params(fn)
         self.body(fn.body, 2)
         if not _ends_with_return(fn.body):
             self.emit(2, "return ()")
+        self.prepend_dyn_bindings(2, fn.span)
         type_lines = []
         for t, name in self.types.items():
             self.dtypes.add(t.dtype.name)
@@ -419,12 +521,16 @@ class KernelEmitter(Emitter):
             *[f"    {local} = bind({op!r})" for op, local in self.ops.items()],
             "",
             f"    def {fname}({', '.join(params)}):",
-            *self.lines,
-            "",
-            f"    return {fname}",
-            "",
         ]
-        return "\n".join(out)
+        return _with_tables(self, out, fname)
+
+
+def _with_tables(em: Emitter, head: list[str], fname: str) -> str:
+    """The module: ``head``, the function body, then the SPANS/SCALARS tables."""
+    top = "\n".join(head) + "\n"
+    first = top.count("\n") + 1
+    tail = ["", f"    return {fname}", "", "", *em.tables(first)]
+    return top + "\n".join(em.lines + tail)
 
 
 def kernel_source(fn: n.Function, registry, header: str,
@@ -473,12 +579,16 @@ class OrchestrationEmitter(Emitter):
         method, count = RT_METHODS[e.op.rpartition(".")[2]]
         return f"rt.{method}({self._rt_args(e, count)})"
 
+    def dyn_binding(self, local: str, axis: int) -> str:
+        return f"rt.dim({local}, {axis})"
+
     def module(self, entry: n.Function, header: str) -> str:
         fname = self.names(entry.name)
-        params = [self.names(p.name) for p in entry.params]
+        params = self.bind_params(entry)
         self.body(entry.body, 2)
         if not _ends_with_return(entry.body):
             self.emit(2, "return ()")
+        self.prepend_dyn_bindings(2, entry.span)
         out = [
             f"# {header}",
             '"""Generated by pytest-pypto; do not edit.  Orchestration ABI: see '
@@ -489,12 +599,8 @@ class OrchestrationEmitter(Emitter):
             "",
             "def make(rt):",
             f"    def {fname}({', '.join(params)}):",
-            *self.lines,
-            "",
-            f"    return {fname}",
-            "",
         ]
-        return "\n".join(out)
+        return _with_tables(self, out, fname)
 
 
 def orchestration_source(program: n.Program, entry: n.Function, registry, header: str) -> str:

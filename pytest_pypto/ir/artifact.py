@@ -52,11 +52,15 @@ Optional, both modules: a module-level ``SPANS = {<generated line>: (file, line,
 col)}`` maps generated lines to the user's source, so run-time errors (a dynamic
 window past a tensor's edge, a bad orchestration index) point at the user's
 file:line.  Lines without an entry take the nearest mapped line above them.
+Optional too: ``SCALARS = {<generated line>: ((<user name>, <local>), ...)}``, the
+Scalars (loop variables, scalar values, dynamic dims) a line reads, so a run-time
+bounds error can add their values ("(at run time, c = 1)", DSL.md §6.4).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +78,21 @@ class ArgInfo:
     kind: str  # "tensor" | "scalar"
     direction: str  # "In" | "Out" | "InOut" | "Scalar"
     dtype: str  # DataType name
-    shape: list[int | str] = field(default_factory=list)  # str: a dynamic dim's name
+    # str: a dynamic dim, named "M@k" (k numbers distinct pl.dynamic objects of the
+    # program); equal strings within one signature are one dim and bind together.
+    shape: list[int | str] = field(default_factory=list)
     # An Out the compiler proved is overwritten entirely before any read (a kernel arg:
     # by that kernel; an entry arg: by the first task touching it), so the runtime may
     # skip poisoning it at entry (compiler/coverage.py).
     fully_written: bool = False
+
+
+def dim_label(dim: str, others: Iterable[Any]) -> str:
+    """A dynamic dim's manifest name for people: ``'M'`` when no other dynamic dim in
+    ``others`` shares the name, else ``'M@1'`` (as the IR printer numbers them)."""
+    base = dim.partition("@")[0]
+    clash = any(isinstance(o, str) and o != dim and o.partition("@")[0] == base for o in others)
+    return f"'{dim}'" if clash else f"'{base}'"
 
 
 @dataclass

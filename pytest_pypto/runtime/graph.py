@@ -23,7 +23,7 @@ from typing import Any
 from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
-from pytest_pypto.runtime.locate import span_in
+from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.tensors import TensorHandle, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -268,9 +268,12 @@ class TaskGraph:
             result = task.fn(*task.call_args)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, §6.4)
             kernel = self.kernels[task.kernel]
+            tb = exc.__traceback__
+            values = scalar_values(tb, kernel.path, kernel.scalars)
+            when = f"at run time, {values}" if values else "at run time"
             raise SimulationError(
-                f"{exc.message} (task {task.id}, kernel '{task.kernel}', at run time)",
-                span_in(exc.__traceback__, kernel.path, kernel.spans),
+                f"{exc.message} ({when}; task {task.id}, kernel '{task.kernel}')",
+                span_in(tb, kernel.path, kernel.spans),
                 hint=exc.hint,
             ) from exc
         except Exception as exc:

@@ -20,7 +20,7 @@ from typing import Any
 from pytest_pypto.ir.artifact import MANIFEST_NAME, Manifest, read_manifest
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
-from pytest_pypto.runtime.locate import spans_of
+from pytest_pypto.runtime.locate import scalars_of, spans_of
 
 Binder = Callable[[str], Callable[..., Any]]
 
@@ -63,6 +63,8 @@ class Kernel:
     returns: tuple[int, ...]
     path: str = ""  # generated source, as tracebacks name it
     spans: dict[int, Span] = field(default_factory=dict)  # generated line -> user span
+    # generated line -> ((user name, local), ...) of the Scalars it reads
+    scalars: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,6 +78,7 @@ class LoadedArtifact:
     make_orchestration: Callable[[Any], Callable[..., Any]]
     orchestration_path: str = ""
     orchestration_spans: dict[int, Span] = field(default_factory=dict)
+    orchestration_scalars: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -131,7 +134,7 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
     kernels = {}
     for info in manifest.kernels:
         path = directory / info.source
-        make, spans = _load_make(path, f"kernel '{info.name}'")
+        make, spans, scalars = _load_make(path, f"kernel '{info.name}'")
         fn = make(bind)
         if not callable(fn):
             raise SimulationError(
@@ -150,15 +153,18 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
             returns=tuple(info.returns),
             path=str(path),
             spans=spans,
+            scalars=scalars,
         )
     orch_path = directory / manifest.orchestration
-    make_orch, orch_spans = _load_make(orch_path, "the orchestration")
+    make_orch, orch_spans, orch_scalars = _load_make(orch_path, "the orchestration")
     return LoadedArtifact(
-        directory, manifest, digest, kernels, make_orch, str(orch_path), orch_spans
+        directory, manifest, digest, kernels, make_orch, str(orch_path), orch_spans, orch_scalars
     )
 
 
-def _load_make(path: Path, what: str) -> tuple[Callable[[Any], Any], dict[int, Span]]:
+def _load_make(
+    path: Path, what: str
+) -> tuple[Callable[[Any], Any], dict[int, Span], dict[int, tuple[tuple[str, str], ...]]]:
     try:
         source = path.read_text()
     except OSError as exc:
@@ -169,4 +175,4 @@ def _load_make(path: Path, what: str) -> tuple[Callable[[Any], Any], dict[int, S
     make = namespace.get("make")
     if not callable(make):
         raise SimulationError(f"{path}: generated source of {what} defines no make() function")
-    return make, spans_of(namespace)
+    return make, spans_of(namespace), scalars_of(namespace)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_pypto.ir.artifact import dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import new_buffer
@@ -105,6 +106,7 @@ class Orchestrator:
             )
         call_args: list[Any] = []
         handles: list[TensorHandle | None] = []
+        dyn: dict[str, tuple[int, int, int]] | None = None
         for i, a in enumerate(args):
             if k.kinds[i] == "tensor":
                 if a.__class__ is not TensorHandle:
@@ -114,9 +116,11 @@ class Orchestrator:
                     )
                 if a.root.dtype.name != k.dtypes[i] or len(a.shape) != len(k.shapes[i]):
                     self._mismatch(k, i, a)
-                for want, got in zip(k.shapes[i], a.shape):
-                    if want != got and want.__class__ is int:
-                        self._mismatch(k, i, a)
+                for axis, (want, got) in enumerate(zip(k.shapes[i], a.shape)):
+                    if want != got:
+                        if want.__class__ is int:
+                            self._mismatch(k, i, a)
+                        dyn = self._unify(k, dyn, want, got, i, axis)
                 call_args.append(a.array)
                 handles.append(a)
             else:
@@ -141,6 +145,25 @@ class Orchestrator:
             f"argument '{k.arg_names[i]}' of kernel '{k.name}' expects {want}, "
             f"but the orchestration passed {got} (a window of '{a.root.name}')"
         )
+
+    @staticmethod
+    def _unify(k: Kernel, dyn: dict[str, tuple[int, int, int]] | None, dim: str, got: int,
+               i: int, axis: int) -> dict[str, tuple[int, int, int]]:
+        """Bind a kernel's dynamic dim (one pl.dynamic object = one manifest name) from
+        argument ``i``; a second argument disagreeing with the first is an error."""
+        if dyn is None:
+            dyn = {}
+        seen = dyn.setdefault(dim, (got, i, axis))
+        if seen[0] != got:
+            label = dim_label(dim, (d for shape in k.shapes for d in shape))
+            raise SimulationError(
+                f"task of kernel '{k.name}': dynamic dimension {label} binds to {seen[0]} from "
+                f"argument '{k.arg_names[seen[1]]}' (axis {seen[2]}) but to {got} from argument "
+                f"'{k.arg_names[i]}' (axis {axis})",
+                hint=f"both parameters of '{k.name}' declare the same pl.dynamic dim {label}: "
+                "pass windows that agree in it (or declare two pl.dynamic objects)",
+            )
+        return dyn
 
     @staticmethod
     def _handle(t: Any, what: str) -> TensorHandle:

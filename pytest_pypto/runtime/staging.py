@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_pypto.ir.artifact import ArgInfo, Manifest
+from pytest_pypto.ir.artifact import ArgInfo, Manifest, dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
@@ -193,11 +193,13 @@ def _check_tensor(
             if seen is None:
                 dyn[dim] = (actual, param.name, axis)
             elif seen[0] != actual:
+                label = dim_label(dim, (d for a in manifest.entry_args for d in a.shape))
                 raise SimulationError(
-                    f"dynamic dimension '{dim}' binds to {seen[0]} from parameter '{seen[1]}' "
+                    f"dynamic dimension {label} binds to {seen[0]} from parameter '{seen[1]}' "
                     f"(axis {seen[2]}) but to {actual} from parameter '{param.name}' (axis {axis})",
                     entry_span(manifest),
-                    hint=f"both parameters declare '{dim}': pass arrays that agree in it",
+                    hint=f"both parameters declare the same pl.dynamic dim {label}: pass arrays "
+                    "that agree in it (or declare two pl.dynamic objects)",
                 )
         elif dim != actual:
             raise SimulationError(

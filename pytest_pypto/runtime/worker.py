@@ -32,7 +32,7 @@ from pytest_pypto.ir.errors import PyptoWarning, SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
-from pytest_pypto.runtime.locate import span_in
+from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.staging import stage
 
@@ -196,9 +196,11 @@ class Worker:
                 graph.drain()
         except SimulationError as exc:
             if exc.span is None:  # raised by rt on behalf of an orchestration line
-                exc.span = span_in(
-                    exc.__traceback__, loaded.orchestration_path, loaded.orchestration_spans
-                )
+                tb, path = exc.__traceback__, loaded.orchestration_path
+                exc.span = span_in(tb, path, loaded.orchestration_spans)
+                values = scalar_values(tb, path, loaded.orchestration_scalars)
+                if values:
+                    exc.notes = (*exc.notes, f"at run time, {values}")
             exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt))
             raise
         finally:

@@ -96,11 +96,15 @@ def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clam
     for d, (o, e, n) in enumerate(zip(offsets, extents, size)):
         o, e = int(o), int(e)
         if o < 0:
-            raise OpBoundsError(f"{op} {verb} before the start of dimension {d}: offset {o} < 0")
+            raise OpBoundsError(f"{op} {verb} before the start of dimension {d}: offset {o} < 0",
+                                "offsets must be non-negative")
         if o + e > n and not clamp:
             raise OpBoundsError(
                 f"{op} {verb} past the end of dimension {d}: offset {o} + extent {e} > "
-                f"{whose} extent {n}"
+                f"{whose} extent {n}",
+                "pass clamp=True to cut the read at the source edge, or shrink valid_shape"
+                if verb == "reads" else "shrink the tile's valid_shape (e.g. pl.min(T, M - r)) "
+                "or fix the offset",
             )
         cut.append(max(0, min(e, n - o)))
     return tuple(cut)
