@@ -34,6 +34,8 @@ def render_expr(e: n.Expr) -> str:
         return e.name
     if isinstance(e, n.Const):
         return repr(e.value)
+    if isinstance(e, n.DynDim):
+        return str(e.var.name)
     if isinstance(e, n.Call):
         args = [
             f"{k}={render_value(v)}" if not isinstance(v, n.Expr) else render_value(v)
