@@ -61,6 +61,7 @@ class Runner:
         context: Sequence[str] = (),
         cache: Any = None,
         keep_dir: str | Path | None = None,
+        lease: Callable[[], Any] | None = None,
     ) -> None:
         from pytest_pypto.harness.cache import CompileCache
 
@@ -72,6 +73,9 @@ class Runner:
         self.last_compiled: Any = None  # the artifact a failure keeps
         self.kept: Path | None = None  # where it was kept
         self._last_arrays: Sequence[Any] = ()
+        # Onboard: a context manager factory leasing a device (yields its id) held only
+        # while a kernel executes (PLUGIN.md §9); compiles happen outside it.
+        self._lease = lease
 
     @property
     def platform(self) -> str:
@@ -141,8 +145,14 @@ class Runner:
         from pytest_pypto.harness.dispatch import run as dispatch
 
         self._last_arrays = arrays
-        with _classified("runtime-error"):
-            return dispatch(compiled, *arrays, config=self.config)
+        if self._lease is None or self.config.device_id is not None:
+            with _classified("runtime-error"):
+                return dispatch(compiled, *arrays, config=self.config)
+        import dataclasses
+
+        with self._lease() as device, _classified("runtime-error"):
+            config = dataclasses.replace(self.config, device_id=device)
+            return dispatch(compiled, *arrays, config=config)
 
     def check(self, case: Any) -> Any:
         """Build the case's inputs, run, compare every output; raise with the full report.

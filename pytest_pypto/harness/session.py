@@ -185,12 +185,21 @@ def runner_for(request: pytest.FixtureRequest, config: Any) -> Any:
         f"seed: {config.seed} (base seed {settings(request.config).seed or DEFAULT_BASE_SEED})",
         f"reproduce: {repro_command(request.config, node.nodeid, config.platform)}",
     )
+    lease = None
+    if not config.is_sim:
+        import contextlib
+        import functools
+
+        lease = functools.partial(
+            contextlib.contextmanager(lease_device), request.config, config.platform
+        )
     runner = Runner(
         config,
         rng_factory=lambda: make_rng(config.seed),
         context=context,
         cache=compile_cache(request.config),
         keep_dir=keep_dir_for(request.config, node.nodeid),
+        lease=lease,
     )
     node.stash[RUNNER_KEY] = runner
     return runner
@@ -203,7 +212,8 @@ def _worker_index() -> int:
 
 
 def lease_device(config: pytest.Config, platform: str) -> Iterator[int | None]:
-    """Lease an NPU for an onboard cell for the whole test (None on sim).
+    """Lease an NPU for an onboard cell (None on sim): for the whole test when the test
+    asks for ``pypto_device``, else only around each kernel the runner executes.
 
     Workers start probing at different devices so they spread out; the lease is an
     OS file lock (see ``pytest_pypto.runtime.devices``) released at teardown.

@@ -158,3 +158,50 @@ def test_disabled_cache_compiles_every_time(tmp_path: Path) -> None:
     cache = CompileCache(None)
     a, b = cache.compile(ADD, A2), cache.compile(ADD, A2)
     assert a.artifact_dir != b.artifact_dir and (cache.hits, cache.misses) == (0, 2)
+
+
+def test_onboard_lease_is_held_only_while_the_kernel_executes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PLUGIN.md §9: compiling happens outside the device lease, dispatch inside it."""
+    import contextlib
+
+    import pytest_pypto.harness.dispatch as dispatch
+
+    events: list[str] = []
+    held = False
+
+    @contextlib.contextmanager
+    def lease():
+        nonlocal held
+        events.append("lease")
+        held = True
+        yield 5
+        held = False
+        events.append("release")
+
+    real_compile = api.compile
+
+    def compile_outside(program, config, **kw):
+        events.append(f"compile (lease held: {held})")
+        return real_compile(program, config, **kw)
+
+    def fake_dispatch(compiled, *arrays, config):
+        events.append(f"dispatch on device {config.device_id} (lease held: {held})")
+
+    monkeypatch.setattr(api, "compile", compile_outside)
+    monkeypatch.setattr(dispatch, "run", fake_dispatch)
+    onboard = RunConfig(platform="a2a3")
+    runner = Runner(onboard, rng_factory=lambda: None, cache=CompileCache(tmp_path), lease=lease)
+    runner.run(ADD)
+    assert events == [
+        "compile (lease held: False)",
+        "lease",
+        "dispatch on device 5 (lease held: True)",
+        "release",
+    ]
+    events.clear()
+    # A test holding pypto_device already has its device: no second lease.
+    pinned = Runner(dataclasses.replace(onboard, device_id=2), rng_factory=lambda: None, lease=lease)
+    pinned.run(pinned.compile(ADD))
+    assert events == ["compile (lease held: False)", "dispatch on device 2 (lease held: False)"]
