@@ -15,7 +15,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,10 +41,26 @@ class CheckError(Exception):
 CheckFn = Callable[[Any], Iterable[Violation]]
 
 
-@dataclass(frozen=True)
 class CheckSpec:
-    """A registered check: its function plus the defaults a manifest may override."""
+    """A registered check: its function plus the defaults a manifest may override.
 
+    Immutable once made.  A plain class rather than a dataclass: this module loads
+    in every lint run, and generating dataclass methods costs more than a warm run's
+    cache lookups.
+    """
+
+    __slots__ = (
+        "id",
+        "fn",
+        "scope",
+        "files",
+        "exclude",
+        "markers",
+        "hint",
+        "options",
+        "file_options",
+        "_source_digest",
+    )
     id: str
     fn: CheckFn
     scope: str
@@ -56,18 +71,45 @@ class CheckSpec:
     options: Mapping[str, Any]
     file_options: tuple[str, ...]
 
+    def __init__(
+        self,
+        id: str,
+        fn: CheckFn,
+        scope: str,
+        files: tuple[str, ...],
+        exclude: tuple[str, ...],
+        markers: tuple[str, ...],
+        hint: str,
+        options: Mapping[str, Any],
+        file_options: tuple[str, ...],
+    ) -> None:
+        values = (id, fn, scope, files, exclude, markers, hint, options, file_options, None)
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CheckSpec is immutable (cannot set {name!r})")
+
+    def __repr__(self) -> str:
+        return f"CheckSpec(id={self.id!r}, scope={self.scope!r}, fn={self.fn.__qualname__})"
+
     @property
     def marker(self) -> str:
         """The check's own marker (and `-k` keyword): the id in snake_case."""
         return snake(self.id)
 
-    @cached_property
+    @property
     def source_digest(self) -> str:
-        """Digest of the module defining the check, so editing a check invalidates its cache."""
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{self.fn.__module__}:{self.fn.__qualname__}".encode())
-        h.update(module_source_bytes(self.fn))
-        return h.hexdigest()
+        """Digest of the module defining the check, so editing a check invalidates its cache
+        (computed once per spec: a re-imported module makes a new spec)."""
+        d = self._source_digest
+        if d is None:
+            h = hashlib.blake2b(digest_size=16)
+            h.update(f"{self.fn.__module__}:{self.fn.__qualname__}".encode())
+            h.update(module_source_bytes(self.fn))
+            d = h.hexdigest()
+            object.__setattr__(self, "_source_digest", d)
+        return d
 
 
 def module_source_bytes(fn: Callable[..., Any]) -> bytes:
@@ -178,24 +220,44 @@ def checks_of(module: str) -> dict[str, CheckSpec]:
 # Contexts
 
 
-@dataclass
 class _Base:
-    root: Path
-    check_id: str
-    options: Mapping[str, Any]
-    option_texts: Mapping[str, str] = field(default_factory=dict)
+    """Plain classes, not dataclasses, for the same import-cost reason as CheckSpec."""
+
+    def __init__(
+        self,
+        root: Path,
+        check_id: str,
+        options: Mapping[str, Any],
+        option_texts: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = root
+        self.check_id = check_id
+        self.options = options
+        self.option_texts: Mapping[str, str] = {} if option_texts is None else option_texts
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(check_id={self.check_id!r}, root={str(self.root)!r})"
 
     def option_text(self, name: str) -> str:
         """Content of a file option (e.g. the license template), read by the framework."""
         return self.option_texts[name]
 
 
-@dataclass
 class FileContext(_Base):
     """What a per-file check sees: one file, read lazily and shared across checks."""
 
-    path: str = ""
-    _data: bytes | None = None
+    def __init__(
+        self,
+        root: Path,
+        check_id: str,
+        options: Mapping[str, Any],
+        option_texts: Mapping[str, str] | None = None,
+        path: str = "",
+        _data: bytes | None = None,
+    ) -> None:
+        super().__init__(root, check_id, options, option_texts)
+        self.path = path
+        self._data = _data
 
     @property
     def data(self) -> bytes:
@@ -224,11 +286,19 @@ class FileContext(_Base):
         return Violation(self.path, line, message)
 
 
-@dataclass
 class ProjectContext(_Base):
     """What a whole-project check sees: every matching file of the project."""
 
-    files: Sequence[str] = ()
+    def __init__(
+        self,
+        root: Path,
+        check_id: str,
+        options: Mapping[str, Any],
+        option_texts: Mapping[str, str] | None = None,
+        files: Sequence[str] = (),
+    ) -> None:
+        super().__init__(root, check_id, options, option_texts)
+        self.files = files
 
     def read_text(self, path: str) -> str:
         return (self.root / path).read_bytes().decode("utf-8", errors="replace")

@@ -26,7 +26,6 @@ import importlib.util
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +45,25 @@ class ManifestError(Exception):
     """The manifest as a whole cannot be used; the message says why, for a person."""
 
 
-@dataclass
 class Enabled:
-    """One check as configured by the manifest (or the reason it cannot run)."""
+    """One check as configured by the manifest (or the reason it cannot run).
 
-    id: str
-    spec: CheckSpec | None = None
-    files: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    markers: tuple[str, ...] = ()
-    hint: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-    option_texts: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
+    A plain class (like framework.CheckSpec): no dataclass generation on every run.
+    """
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+        self.spec: CheckSpec | None = None
+        self.files: tuple[str, ...] = ()
+        self.exclude: tuple[str, ...] = ()
+        self.markers: tuple[str, ...] = ()
+        self.hint = ""
+        self.options: dict[str, Any] = {}
+        self.option_texts: dict[str, str] = {}
+        self.error: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Enabled(id={self.id!r}, error={self.error!r})"
 
     @property
     def config_key(self) -> str:
@@ -75,10 +80,10 @@ class Enabled:
         )
 
 
-@dataclass
 class Manifest:
-    path: Path
-    checks: list[Enabled]
+    def __init__(self, path: Path, checks: list[Enabled]) -> None:
+        self.path = path
+        self.checks = checks
 
 
 def load(path: Path) -> Manifest:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from pytest_pypto.lint.cache import LintCache, digest
 from pytest_pypto.lint.files import FileSet, select
@@ -21,11 +20,13 @@ class CheckCrashed(Exception):
     """The check itself raised: a tool error, reported as an error and never cached."""
 
 
-@dataclass
 class Result:
-    violations: list[Violation] = field(default_factory=list)
-    hits: int = 0
-    misses: int = 0
+    """A check's violations and how many cache entries it hit or missed."""
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self.hits = 0
+        self.misses = 0
 
 
 def files_for(en: Enabled, fileset: FileSet) -> list[str]:
