@@ -43,9 +43,9 @@ def render(
             lines.append(f"{gutter} | {' ' * max(span.col - 1, 0)}^")
     pad = " " * (len(str(span.line)) if span else 1)
     for note in notes:
-        lines.append(f"{pad}  = note: {note}")
+        lines.append(f"{pad} = note: {note}")
     if hint:
-        lines.append(f"{pad}  = help: {hint}")
+        lines.append(f"{pad} = help: {hint}")
     return "\n".join(lines)
 
 
