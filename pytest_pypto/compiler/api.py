@@ -226,7 +226,7 @@ def write_artifact(
         sim_backend=sim_backend,
         entry=entry.name,
         entry_args=[_arg(p, i in entry_written, dyn) for i, p in enumerate(entry.params)],
-        entry_returns=returned_params(entry),
+        entry_returns=returned_params(entry, program),
         kernels=infos,
         extra=_extra(entry),
     )

@@ -40,9 +40,10 @@ def _first_tensor(call: n.Call) -> n.Var | None:
 class TensorRoots:
     """Maps tensor-valued names to their root buffer, walking a body in order."""
 
-    def __init__(self, fn: n.Function) -> None:
+    def __init__(self, fn: n.Function, program: n.Program | None = None) -> None:
         self.root: dict[str, str] = {p.name: p.name for p in fn.params if is_tensor(p.type)}
         self.locals: set[str] = set()
+        self.program = program  # lets a kernel call's results map to the buffers passed
 
     def of(self, expr: n.Expr | None) -> str | None:
         if isinstance(expr, n.Var):
@@ -51,6 +52,13 @@ class TensorRoots:
 
     def assign(self, stmt: n.Assign) -> None:
         value = stmt.value
+        if isinstance(value, n.FuncCall) and self.program is not None:
+            callee = self.program.functions.get(value.callee)
+            if callee is not None:
+                positions = returned_params(callee)
+                sources = tuple(value.args[i] if i < len(value.args) else None for i in positions)
+                self.bind(stmt.targets, sources)
+            return
         if len(stmt.targets) != 1:
             return
         target = stmt.targets[0].name
@@ -92,8 +100,11 @@ def _walk(body: list[n.Stmt], roots: TensorRoots, visit) -> None:
             roots.bind(stmt.results, tuple(ys))
 
 
-def returned_params(fn: n.Function) -> list[int]:
-    """Positions of the parameters a function returns (in return order)."""
+def returned_params(fn: n.Function, program: n.Program | None = None) -> list[int]:
+    """Positions of the parameters a function returns (in return order).
+
+    With ``program``, values bound from kernel calls are traced to the buffers passed
+    in (an orchestration returning ``out = self.k(x, out)`` returns its ``out``)."""
     positions: list[int] = []
     index = {p.name: i for i, p in enumerate(fn.params)}
 
@@ -104,7 +115,7 @@ def returned_params(fn: n.Function) -> list[int]:
                 if root in index:
                     positions.append(index[root])
 
-    _walk(fn.body, TensorRoots(fn), visit)
+    _walk(fn.body, TensorRoots(fn, program), visit)
     return positions
 
 

@@ -177,3 +177,35 @@ def test_compile_rejects_a_non_program_with_a_type_error():
 
     with pytest.raises(TypeError, match=r"@pl\.program, got NoneType"):
         compile_program(None)
+
+
+def test_an_entry_returning_a_kernel_result_returns_the_buffer_it_passed():
+    """`out = self.k(x, out); return out` returns the entry's own `out` (position 1)."""
+    import numpy as np
+
+    import pytest_pypto
+    import pytest_pypto.language as pl
+    from pytest_pypto import RunConfig
+
+    @pl.program
+    class Twice:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 32], pl.FP32],
+              out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 32])
+            out = pl.store(pl.add(t, t), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 32], pl.FP32],
+                 out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+            out = self.k(x, out)
+            return out
+
+    cfg = RunConfig(platform="a5sim")
+    compiled = pytest_pypto.compile(Twice, cfg)
+    assert compiled.manifest.entry_returns == [1]
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    out = np.zeros_like(x)
+    result = pytest_pypto.run(compiled, x, out, config=cfg)
+    np.testing.assert_array_equal(result.returns[0], x + x)
