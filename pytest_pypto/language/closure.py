@@ -15,6 +15,7 @@ import builtins
 import enum
 import numbers
 import types
+from collections.abc import Callable
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
@@ -63,8 +64,34 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def check_value(ctx: FunctionContext, value: Any, what: str, node: ast.AST) -> Any:
-    """Validate a captured (or looked-up) value; returns its folded form."""
+# Types every instance of which check_value returns unchanged: plain constants,
+# modules, and (added on first sight by `_passes_by_type`) enum members, dynamic
+# dims and `pl.*` surface objects.  A set lookup instead of the full checks: the
+# parser looks up `pl`, `pl.FP32`, `pl.add`... thousands of times per file.
+_PASS_TYPES: set[type] = {bool, int, float, str, type(None), types.ModuleType}
+
+
+def _passes_by_type(t: type) -> bool:
+    """True if the checks below accept every instance of ``t`` as itself."""
+    if issubclass(t, (Unsupported, DataType, numbers.Number, list, tuple, type)):
+        return False  # rejected, value-dependent, or normalized
+    if issubclass(t, (types.FunctionType, types.ModuleType)):
+        return False  # judged by the value's own module
+    return issubclass(t, (enum.Enum, DynVar)) or t.__module__.startswith("pytest_pypto.language")
+
+
+def check_value(
+    ctx: FunctionContext, value: Any, what: str | Callable[[], str], node: ast.AST
+) -> Any:
+    """Validate a captured (or looked-up) value; returns its folded form.
+
+    ``what`` names the value in the error message; a callable is only called for
+    the error (rendering the source of an attribute chain costs more than the check).
+    """
+    if type(value) in _PASS_TYPES:
+        return value
+    if type(value) is DataType and value.tier != 3:
+        return value
     if isinstance(value, Unsupported):
         raise_unsupported(ctx, value, node)
     if isinstance(value, DataType) and value.tier == 3:
@@ -73,7 +100,11 @@ def check_value(ctx: FunctionContext, value: Any, what: str, node: ast.AST) -> A
         )
     value = normalize(value)
     if is_constant(value) or is_surface(value):
+        if _passes_by_type(type(value)):
+            _PASS_TYPES.add(type(value))
         return value
+    if callable(what):
+        what = what()
     raise ctx.error(
         ParserTypeError,
         f"captured value {what} (a {type(value).__name__}) cannot be folded; "

@@ -49,7 +49,10 @@ class SourceMap:
         line = self.first_line + node.lineno - 1
         byte_col = node.col_offset + self.indent
         text = self.file_lines[line - 1] if 0 < line <= len(self.file_lines) else ""
-        col = len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+        if text.isascii():  # one byte per character
+            col = min(byte_col, len(text))
+        else:
+            col = len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
         return Span(self.file, line, col + 1)
 
     def line_of(self, node: ast.AST) -> int:
@@ -145,7 +148,21 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
 def all_bound_names(fn: ast.FunctionDef) -> set[str]:
     """Every name a function binds anywhere (params, targets, loop variables)."""
     names = {a.arg for a in fn.args.args}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
+    # ast.walk's generators dominate parsing time; the same traversal, inlined.
+    stack: list[ast.AST] = [fn]
+    push, pop, name_t, store_t, node_t = stack.append, stack.pop, ast.Name, ast.Store, ast.AST
+    while stack:
+        node = pop()
+        if type(node) is name_t:
+            if type(node.ctx) is store_t:  # type: ignore[attr-defined]
+                names.add(node.id)  # type: ignore[attr-defined]
+            continue
+        for field_name in node._fields:
+            value = getattr(node, field_name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_t):
+                        push(item)
+            elif isinstance(value, node_t):
+                push(value)
     return names

@@ -28,6 +28,9 @@ from pytest_pypto.language.surface import (
 )
 
 _ITERATORS = ("range", "parallel", "unroll", "pipeline")
+_MISSING = object()
+# (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.
+_DISPATCH: dict[tuple[type, type], Any] = {}
 
 
 class ExprParser:
@@ -57,14 +60,17 @@ class ExprParser:
 
     # ------------------------------------------------------------ dispatch
     def eval(self, node: ast.expr) -> Any:
-        method = getattr(self, f"_{type(node).__name__}", None)
+        key = (type(self), type(node))
+        method = _DISPATCH.get(key, _MISSING)
+        if method is _MISSING:
+            method = _DISPATCH[key] = getattr(type(self), f"_{type(node).__name__}", None)
         if method is None:
             raise self.ctx.error(
                 ParserSyntaxError,
                 f"{type(node).__name__} expressions are not supported in kernel code",
                 node,
             )
-        return method(node)
+        return method(self, node)
 
     def _Constant(self, node: ast.Constant) -> Any:
         if node.value is Ellipsis or isinstance(node.value, bytes):
@@ -105,7 +111,7 @@ class ExprParser:
             value = getattr(base, node.attr)
         except AttributeError as exc:
             raise self.ctx.error(InvalidOperationError, str(exc), node) from None
-        return check_value(self.ctx, value, f"'{self.ctx.text(node)}'", node)
+        return check_value(self.ctx, value, lambda: f"'{self.ctx.text(node)}'", node)
 
     def _List(self, node: ast.List) -> list[Any]:
         return [self.eval(e) for e in node.elts]

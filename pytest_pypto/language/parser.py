@@ -14,6 +14,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,44 +56,83 @@ def parse_program(
     would always return the first).
     """
     found = _locate(cls, where)
+    bound: dict[int, frozenset[str]] = {}
     if found is not None:
-        file, classdef, file_lines = found
-        smap = SourceMap(file, 1, 0, file_lines)
+        file, classdef, index = found
+        smap = SourceMap(file, 1, 0, index.file_lines)
+        bound = index.bound
     else:
         file, classdef, smap = _from_inspect(cls)
-    parser = ProgramParser(smap, namespace)
+    parser = ProgramParser(smap, namespace, bound)
     functions = parser.parse(classdef)
     return Program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
 
 
-# Per file: the linecache line list it was built from, and its classes by name
-# (start line including decorators, node).  Indexed once, so decorating many
-# programs in one long test module stays linear in the file's size.
-_CLASS_INDEX: dict[str, tuple[list[str], dict[str, list[tuple[int, ast.ClassDef]]]]] = {}
+class _FileIndex:
+    """One source file analysed once: its lines and its classes by name.
+
+    ``lines`` is the linecache list the index was built from; a new list (the file
+    changed and linecache re-read it) makes a new index, so an edited file is
+    parsed again.  ``bound`` memoises the names each function binds, keyed by the
+    FunctionDef node, so a program decorated many times (a factory, hypothesis
+    examples) walks each body once.
+    """
+
+    __slots__ = ("lines", "file_lines", "classes", "bound")
+
+    def __init__(self, lines: list[str], classes: dict[str, list[tuple[int, ast.ClassDef]]]) -> None:
+        self.lines = lines
+        self.file_lines = tuple(line.rstrip("\n") for line in lines)
+        self.classes = classes
+        self.bound: dict[int, frozenset[str]] = {}
 
 
-def _class_index(file: str, lines: list[str]) -> dict[str, list[tuple[int, ast.ClassDef]]] | None:
-    cached = _CLASS_INDEX.get(file)
-    if cached is not None and cached[0] is lines:
-        return cached[1]
+# Per file, indexed once, so decorating many programs in one long test module stays
+# linear in the file's size.  A file that does not parse is left to inspect's path.
+_FILES: dict[str, _FileIndex] = {}
+_FAILED: dict[str, list[str]] = {}  # file -> the lines that did not parse
+
+
+def _file_index(file: str) -> _FileIndex | None:
+    linecache.checkcache(file)  # an edited file is re-read (one stat)
+    lines = linecache.getlines(file)
+    if not lines:
+        return None
+    cached = _FILES.get(file)
+    if cached is not None and cached.lines is lines:
+        return cached
+    if _FAILED.get(file) is lines:
+        return None
     try:
         tree = ast.parse("".join(lines))
     except SyntaxError:
+        _FAILED[file] = lines
         return None
-    index: dict[str, list[tuple[int, ast.ClassDef]]] = {}
-    for node in ast.walk(tree):
+    classes: dict[str, list[tuple[int, ast.ClassDef]]] = {}
+    for node in _statements(tree.body):
         if isinstance(node, ast.ClassDef):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            index.setdefault(node.name, []).append((start, node))
-    _CLASS_INDEX[file] = (lines, index)
+            classes.setdefault(node.name, []).append((start, node))
+    index = _FILES[file] = _FileIndex(lines, classes)
     return index
 
 
-def _locate(
-    cls: type, where: tuple[str, int] | None
-) -> tuple[str, ast.ClassDef, tuple[str, ...]] | None:
+def _statements(block: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a block, nested blocks included; expressions are not
+    visited (a class statement cannot occur in one)."""
+    stack = list(reversed(block))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, name, None)
+            if type(inner) is list:
+                stack.extend(reversed(inner))  # type: ignore[arg-type]
+
+
+def _locate(cls: type, where: tuple[str, int] | None) -> tuple[str, ast.ClassDef, _FileIndex] | None:
     """The ClassDef being decorated, found in its whole file by name and line."""
     try:
         file = inspect.getsourcefile(cls)
@@ -100,21 +140,18 @@ def _locate(
         return None
     if not file or where is None or where[0] != file:
         return None
-    lines = linecache.getlines(file)
-    if not lines:
-        return None
-    index = _class_index(file, lines)
+    index = _file_index(file)
     if index is None:
         return None
     lineno = where[1]
     best: ast.ClassDef | None = None
     best_start = 0
-    for start, node in index.get(cls.__name__, ()):
+    for start, node in index.classes.get(cls.__name__, ()):
         if best_start < start <= lineno:
             best, best_start = node, start
     if best is None:
         return None
-    return file, best, tuple(line.rstrip("\n") for line in lines)
+    return file, best, index
 
 
 def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
@@ -138,9 +175,15 @@ def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
 class ProgramParser:
     """Parses the functions of one program class; answers `self.f(...)` calls."""
 
-    def __init__(self, source: SourceMap, namespace: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        source: SourceMap,
+        namespace: dict[str, Any],
+        bound: dict[int, frozenset[str]] | None = None,
+    ) -> None:
         self.source = source
         self.namespace = namespace
+        self.bound = {} if bound is None else bound  # id(FunctionDef) -> bound names
         self.headers: dict[str, Header] = {}
         self.functions: dict[str, Function] = {}
         self.in_progress: set[str] = set()
@@ -269,7 +312,10 @@ class ProgramParser:
             return self.functions[name]
         header = self.headers[name]
         node = header.node
-        local_names = all_bound_names(node) - {"self"}
+        names = self.bound.get(id(node))
+        if names is None:
+            names = self.bound[id(node)] = frozenset(all_bound_names(node) - {"self"})
+        local_names = set(names)
         ctx = self.context(name, header.strict_ssa, local_names)
         ctx.namer.taken.update(p.name for p in header.params)
         body: list[Stmt] = []
