@@ -57,6 +57,16 @@ def _spec_text(spec: Any) -> list[Any]:
 _program_text: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
+# compiler.batching.ENV_VAR; read here, not imported: importing the compiler costs a
+# hit ~10 ms.  ut/harness/test_cache.py checks both readings agree.
+_BATCH_ENV = "PYPTO_BATCH_LOOPS"
+
+
+def _batching_by_env() -> bool:
+    """`compiler.batching.enabled_by_env()`, without importing the compiler."""
+    return os.environ.get(_BATCH_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
 def cache_key(
     program: Any,
     config: Any,
@@ -66,11 +76,10 @@ def cache_key(
 ) -> str:
     """The content address of ``program`` compiled for ``config`` (hex sha256)."""
     import pytest_pypto
-    from pytest_pypto.compiler import batching
     from pytest_pypto.ir.printer import print_program
 
     if batch_loops is None:
-        batch_loops = batching.enabled_by_env()
+        batch_loops = _batching_by_env()
     try:
         text = _program_text.get(program)
     except TypeError:  # not weak-referenceable
@@ -110,11 +119,23 @@ def probe_writable(root: Path) -> str | None:
 
 
 def _checksums(artifact: Path) -> dict[str, str]:
-    return {
-        p.relative_to(artifact).as_posix(): _sha(p.read_bytes())
-        for p in sorted(artifact.rglob("*"))
-        if p.is_file()
-    }
+    """sha256 of every file under ``artifact`` by its relative posix path.
+
+    Every file of a hit is hashed once per process (the memo in `CompileCache`
+    holds verified entries); os.scandir keeps that cheap (a third of rglob's cost).
+    """
+    sums: dict[str, str] = {}
+    pending = [(os.fspath(artifact), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                elif entry.is_file():
+                    with open(entry.path, "rb") as fh:
+                        sums[prefix + entry.name] = _sha(fh.read())
+    return sums
 
 
 def _category(name: str) -> type[Warning]:

@@ -91,6 +91,65 @@ def test_key_follows_the_batch_loops_environment(monkeypatch: pytest.MonkeyPatch
     assert cache_key(ADD, A2) != cache_key(ADD, A2, batch_loops=True)
 
 
+@pytest.mark.parametrize("value", [None, "", "1", "yes", "0", "false", " OFF ", "No", "2"])
+def test_key_reads_the_batch_loops_environment_as_the_compiler_does(
+    monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    from pytest_pypto.compiler import batching
+
+    if value is None:
+        monkeypatch.delenv(batching.ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(batching.ENV_VAR, value)
+    on = batching.enabled_by_env()
+    assert on == (value is None or value.strip().lower() not in ("0", "false", "off", "no"))
+    assert cache_key(ADD, A2) == cache_key(ADD, A2, batch_loops=on)
+
+
+HIT_SCRIPT = """
+import sys
+import pytest_pypto.language as pl
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.cache import CompileCache
+
+
+@pl.program
+class Copy:
+    @pl.function(type=pl.FunctionType.InCore)
+    def copy(self, x: pl.Tensor[[8, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[8, 16], pl.FP32]]) -> pl.Tensor[[8, 16], pl.FP32]:
+        out = pl.store(pl.load(x, [0, 0], [8, 16]), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[8, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[8, 16], pl.FP32]]) -> pl.Tensor[[8, 16], pl.FP32]:
+        out = self.copy(x, out)
+        return out
+
+
+cache = CompileCache(__import__("pathlib").Path(sys.argv[1]))
+cache.compile(Copy, RunConfig(platform="a2a3sim"))
+print(cache.hits, cache.misses, "pytest_pypto.compiler" in sys.modules)
+"""
+
+
+def test_a_hit_does_not_import_the_compiler(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "hit.py"
+    script.write_text(HIT_SCRIPT)
+    runs = [
+        subprocess.run(
+            [sys.executable, str(script), str(tmp_path / "cache")],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs == [["0", "1", "True"], ["1", "0", "False"]]
+
+
 def test_two_save_dirs_both_get_the_artifact(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path / "cache")
     first, second = tmp_path / "one", tmp_path / "two"
