@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cold vs warm wall time of `pytest lint` (PLUGIN.md section 11: warm should cost little).
 
-    python lint/bench_lint.py [--rounds 7] [--root DIR] [--variant NAME=PYTHONPATH ...]
+    python bench/bench_lint.py [--rounds 7] [--root DIR] [--variant NAME=PYTHONPATH ...]
                               [-- extra pytest args, e.g. -p no:hypothesispytest]
 
 Runs are interleaved (cold, warm, cold, warm, ...) so load on a shared host hits both
