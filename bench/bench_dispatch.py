@@ -28,109 +28,15 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 import pytest_pypto  # noqa: E402
-import pytest_pypto.language as pl  # noqa: E402
 from pytest_pypto import RunConfig  # noqa: E402
 from pytest_pypto.arch import parse_platform, spec  # noqa: E402
 from pytest_pypto.runtime.loader import registry_bind  # noqa: E402
 from pytest_pypto.runtime.worker import Worker  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # repo root
+from st.kernels import add_program, matmul_program, softmax_program  # noqa: E402
+
 TARGET_RATIO = 3.0
-
-
-def add_program(R: int, C: int, TR: int) -> Any:  # noqa: N803  (DSL closure constants)
-    @pl.program
-    class Add:
-        @pl.function(type=pl.FunctionType.InCore)
-        def add(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            for r in pl.range(0, R, TR):
-                xt = pl.load(x, [r, 0], [TR, C])
-                yt = pl.load(y, [r, 0], [TR, C])
-                out = pl.store(pl.add(xt, yt), [r, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            out = self.add(x, y, out)
-            return out
-
-    return Add
-
-
-def matmul_program(M: int, K: int, N: int, TM: int, TK: int, TN: int) -> Any:  # noqa: N803
-    @pl.program
-    class MatMul:
-        @pl.function(type=pl.FunctionType.InCore)
-        def mm(
-            self,
-            a: pl.Tensor[[M, K], pl.FP32],
-            b: pl.Tensor[[K, N], pl.FP32],
-            c: pl.Out[pl.Tensor[[M, N], pl.FP32]],
-        ) -> pl.Tensor[[M, N], pl.FP32]:
-            for m in pl.range(0, M, TM):
-                for n in pl.range(0, N, TN):
-                    a0 = pl.load(a, [m, 0], [TM, TK], target_memory=pl.Mem.Mat)
-                    b0 = pl.load(b, [0, n], [TK, TN], target_memory=pl.Mem.Mat)
-                    acc = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left),
-                                    pl.move(b0, target_memory=pl.Mem.Right))
-                    for k in pl.range(TK, K, TK):
-                        ak = pl.load(a, [m, k], [TM, TK], target_memory=pl.Mem.Mat)
-                        bk = pl.load(b, [k, n], [TK, TN], target_memory=pl.Mem.Mat)
-                        acc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
-                                            pl.move(bk, target_memory=pl.Mem.Right))
-                    c = pl.store(acc, [m, n], c)
-            return c
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            a: pl.Tensor[[M, K], pl.FP32],
-            b: pl.Tensor[[K, N], pl.FP32],
-            c: pl.Out[pl.Tensor[[M, N], pl.FP32]],
-        ) -> pl.Tensor[[M, N], pl.FP32]:
-            c = self.mm(a, b, c)
-            return c
-
-    return MatMul
-
-
-def softmax_program(R: int, C: int, TR: int) -> Any:  # noqa: N803
-    @pl.program
-    class Softmax:
-        @pl.function(type=pl.FunctionType.InCore)
-        def softmax(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            for r in pl.range(0, R, TR):
-                t = pl.load(x, [r, 0], [TR, C])
-                tmp = pl.create_tile([TR, C], pl.FP32)
-                m = pl.row_max(t, tmp)
-                e = pl.exp(pl.row_expand_sub(t, m))
-                s = pl.row_sum(e, tmp)
-                out = pl.store(pl.row_expand_div(e, s), [r, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            out = self.softmax(x, out)
-            return out
-
-    return Softmax
 
 
 def np_softmax(x: np.ndarray) -> np.ndarray:

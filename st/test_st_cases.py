@@ -12,6 +12,7 @@ import numpy as np
 
 import pytest_pypto.language as pl
 from pytest_pypto.harness import DataType, PTOTestCase, ScalarSpec, TensorSpec
+from st.kernels import MK, MM, MN, SC, SR, MatMulFP16, RowSoftmax
 
 # -- elementwise: c = relu((a + b) * 2), tiled over rows -----------------------------------
 
@@ -70,37 +71,6 @@ def test_elementwise_case(pypto_runner):
 
 # -- matmul: FP16 operands through Mat -> Left/Right -> Acc, FP32 result ------------------
 
-MM, MK, MN = 64, 64, 32
-
-
-@pl.program
-class MatMul:
-    @pl.function(type=pl.FunctionType.InCore)
-    def mm(
-        self,
-        a: pl.Tensor[[MM, MK], pl.FP16],
-        b: pl.Tensor[[MK, MN], pl.FP16],
-        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
-    ) -> pl.Tensor[[MM, MN], pl.FP32]:
-        ta = pl.load(a, [0, 0], [MM, MK], target_memory=pl.Mem.Mat)
-        tb = pl.load(b, [0, 0], [MK, MN], target_memory=pl.Mem.Mat)
-        acc = pl.matmul(
-            pl.move(ta, target_memory=pl.Mem.Left), pl.move(tb, target_memory=pl.Mem.Right)
-        )
-        c = pl.store(acc, [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        a: pl.Tensor[[MM, MK], pl.FP16],
-        b: pl.Tensor[[MK, MN], pl.FP16],
-        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
-    ) -> pl.Tensor[[MM, MN], pl.FP32]:
-        c = self.mm(a, b, c)
-        return c
-
-
 class MatMulCase(PTOTestCase):
     # FP16 products are exact in FP32; the FP32 accumulation over K=64 rounds.
     rtol = 1e-4
@@ -114,7 +84,7 @@ class MatMulCase(PTOTestCase):
         ]
 
     def get_program(self):
-        return MatMul
+        return MatMulFP16
 
     def compute_expected(self, tensors, params=None):
         tensors["c"][:] = tensors["a"].astype(np.float64) @ tensors["b"].astype(np.float64)
@@ -127,36 +97,6 @@ def test_matmul_case(pypto_runner):
 
 
 # -- row softmax; input from a callable init_value that uses the test's seeded rng --------
-
-SR, SC, STR = 64, 128, 16
-
-
-@pl.program
-class RowSoftmax:
-    @pl.function(type=pl.FunctionType.InCore)
-    def softmax(
-        self,
-        x: pl.Tensor[[SR, SC], pl.FP32],
-        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
-    ) -> pl.Tensor[[SR, SC], pl.FP32]:
-        for r in pl.range(0, SR, STR):
-            t = pl.load(x, [r, 0], [STR, SC])
-            tmp = pl.create_tile([STR, SC], pl.FP32)
-            m = pl.row_max(t, tmp)
-            e = pl.exp(pl.row_expand_sub(t, m))
-            s = pl.row_sum(e, tmp)
-            out = pl.store(pl.row_expand_div(e, s), [r, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[SR, SC], pl.FP32],
-        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
-    ) -> pl.Tensor[[SR, SC], pl.FP32]:
-        out = self.softmax(x, out)
-        return out
-
 
 class RowSoftmaxCase(PTOTestCase):
     def define_tensors(self):

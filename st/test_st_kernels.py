@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import pytest_pypto.language as pl
+from st.kernels import KK, KM, KN, MK, MM, MN, SC, SR, MatMulAccK, MatMulFP16, RowSoftmax
 
 # -- tiled elementwise over a pl.range loop (DSL.md §1.8) ------------------------------
 
@@ -61,83 +62,17 @@ def test_axpy_tiled_over_rows(pypto_config, pypto_runner, pypto_rng):
 
 # -- matmul: Mat -> Left/Right -> Acc ---------------------------------------------------
 
-MM, MK, MN = 64, 64, 32
-
-
-@pl.program
-class MatMul:
-    @pl.function(type=pl.FunctionType.InCore)
-    def mm(
-        self,
-        a: pl.Tensor[[MM, MK], pl.FP16],
-        b: pl.Tensor[[MK, MN], pl.FP16],
-        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
-    ) -> pl.Tensor[[MM, MN], pl.FP32]:
-        ta = pl.load(a, [0, 0], [MM, MK], target_memory=pl.Mem.Mat)
-        tb = pl.load(b, [0, 0], [MK, MN], target_memory=pl.Mem.Mat)
-        la = pl.move(ta, target_memory=pl.Mem.Left)
-        rb = pl.move(tb, target_memory=pl.Mem.Right)
-        acc = pl.matmul(la, rb)
-        c = pl.store(acc, [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        a: pl.Tensor[[MM, MK], pl.FP16],
-        b: pl.Tensor[[MK, MN], pl.FP16],
-        c: pl.Out[pl.Tensor[[MM, MN], pl.FP32]],
-    ) -> pl.Tensor[[MM, MN], pl.FP32]:
-        c = self.mm(a, b, c)
-        return c
-
-
 def test_matmul_through_left_right_acc(pypto_runner, pypto_rng):
     a = pypto_rng.standard_normal((MM, MK)).astype(np.float16)
     b = pypto_rng.standard_normal((MK, MN)).astype(np.float16)
     c = np.zeros((MM, MN), np.float32)
-    run = pypto_runner.run(MatMul, a, b, c)
+    run = pypto_runner.run(MatMulFP16, a, b, c)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
     assert run.tasks[0]["core_type"] == "aic"
 
 
 # -- matmul_acc over K -------------------------------------------------------------------
-
-KM, KK, KN, TK = 32, 128, 64, 32
-
-
-@pl.program
-class MatMulAccK:
-    @pl.function(type=pl.FunctionType.InCore)
-    def mm_k(
-        self,
-        a: pl.Tensor[[KM, KK], pl.FP32],
-        b: pl.Tensor[[KK, KN], pl.FP32],
-        c: pl.Out[pl.Tensor[[KM, KN], pl.FP32]],
-    ) -> pl.Tensor[[KM, KN], pl.FP32]:
-        a0 = pl.load(a, [0, 0], [KM, TK], target_memory=pl.Mem.Mat)
-        b0 = pl.load(b, [0, 0], [TK, KN], target_memory=pl.Mem.Mat)
-        acc = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left),
-                        pl.move(b0, target_memory=pl.Mem.Right))
-        for k in pl.range(TK, KK, TK):
-            ak = pl.load(a, [0, k], [KM, TK], target_memory=pl.Mem.Mat)
-            bk = pl.load(b, [k, 0], [TK, KN], target_memory=pl.Mem.Mat)
-            acc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
-                                pl.move(bk, target_memory=pl.Mem.Right))
-        c = pl.store(acc, [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        a: pl.Tensor[[KM, KK], pl.FP32],
-        b: pl.Tensor[[KK, KN], pl.FP32],
-        c: pl.Out[pl.Tensor[[KM, KN], pl.FP32]],
-    ) -> pl.Tensor[[KM, KN], pl.FP32]:
-        c = self.mm_k(a, b, c)
-        return c
-
 
 def test_matmul_acc_over_k_chunks(pypto_runner, pypto_rng):
     a = pypto_rng.standard_normal((KM, KK)).astype(np.float32)
@@ -149,36 +84,6 @@ def test_matmul_acc_over_k_chunks(pypto_runner, pypto_rng):
 
 
 # -- row softmax ---------------------------------------------------------------------------
-
-SR, SC, STR = 64, 128, 16
-
-
-@pl.program
-class RowSoftmax:
-    @pl.function(type=pl.FunctionType.InCore)
-    def softmax(
-        self,
-        x: pl.Tensor[[SR, SC], pl.FP32],
-        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
-    ) -> pl.Tensor[[SR, SC], pl.FP32]:
-        for r in pl.range(0, SR, STR):
-            t = pl.load(x, [r, 0], [STR, SC])
-            tmp = pl.create_tile([STR, SC], pl.FP32)
-            m = pl.row_max(t, tmp)
-            e = pl.exp(pl.row_expand_sub(t, m))
-            s = pl.row_sum(e, tmp)
-            out = pl.store(pl.row_expand_div(e, s), [r, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[SR, SC], pl.FP32],
-        out: pl.Out[pl.Tensor[[SR, SC], pl.FP32]],
-    ) -> pl.Tensor[[SR, SC], pl.FP32]:
-        out = self.softmax(x, out)
-        return out
-
 
 def _softmax(x):
     x = x.astype(np.float64)
