@@ -177,3 +177,118 @@ def assert_region(out: np.ndarray, region: tuple[int, ...], want: np.ndarray, in
     outside = np.ones(out.shape, dtype=bool)
     outside[win] = False
     assert_exact(out[outside], init[outside], f"{what}: outside the valid region")
+
+
+# ------------------------------------------------------------- kernel builders
+# One builder per op family: the op itself is a closure constant (a ``pl.*`` op
+# stub such as ``pl.add``, folded by the parser like the shapes, DSL.md §1.4).
+# Operands are loaded with the valid region [VR, VC]; the store writes that window.
+
+
+def k_binary(OP, DT, R, C, VR, VC):  # noqa: N803  (DSL closure constants)
+    """out = OP(x, y), both operands [R, C] of DT."""
+
+    @pl.program
+    class Binary:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
+              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
+            out = pl.store(OP(a, b), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
+                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            out = self.k(x, y, out)
+            return out
+
+    return Binary
+
+
+def k_scalar(OP, OPS, DT, R, C, VR, VC, S):  # noqa: N803
+    """The two spellings of a scalar op: o1 = OP(t, S) (dispatching), o2 = OPS(t, S)."""
+
+    @pl.program
+    class Scalar:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            o1 = pl.store(OP(a, S), [0, 0], o1)
+            o2 = pl.store(OPS(a, S), [0, 0], o2)
+            return o1, o2
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
+                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
+            o1, o2 = self.k(x, o1, o2)
+            return o1
+
+    return Scalar
+
+
+def k_row_reduce(OP, DT, R, C, VR, VC):  # noqa: N803
+    """out[R, 1] = OP(t, tmp): a row reduction with its scratch tile."""
+
+    @pl.program
+    class RowReduce:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT],
+              out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
+            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            tmp = pl.create_tile([R, C], DT)
+            out = pl.store(OP(t, tmp), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT],
+                 out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
+            out = self.k(x, out)
+            return out
+
+    return RowReduce
+
+
+def k_col_reduce(OP, DT, R, C, VR, VC):  # noqa: N803
+    """out[1, C] = OP(t): a column reduction without scratch."""
+
+    @pl.program
+    class ColReduce:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT],
+              out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
+            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            out = pl.store(OP(t), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT],
+                 out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
+            out = self.k(x, out)
+            return out
+
+    return ColReduce
+
+
+def k_row_expand(OP, DT, R, C, VR, VC):  # noqa: N803
+    """out = OP(t, v): a [R, C] tile against a per-row [R, 1] vector."""
+
+    @pl.program
+    class RowExpand:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
+              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            rv = pl.load(v, [0, 0], [R, 1])
+            out = pl.store(OP(t, rv), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
+                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            out = self.k(x, v, out)
+            return out
+
+    return RowExpand

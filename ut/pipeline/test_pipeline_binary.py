@@ -22,6 +22,7 @@ from pipeline_kit import (
     assert_exact,
     assert_region,
     data,
+    k_binary,
     round_to,
     run,
     sentinel,
@@ -35,126 +36,6 @@ from pytest_pypto.ir.errors import PyptoWarning
 pytestmark = pytest.mark.filterwarnings("ignore:.*not validated on 'a2a3':pytest_pypto.ir.errors.PyptoWarning")
 
 # ------------------------------------------------------------------ kernels
-
-
-def k_add(DT, R, C, VR, VC):
-    @pl.program
-    class Add:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.add(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Add
-
-
-def k_sub(DT, R, C, VR, VC):
-    @pl.program
-    class Sub:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.sub(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Sub
-
-
-def k_mul(DT, R, C, VR, VC):
-    @pl.program
-    class Mul:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.mul(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Mul
-
-
-def k_div(DT, R, C, VR, VC):
-    @pl.program
-    class Div:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.div(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Div
-
-
-def k_maximum(DT, R, C, VR, VC):
-    @pl.program
-    class Maximum:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.maximum(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Maximum
-
-
-def k_minimum(DT, R, C, VR, VC):
-    @pl.program
-    class Minimum:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            b = pl.load(y, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.minimum(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], y: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, y, out)
-            return out
-
-    return Minimum
 
 def k_div_hp(DT, R, C, VR, VC):
     @pl.program
@@ -219,34 +100,34 @@ def _div(a, b):
     return a / b if a.dtype.kind == "f" else _int_div(a, b)
 
 
-BINARY = {
-    "add": (k_add, NUMERIC, np.add),
-    "sub": (k_sub, NUMERIC, np.subtract),
-    "mul": (k_mul, NUMERIC, np.multiply),
-    "div": (k_div, DIV_DTYPES, _div),
-    "div_hp": (k_div_hp, (pl.FP32, pl.FP16), _div),
-    "maximum": (k_maximum, NUMERIC, np.maximum),
-    "minimum": (k_minimum, NUMERIC, np.minimum),
+BINARY = {  # name -> (builder, its leading key: the op stub for k_binary), dtypes, numpy op
+    "add": (k_binary, (pl.add,), NUMERIC, np.add),
+    "sub": (k_binary, (pl.sub,), NUMERIC, np.subtract),
+    "mul": (k_binary, (pl.mul,), NUMERIC, np.multiply),
+    "div": (k_binary, (pl.div,), DIV_DTYPES, _div),
+    "div_hp": (k_div_hp, (), (pl.FP32, pl.FP16), _div),
+    "maximum": (k_binary, (pl.maximum,), NUMERIC, np.maximum),
+    "minimum": (k_binary, (pl.minimum,), NUMERIC, np.minimum),
 }
-CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in BINARY.items() for dt in row[1]]
+CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in BINARY.items() for dt in row[2]]
 SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def reference(name, x, y, dt):
     """float64 math is exact for these products/sums of tile floats, so one rounding = RNE."""
     with np.errstate(all="ignore"):
-        return round_to(BINARY[name][2](wide(x), wide(y)), dt)
+        return round_to(BINARY[name][3](wide(x), wide(y)), dt)
 
 
 def check_binary(name, dt, platform, shape, seed):
-    builder = BINARY[name][0]
+    builder, ops = BINARY[name][:2]
     R, C, VR, VC = shape
     rng = np.random.default_rng(seed)
     x = data(rng, (R, C), dt)
     y = data(rng, (R, C), dt, "nonzero" if name.startswith("div") else "any")
     out = sentinel((R, C), dt)
     init = out.copy()
-    run(builder, (dt, R, C, VR, VC), platform, x, y, out)
+    run(builder, (*ops, dt, R, C, VR, VC), platform, x, y, out)
     want = reference(name, x[:VR, :VC], y[:VR, :VC], dt)
     assert_region(out, (VR, VC), want, init, dt, what=f"{name} {dt.name}")
 
@@ -286,7 +167,7 @@ def test_fp16_add_rounds_once_to_nearest_even(platform):
     x = np.array([[2048, 2048, 2050, -2048, 1, 65504, 0.5, 1024]], np.float16)
     y = np.array([[1, 3, 1, -1, 2**-24, 32, 2**-12, 0.5]], np.float16)
     out = sentinel(x.shape, pl.FP16)
-    run(k_add, (pl.FP16, 1, 8, 1, 8), platform, x, y, out)
+    run(k_binary, (pl.add, pl.FP16, 1, 8, 1, 8), platform, x, y, out)
     want = [2048, 2052, 2052, -2048, 1, np.inf, 0.5, 1024]  # 65504+32 rounds up to inf
     assert out[0].astype(np.float64).tolist() == want
 
@@ -296,8 +177,8 @@ def test_int8_add_and_mul_wrap(platform):
     x = np.array([[127, -128, 100, -100, 64, 16, -1, 0]], np.int8)
     y = np.array([[1, -1, 100, -100, 2, 16, -1, 0]], np.int8)
     o_add, o_mul = sentinel(x.shape, pl.INT8), sentinel(x.shape, pl.INT8)
-    run(k_add, (pl.INT8, 1, 8, 1, 8), platform, x, y, o_add)
-    run(k_mul, (pl.INT8, 1, 8, 1, 8), platform, x, y, o_mul)
+    run(k_binary, (pl.add, pl.INT8, 1, 8, 1, 8), platform, x, y, o_add)
+    run(k_binary, (pl.mul, pl.INT8, 1, 8, 1, 8), platform, x, y, o_mul)
     assert o_add[0].tolist() == [-128, 127, -56, 56, 66, 32, -2, 0]
     assert o_mul[0].tolist() == [127, -128, 16, 16, -128, 0, 1, 0]
 
@@ -307,7 +188,7 @@ def test_int_div_truncates_toward_zero(platform):
     x = np.array([[7, -7, 7, -7, 0, 32767, -32768, 5]], np.int16)
     y = np.array([[2, 2, -2, -2, 5, -1, -1, 7]], np.int16)
     out = sentinel(x.shape, pl.INT16)
-    run(k_div, (pl.INT16, 1, 8, 1, 8), platform, x, y, out)
+    run(k_binary, (pl.div, pl.INT16, 1, 8, 1, 8), platform, x, y, out)
     assert out[0].tolist() == [3, -3, -3, 3, 0, -32767, -32768, 0]  # -32768 / -1 wraps
 
 
@@ -319,7 +200,7 @@ def test_int_div_by_zero_is_poisoned_with_a_warning(platform):
     out = sentinel(x.shape, pl.INT32)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        run(k_div, (pl.INT32, 1, 4, 1, 4), platform, x, y, out)
+        run(k_binary, (pl.div, pl.INT32, 1, 4, 1, 4), platform, x, y, out)
     assert out[0].tolist() == [POISON_INT["INT32"], -3, POISON_INT["INT32"], 0]
     assert any(issubclass(w.category, PyptoWarning) and "division by zero" in str(w.message)
                for w in seen)
@@ -330,6 +211,6 @@ def test_float_div_by_zero_follows_ieee(platform):
     x = np.array([[1, -1, 0, 3]], np.float32)
     y = np.array([[0, 0, 0, -0.0]], np.float32)
     out = sentinel(x.shape, pl.FP32)
-    run(k_div, (pl.FP32, 1, 4, 1, 4), platform, x, y, out)
+    run(k_binary, (pl.div, pl.FP32, 1, 4, 1, 4), platform, x, y, out)
     assert out[0, 0] == np.inf and out[0, 1] == -np.inf and np.isnan(out[0, 2])
     assert out[0, 3] == -np.inf

@@ -19,6 +19,7 @@ from pipeline_kit import (
     assert_exact,
     assert_region,
     data,
+    k_scalar,
     round_to,
     run,
     sentinel,
@@ -36,124 +37,36 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*not validated on 'a2a3':pytest
 # ------------------------------------------------------------------ kernels
 
 
-def k_adds(DT, R, C, VR, VC, S):
+def k_scalar_spellings(DT, R, C):
+    """Every scalar op spelled as users write it, on a literal scalar, in one kernel."""
+
     @pl.program
-    class Adds:
+    class ScalarSpellings:
         @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.add(a, S), [0, 0], o1)
-            o2 = pl.store(pl.adds(a, S), [0, 0], o2)
-            return o1, o2
+        def k(self, x: pl.Tensor[[R, C], DT], o_add: pl.Out[pl.Tensor[[R, C], DT]],
+              o_sub: pl.Out[pl.Tensor[[R, C], DT]], o_mul: pl.Out[pl.Tensor[[R, C], DT]],
+              o_div: pl.Out[pl.Tensor[[R, C], DT]], o_max: pl.Out[pl.Tensor[[R, C], DT]],
+              o_min: pl.Out[pl.Tensor[[R, C], DT]]):
+            a = pl.load(x, [0, 0], [R, C])
+            o_add = pl.store(pl.adds(a, 2.5), [0, 0], o_add)
+            o_sub = pl.store(pl.subs(a, 2.5), [0, 0], o_sub)
+            o_mul = pl.store(pl.muls(a, 2.5), [0, 0], o_mul)
+            o_div = pl.store(pl.divs(a, 2.5), [0, 0], o_div)
+            o_max = pl.store(pl.maximums(a, 2.5), [0, 0], o_max)
+            o_min = pl.store(pl.minimums(a, 2.5), [0, 0], o_min)
+            return o_add, o_sub, o_mul, o_div, o_max, o_min
 
         @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
+        def main(self, x: pl.Tensor[[R, C], DT], o_add: pl.Out[pl.Tensor[[R, C], DT]],
+                 o_sub: pl.Out[pl.Tensor[[R, C], DT]], o_mul: pl.Out[pl.Tensor[[R, C], DT]],
+                 o_div: pl.Out[pl.Tensor[[R, C], DT]], o_max: pl.Out[pl.Tensor[[R, C], DT]],
+                 o_min: pl.Out[pl.Tensor[[R, C], DT]]):
+            o_add, o_sub, o_mul, o_div, o_max, o_min = self.k(
+                x, o_add, o_sub, o_mul, o_div, o_max, o_min)
+            return o_add
 
-    return Adds
+    return ScalarSpellings
 
-
-def k_subs(DT, R, C, VR, VC, S):
-    @pl.program
-    class Subs:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.sub(a, S), [0, 0], o1)
-            o2 = pl.store(pl.subs(a, S), [0, 0], o2)
-            return o1, o2
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
-
-    return Subs
-
-
-def k_muls(DT, R, C, VR, VC, S):
-    @pl.program
-    class Muls:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.mul(a, S), [0, 0], o1)
-            o2 = pl.store(pl.muls(a, S), [0, 0], o2)
-            return o1, o2
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
-
-    return Muls
-
-
-def k_divs(DT, R, C, VR, VC, S):
-    @pl.program
-    class Divs:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.div(a, S), [0, 0], o1)
-            o2 = pl.store(pl.divs(a, S), [0, 0], o2)
-            return o1, o2
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
-
-    return Divs
-
-
-def k_maximums(DT, R, C, VR, VC, S):
-    @pl.program
-    class Maximums:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.maximum(a, S), [0, 0], o1)
-            o2 = pl.store(pl.maximums(a, S), [0, 0], o2)
-            return o1, o2
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
-
-    return Maximums
-
-
-def k_minimums(DT, R, C, VR, VC, S):
-    @pl.program
-    class Minimums:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-              o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            a = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            o1 = pl.store(pl.minimum(a, S), [0, 0], o1)
-            o2 = pl.store(pl.minimums(a, S), [0, 0], o2)
-            return o1, o2
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], o1: pl.InOut[pl.Tensor[[R, C], DT]],
-                 o2: pl.InOut[pl.Tensor[[R, C], DT]]):
-            o1, o2 = self.k(x, o1, o2)
-            return o1
-
-    return Minimums
 
 def k_axpy_scalar_param(DT, R, C):
     """A run-time scalar (DSL.md §1.8 Axpy): the entry's FP32 Scalar reaches muls/adds."""
@@ -184,13 +97,14 @@ def _int_div(a, b):
     return np.where((a < 0) != (b < 0), -q, q)
 
 
-SCALAR = {
-    "adds": (k_adds, NUMERIC, np.add),
-    "subs": (k_subs, NUMERIC, np.subtract),  # INT8..INT32, FP16, FP32, BF16: all of NUMERIC
-    "muls": (k_muls, NUMERIC, np.multiply),
-    "divs": (k_divs, DIV_DTYPES, lambda a, s: a / s if a.dtype.kind == "f" else _int_div(a, s)),
-    "maximums": (k_maximums, NUMERIC, np.maximum),
-    "minimums": (k_minimums, NUMERIC, np.minimum),
+SCALAR = {  # name -> (k_scalar's two op stubs: dispatching, explicit), dtypes, numpy op
+    "adds": ((pl.add, pl.adds), NUMERIC, np.add),
+    "subs": ((pl.sub, pl.subs), NUMERIC, np.subtract),  # INT8..INT32, FP16, FP32, BF16: all
+    "muls": ((pl.mul, pl.muls), NUMERIC, np.multiply),
+    "divs": ((pl.div, pl.divs), DIV_DTYPES,
+             lambda a, s: a / s if a.dtype.kind == "f" else _int_div(a, s)),
+    "maximums": ((pl.maximum, pl.maximums), NUMERIC, np.maximum),
+    "minimums": ((pl.minimum, pl.minimums), NUMERIC, np.minimum),
 }
 # Float scalars that are not exact at FP16/BF16 (so converting first matters), int scalars
 # of both signs.
@@ -211,7 +125,7 @@ def check_scalar(name, dt, platform, shape, s, seed):
     x = data(np.random.default_rng(seed), (R, C), dt)
     o1, o2 = sentinel((R, C), dt), sentinel((R, C), dt)
     init = o1.copy()
-    run(SCALAR[name][0], (dt, R, C, VR, VC, s), platform, x, o1, o2)
+    run(k_scalar, (*SCALAR[name][0], dt, R, C, VR, VC, s), platform, x, o1, o2)
     want = reference(name, x[:VR, :VC], s, dt)
     assert_region(o1, (VR, VC), want, init, dt, what=f"pl.{name[:-1]}(t, {s}) {dt.name}")
     assert_region(o2, (VR, VC), want, init, dt, what=f"pl.{name}(t, {s}) {dt.name}")
@@ -239,7 +153,7 @@ def test_scalar_is_converted_to_fp16_before_the_op(platform):
     way, but 1024 * 0.1 shows the conversion: 1024 * fp16(0.1) = 102.375, not 102.4."""
     x = np.array([[1024.0, 1.0, -512.0, 0.0]], np.float16)
     o1, o2 = sentinel(x.shape, pl.FP16), sentinel(x.shape, pl.FP16)
-    run(k_muls, (pl.FP16, 1, 4, 1, 4, 0.1), platform, x, o1, o2)
+    run(k_scalar, (pl.mul, pl.muls, pl.FP16, 1, 4, 1, 4, 0.1), platform, x, o1, o2)
     assert o1[0].astype(np.float64).tolist() == [102.375, 0.0999755859375, -51.1875, 0.0]
     assert_exact(o2, o1)
 
@@ -248,11 +162,11 @@ def test_scalar_is_converted_to_fp16_before_the_op(platform):
 def test_int8_scalar_ops_wrap(platform):
     x = np.array([[127, -128, 50, -50]], np.int8)
     o1, o2 = sentinel(x.shape, pl.INT8), sentinel(x.shape, pl.INT8)
-    run(k_adds, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    run(k_scalar, (pl.add, pl.adds, pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
     assert o1[0].tolist() == [-126, -125, 53, -47]
-    run(k_muls, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    run(k_scalar, (pl.mul, pl.muls, pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
     assert o2[0].tolist() == [125, -128, -106, 106]
-    run(k_subs, (pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
+    run(k_scalar, (pl.sub, pl.subs, pl.INT8, 1, 4, 1, 4, 3), platform, x, o1, o2)
     assert o1[0].tolist() == [124, 125, 47, -53]
 
 
@@ -273,7 +187,7 @@ def test_runtime_scalar_parameter_reaches_the_kernel(dt, platform):
 @pytest.mark.filterwarnings("error")
 def test_subs_on_int8_warns_unvalidated_on_a2a3_only():
     """ARCH.md: subs on INT8/BF16 is accepted but unvalidated on a2a3 (a warning, not an error)."""
-    prog = k_subs(pl.INT8, 4, 32, 4, 32, 3)
+    prog = k_scalar(pl.sub, pl.subs, pl.INT8, 4, 32, 4, 32, 3)
     with pytest.warns(PyptoWarning, match="tile.subs on INT8 is not validated on 'a2a3'"):
         pytest_pypto.compile(prog, RunConfig(platform="a2a3sim"))
     pytest_pypto.compile(prog, RunConfig(platform="a5sim"))  # "error" filter: no warning here
@@ -285,7 +199,7 @@ def test_int_scalar_is_wrapped_to_the_tile_width_first(platform):
     max(t, -56) (computing max(t, 200) and then wrapping would give -56 everywhere)."""
     x = np.array([[-100, -56, -10, 0, 5, 50, 100, 127]], np.int8)
     o1, o2 = sentinel(x.shape, pl.INT8), sentinel(x.shape, pl.INT8)
-    run(k_maximums, (pl.INT8, 1, 8, 1, 8, 200), platform, x, o1, o2)
+    run(k_scalar, (pl.maximum, pl.maximums, pl.INT8, 1, 8, 1, 8, 200), platform, x, o1, o2)
     assert o1[0].tolist() == [-56, -56, -10, 0, 5, 50, 100, 127]
     assert_exact(o2, o1)
 
@@ -295,6 +209,19 @@ def test_tiny_float_scalar_underflows_to_zero_at_fp16(platform):
     """1e-8 is below half the smallest FP16 subnormal: maximums(t, 1e-8) is max(t, 0)."""
     x = np.array([[-3, -2, -1, 0, 1, 2, 3, 4]], np.float16)
     o1, o2 = sentinel(x.shape, pl.FP16), sentinel(x.shape, pl.FP16)
-    run(k_maximums, (pl.FP16, 1, 8, 1, 8, 1e-8), platform, x, o1, o2)
+    run(k_scalar, (pl.maximum, pl.maximums, pl.FP16, 1, 8, 1, 8, 1e-8), platform, x, o1, o2)
     assert o1[0].astype(np.float64).tolist() == [0, 0, 0, 0, 1, 2, 3, 4]
     assert_exact(o2, o1)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dt", [pl.FP32, pl.FP16])
+def test_every_scalar_op_spelled_literally(dt, platform):
+    """adds/subs/muls/divs/maximums/minimums as written in user code (2.5 is exact in FP16)."""
+    x = data(np.random.default_rng(5), (8, 16), dt)
+    outs = [sentinel((8, 16), dt) for _ in range(6)]
+    run(k_scalar_spellings, (dt, 8, 16), platform, x, *outs)
+    X = wide(x)
+    wants = [X + 2.5, X - 2.5, X * 2.5, X / 2.5, np.maximum(X, 2.5), np.minimum(X, 2.5)]
+    for got, want, op in zip(outs, wants, ("adds", "subs", "muls", "divs", "maximums", "minimums")):
+        assert_exact(got, round_to(want, dt), f"pl.{op}(t, 2.5) {dt.name}")
