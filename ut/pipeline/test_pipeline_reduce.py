@@ -23,6 +23,9 @@ from pipeline_kit import (
     assert_ulp,
     data,
     f32_then,
+    k_col_reduce,
+    k_row_expand,
+    k_row_reduce,
     round_to,
     run,
     sentinel,
@@ -34,202 +37,34 @@ import pytest_pypto.language as pl
 # ------------------------------------------------------------------ kernels
 
 
-def k_row_sum(DT, R, C, VR, VC):
+def k_reduce_spellings(DT, R, C):
+    """Every reduction spelled as users write it, in one kernel (row ones share a scratch)."""
+
     @pl.program
-    class RowSum:
+    class ReduceSpellings:
         @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+        def k(self, x: pl.Tensor[[R, C], DT], o_rsum: pl.Out[pl.Tensor[[R, 1], DT]],
+              o_rmax: pl.Out[pl.Tensor[[R, 1], DT]], o_rmin: pl.Out[pl.Tensor[[R, 1], DT]],
+              o_cmax: pl.Out[pl.Tensor[[1, C], DT]], o_cmin: pl.Out[pl.Tensor[[1, C], DT]]):
+            t = pl.load(x, [0, 0], [R, C])
             tmp = pl.create_tile([R, C], DT)
-            out = pl.store(pl.row_sum(t, tmp), [0, 0], out)
-            return out
+            o_rsum = pl.store(pl.row_sum(t, tmp), [0, 0], o_rsum)
+            o_rmax = pl.store(pl.row_max(t, tmp), [0, 0], o_rmax)
+            o_rmin = pl.store(pl.row_min(t, tmp), [0, 0], o_rmin)
+            o_cmax = pl.store(pl.col_max(t), [0, 0], o_cmax)
+            o_cmin = pl.store(pl.col_min(t), [0, 0], o_cmin)
+            return o_rsum, o_rmax, o_rmin, o_cmax, o_cmin
 
         @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            out = self.k(x, out)
-            return out
+        def main(self, x: pl.Tensor[[R, C], DT], o_rsum: pl.Out[pl.Tensor[[R, 1], DT]],
+                 o_rmax: pl.Out[pl.Tensor[[R, 1], DT]], o_rmin: pl.Out[pl.Tensor[[R, 1], DT]],
+                 o_cmax: pl.Out[pl.Tensor[[1, C], DT]], o_cmin: pl.Out[pl.Tensor[[1, C], DT]]):
+            o_rsum, o_rmax, o_rmin, o_cmax, o_cmin = self.k(
+                x, o_rsum, o_rmax, o_rmin, o_cmax, o_cmin)
+            return o_rsum
 
-    return RowSum
+    return ReduceSpellings
 
-
-def k_row_max(DT, R, C, VR, VC):
-    @pl.program
-    class RowMax:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            tmp = pl.create_tile([R, C], DT)
-            out = pl.store(pl.row_max(t, tmp), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            out = self.k(x, out)
-            return out
-
-    return RowMax
-
-
-def k_row_min(DT, R, C, VR, VC):
-    @pl.program
-    class RowMin:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            tmp = pl.create_tile([R, C], DT)
-            out = pl.store(pl.row_min(t, tmp), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[R, 1], DT]]) -> pl.Tensor[[R, 1], DT]:
-            out = self.k(x, out)
-            return out
-
-    return RowMin
-
-
-def k_col_max(DT, R, C, VR, VC):
-    @pl.program
-    class ColMax:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.col_max(t), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
-            out = self.k(x, out)
-            return out
-
-    return ColMax
-
-
-def k_col_min(DT, R, C, VR, VC):
-    @pl.program
-    class ColMin:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT],
-              out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            out = pl.store(pl.col_min(t), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT],
-                 out: pl.InOut[pl.Tensor[[1, C], DT]]) -> pl.Tensor[[1, C], DT]:
-            out = self.k(x, out)
-            return out
-
-    return ColMin
-
-
-def k_row_expand_add(DT, R, C, VR, VC):
-    @pl.program
-    class RowExpandAdd:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
-            out = pl.store(pl.row_expand_add(t, rv), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, v, out)
-            return out
-
-    return RowExpandAdd
-
-
-def k_row_expand_sub(DT, R, C, VR, VC):
-    @pl.program
-    class RowExpandSub:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
-            out = pl.store(pl.row_expand_sub(t, rv), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, v, out)
-            return out
-
-    return RowExpandSub
-
-
-def k_row_expand_mul(DT, R, C, VR, VC):
-    @pl.program
-    class RowExpandMul:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
-            out = pl.store(pl.row_expand_mul(t, rv), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, v, out)
-            return out
-
-    return RowExpandMul
-
-
-def k_row_expand_div(DT, R, C, VR, VC):
-    @pl.program
-    class RowExpandDiv:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
-            out = pl.store(pl.row_expand_div(t, rv), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, v, out)
-            return out
-
-    return RowExpandDiv
-
-
-def k_row_expand_expdif(DT, R, C, VR, VC):
-    @pl.program
-    class RowExpandExpdif:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
-            out = pl.store(pl.row_expand_expdif(t, rv), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
-                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
-            out = self.k(x, v, out)
-            return out
-
-    return RowExpandExpdif
 
 def k_col_sum(DT, R, C, VR, VC):
     """Both tile forms: without and with the optional scratch tile."""
@@ -284,26 +119,26 @@ def k_softmax(DT, R, C, VR, VC):
 MANTISSA = {"FP32": 23, "FP16": 10, "BF16": 7}  # stored fraction bits
 ROW_MIN_DTYPES = (pl.INT32, pl.INT16, pl.FP32, pl.FP16)  # DSL.md §4.1 row_min
 
-REDUCE = {  # name -> (builder, dtypes, axis, numpy reducer)
-    "row_sum": (k_row_sum, NUMERIC, 1, np.sum),
-    "row_max": (k_row_max, NUMERIC, 1, np.max),
-    "row_min": (k_row_min, ROW_MIN_DTYPES, 1, np.min),
-    "col_sum": (k_col_sum, NUMERIC, 0, np.sum),
-    "col_max": (k_col_max, NUMERIC, 0, np.max),
-    "col_min": (k_col_min, NUMERIC, 0, np.min),
+REDUCE = {  # name -> (builder, its leading key: the op stub), dtypes, axis, numpy reducer
+    "row_sum": (k_row_reduce, (pl.row_sum,), NUMERIC, 1, np.sum),
+    "row_max": (k_row_reduce, (pl.row_max,), NUMERIC, 1, np.max),
+    "row_min": (k_row_reduce, (pl.row_min,), ROW_MIN_DTYPES, 1, np.min),
+    "col_sum": (k_col_sum, (), NUMERIC, 0, np.sum),
+    "col_max": (k_col_reduce, (pl.col_max,), NUMERIC, 0, np.max),
+    "col_min": (k_col_reduce, (pl.col_min,), NUMERIC, 0, np.min),
 }
-R_CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in REDUCE.items() for dt in row[1]]
+R_CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in REDUCE.items() for dt in row[2]]
 SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def check_reduction(name, dt, platform, shape, seed):
-    builder, _, axis, fn = REDUCE[name]
+    builder, ops, _, axis, fn = REDUCE[name]
     R, C, VR, VC = shape
     x = data(np.random.default_rng(seed), (R, C), dt)
     out_shape, region = ((R, 1), (VR, 1)) if axis == 1 else ((1, C), (1, VC))
     outs = [sentinel(out_shape, dt) for _ in range(2 if name == "col_sum" else 1)]
     init = outs[0].copy()
-    run(builder, (dt, R, C, VR, VC), platform, x, *outs)
+    run(builder, (*ops, dt, R, C, VR, VC), platform, x, *outs)
     # Reduce the valid window only: float64 (exact for these sizes) or int64, then round/wrap.
     exact = fn(wide(x[:VR, :VC]), axis=axis, keepdims=True)
     want = round_to(exact, dt)
@@ -340,7 +175,7 @@ def test_reduction_ragged_16x32_valid_12x20(name, dt, platform):
 def test_int8_row_sum_wraps_and_int32_col_sum_does_too(platform):
     x8 = np.full((2, 8), 100, np.int8)
     out = sentinel((2, 1), pl.INT8)
-    run(k_row_sum, (pl.INT8, 2, 8, 2, 8), platform, x8, out)
+    run(k_row_reduce, (pl.row_sum, pl.INT8, 2, 8, 2, 8), platform, x8, out)
     assert out.ravel().tolist() == [800 - 768] * 2  # 800 wraps to 32
     x32 = np.full((4, 8), 2**30, np.int32)
     o1, o2 = sentinel((1, 8), pl.INT32), sentinel((1, 8), pl.INT32)
@@ -348,12 +183,12 @@ def test_int8_row_sum_wraps_and_int32_col_sum_does_too(platform):
     assert o1.ravel().tolist() == [0] * 8 and o2.ravel().tolist() == [0] * 8  # 2**32 wraps
 
 
-EXPAND = {  # name -> (builder, dtypes, numpy op on (tile, row_vec)), computed wide
-    "row_expand_add": (k_row_expand_add, NUMERIC, np.add),
-    "row_expand_sub": (k_row_expand_sub, NUMERIC, np.subtract),
-    "row_expand_mul": (k_row_expand_mul, NUMERIC, np.multiply),
-    "row_expand_div": (k_row_expand_div, DIV_DTYPES, None),
-    "row_expand_expdif": (k_row_expand_expdif, FLOATS, None),
+EXPAND = {  # name -> (k_row_expand's op stub, dtypes, numpy op on (tile, row_vec)), wide
+    "row_expand_add": (pl.row_expand_add, NUMERIC, np.add),
+    "row_expand_sub": (pl.row_expand_sub, NUMERIC, np.subtract),
+    "row_expand_mul": (pl.row_expand_mul, NUMERIC, np.multiply),
+    "row_expand_div": (pl.row_expand_div, DIV_DTYPES, None),
+    "row_expand_expdif": (pl.row_expand_expdif, FLOATS, None),
 }
 E_CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in EXPAND.items() for dt in row[1]]
 
@@ -379,7 +214,7 @@ def check_expand(name, dt, platform, shape, seed):
              "small" if name.endswith("expdif") else "any")
     out = sentinel((R, C), dt)
     init = out.copy()
-    run(EXPAND[name][0], (dt, R, C, VR, VC), platform, x, v, out)
+    run(k_row_expand, (EXPAND[name][0], dt, R, C, VR, VC), platform, x, v, out)
     want = _expand_reference(name, x[:VR, :VC], v[:VR], dt)
     ulps = (2 if dt.name == "FP32" else 1) if name.endswith("expdif") else 0
     assert_region(out, (VR, VC), want, init, dt, ulps, f"{name} {dt.name}")
@@ -420,3 +255,18 @@ def test_row_softmax_chain(dt, platform, shape):
     mask[:VR, :VC] = False
     assert_exact(out[mask], init[mask], "outside the valid region")
     assert_ulp(round_to(got, dt), out[:VR, :VC], dt, 0, "stored values are the tile's")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_every_reduction_spelled_literally(platform):
+    """row_sum/row_max/row_min/col_max/col_min as written in user code, INT32 (exact)."""
+    x = data(np.random.default_rng(6), (8, 16), pl.INT32, "mid")
+    rows = [sentinel((8, 1), pl.INT32) for _ in range(3)]
+    cols = [sentinel((1, 16), pl.INT32) for _ in range(2)]
+    run(k_reduce_spellings, (pl.INT32, 8, 16), platform, x, *rows, *cols)
+    X = wide(x)
+    wants = [X.sum(1, keepdims=True), X.max(1, keepdims=True), X.min(1, keepdims=True),
+             X.max(0, keepdims=True), X.min(0, keepdims=True)]
+    for got, want, op in zip(rows + cols, wants, ("row_sum", "row_max", "row_min", "col_max",
+                                                  "col_min")):
+        assert_exact(got, round_to(want, pl.INT32), f"pl.{op} INT32")
