@@ -185,7 +185,28 @@ def assert_region(out: np.ndarray, region: tuple[int, ...], want: np.ndarray, in
 # Operands are loaded with the valid region [VR, VC]; the store writes that window.
 
 
-def k_binary(OP, DT, R, C, VR, VC):  # noqa: N803  (DSL closure constants)
+def k_unary(OP, DT, R, C, VR, VC):  # noqa: N803  (DSL closure constants)
+    """out = OP(x) on [R, C] of DT."""
+
+    @pl.program
+    class Unary:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[R, C], DT],
+              out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
+            out = pl.store(OP(t), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], DT],
+                 out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
+            out = self.k(x, out)
+            return out
+
+    return Unary
+
+
+def k_binary(OP, DT, R, C, VR, VC):  # noqa: N803
     """out = OP(x, y), both operands [R, C] of DT."""
 
     @pl.program
