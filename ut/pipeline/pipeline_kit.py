@@ -15,6 +15,9 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pytest_pypto
 import pytest_pypto.language as pl
@@ -25,6 +28,8 @@ FLOATS = (pl.FP32, pl.FP16, pl.BF16)
 INTS = (pl.INT32, pl.INT16, pl.INT8)
 NUMERIC = FLOATS + INTS
 DIV_DTYPES = (pl.FP32, pl.FP16, pl.INT32, pl.INT16)  # DSL.md §4.1 div row
+# (R, C, VR, VC) of the op sweeps: full tiles, and ragged ones (rows and cols at once).
+SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 STORAGE = {
     "FP32": np.float32, "FP16": np.float16, "BF16": ml_dtypes.bfloat16,
@@ -63,6 +68,29 @@ def run(builder: Callable[..., Any], key: tuple[Any, ...], platform: str, *array
     """
     compiled = _compiled(builder, platform, tuple(key))
     return pytest_pypto.run(compiled, *arrays, config=RunConfig(platform=platform, **config))
+
+
+def sweep(cases: list[Any]) -> Callable[[Callable[..., Any]], Any]:
+    """The op-table sweep: each (name, dt) case on both platforms, 4 hypothesis examples
+    over SHAPES and seeds; the test takes (name, dt, platform, shape, seed)."""
+
+    def apply(test: Callable[..., Any]) -> Any:
+        test = given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**32 - 1))(test)
+        test = settings(max_examples=4, deadline=None)(test)
+        test = pytest.mark.parametrize(("name", "dt"), cases)(test)
+        return pytest.mark.parametrize("platform", PLATFORMS)(test)
+
+    return apply
+
+
+def each_case(cases: list[Any]) -> Callable[[Callable[..., Any]], Any]:
+    """Each (name, dt) case on both platforms, once; the test takes (name, dt, platform)."""
+
+    def apply(test: Callable[..., Any]) -> Any:
+        test = pytest.mark.parametrize(("name", "dt"), cases)(test)
+        return pytest.mark.parametrize("platform", PLATFORMS)(test)
+
+    return apply
 
 
 # ----------------------------------------------------------------------- data

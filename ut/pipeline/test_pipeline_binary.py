@@ -12,8 +12,6 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pipeline_kit import (
     DIV_DTYPES,
     NUMERIC,
@@ -22,10 +20,12 @@ from pipeline_kit import (
     assert_exact,
     assert_region,
     data,
+    each_case,
     k_binary,
     round_to,
     run,
     sentinel,
+    sweep,
     wide,
 )
 
@@ -110,7 +110,6 @@ BINARY = {  # name -> (builder, its leading key: the op stub for k_binary), dtyp
     "minimum": (k_binary, (pl.minimum,), NUMERIC, np.minimum),
 }
 CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in BINARY.items() for dt in row[2]]
-SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def reference(name, x, y, dt):
@@ -132,16 +131,12 @@ def check_binary(name, dt, platform, shape, seed):
     assert_region(out, (VR, VC), want, init, dt, what=f"{name} {dt.name}")
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
-@settings(max_examples=4, deadline=None)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**32 - 1))
+@sweep(CASES)
 def test_binary_op_matches_numpy(name, dt, platform, shape, seed):
     check_binary(name, dt, platform, shape, seed)
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
+@each_case(CASES)
 def test_binary_op_ragged_16x32_valid_16x20(name, dt, platform):
     check_binary(name, dt, platform, (16, 32, 16, 20), seed=11)
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pipeline_kit import (
     DIV_DTYPES,
     FLOATS,
@@ -22,6 +20,7 @@ from pipeline_kit import (
     assert_region,
     assert_ulp,
     data,
+    each_case,
     f32_then,
     k_col_reduce,
     k_row_expand,
@@ -29,6 +28,7 @@ from pipeline_kit import (
     round_to,
     run,
     sentinel,
+    sweep,
     wide,
 )
 
@@ -128,7 +128,6 @@ REDUCE = {  # name -> (builder, its leading key: the op stub), dtypes, axis, num
     "col_min": (k_col_reduce, (pl.col_min,), NUMERIC, 0, np.min),
 }
 R_CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in REDUCE.items() for dt in row[2]]
-SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def check_reduction(name, dt, platform, shape, seed):
@@ -156,16 +155,12 @@ def check_reduction(name, dt, platform, shape, seed):
             assert_region(out, region, want, init, dt, 0, f"{name} {dt.name}")
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), R_CASES)
-@settings(max_examples=4, deadline=None)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**32 - 1))
+@sweep(R_CASES)
 def test_reduction_matches_numpy(name, dt, platform, shape, seed):
     check_reduction(name, dt, platform, shape, seed)
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), R_CASES)
+@each_case(R_CASES)
 def test_reduction_ragged_16x32_valid_12x20(name, dt, platform):
     """Only valid rows/cols are reduced (poisoned padding would show as NaN/0xA5)."""
     check_reduction(name, dt, platform, (16, 32, 12, 20), seed=21)
@@ -220,16 +215,12 @@ def check_expand(name, dt, platform, shape, seed):
     assert_region(out, (VR, VC), want, init, dt, ulps, f"{name} {dt.name}")
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), E_CASES)
-@settings(max_examples=4, deadline=None)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**32 - 1))
+@sweep(E_CASES)
 def test_row_expand_matches_numpy(name, dt, platform, shape, seed):
     check_expand(name, dt, platform, shape, seed)
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), E_CASES)
+@each_case(E_CASES)
 def test_row_expand_ragged_16x32_valid_16x20(name, dt, platform):
     check_expand(name, dt, platform, (16, 32, 16, 20), seed=8)
 

@@ -16,9 +16,11 @@ from pipeline_kit import (
     DIV_DTYPES,
     NUMERIC,
     PLATFORMS,
+    SHAPES,
     assert_exact,
     assert_region,
     data,
+    each_case,
     k_scalar,
     round_to,
     run,
@@ -111,7 +113,6 @@ SCALAR = {  # name -> (k_scalar's two op stubs: dispatching, explicit), dtypes, 
 FLOAT_SCALARS = (0.1, -3.3)
 INT_SCALARS = (3, -100)
 CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in SCALAR.items() for dt in row[1]]
-SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def reference(name, x, s, dt):
@@ -131,8 +132,7 @@ def check_scalar(name, dt, platform, shape, s, seed):
     assert_region(o2, (VR, VC), want, init, dt, what=f"pl.{name}(t, {s}) {dt.name}")
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
+@each_case(CASES)
 @settings(max_examples=4, deadline=None)
 @given(which=st.integers(0, 1), seed=st.integers(0, 2**32 - 1))
 def test_scalar_form_matches_numpy(name, dt, platform, which, seed):
@@ -141,8 +141,7 @@ def test_scalar_form_matches_numpy(name, dt, platform, which, seed):
     check_scalar(name, dt, platform, SHAPES[which], s, seed)
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
+@each_case(CASES)
 def test_scalar_form_ragged_16x32_valid_16x20(name, dt, platform):
     check_scalar(name, dt, platform, (16, 32, 16, 20), 0.1 if dt.is_float else -7, seed=4)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pipeline_kit import (
     FLOATS,
     INTS,
@@ -20,12 +18,14 @@ from pipeline_kit import (
     assert_region,
     assert_ulp,
     data,
+    each_case,
     f32_then,
     k_unary,
     round_to,
     run,
     sentinel,
     storage,
+    sweep,
     wide,
 )
 
@@ -149,8 +149,6 @@ UNARY = {
 CASES = [
     pytest.param(name, dt, id=f"{name}-{dt.name}") for name, row in UNARY.items() for dt in row[2]
 ]
-# (R, C, VR, VC): full tiles and ragged ones (rows, cols, both).
-SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
 
 def check_unary(name, dt, platform, shape, seed):
@@ -163,16 +161,12 @@ def check_unary(name, dt, platform, shape, seed):
     assert_region(out, (VR, VC), ref(x[:VR, :VC], dt), init, dt, ulps(dt), f"{name} {dt.name}")
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
-@settings(max_examples=4, deadline=None)
-@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**32 - 1))
+@sweep(CASES)
 def test_unary_op_matches_numpy(name, dt, platform, shape, seed):
     check_unary(name, dt, platform, shape, seed)
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize(("name", "dt"), CASES)
+@each_case(CASES)
 def test_unary_op_ragged_16x32_valid_16x20(name, dt, platform):
     """The brief's ragged case, always run: only the [16, 20] window is stored."""
     check_unary(name, dt, platform, (16, 32, 16, 20), seed=5)
