@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.types import ScalarType, TensorType, TileType, Type
+from pytest_pypto.ir.types import TensorType, TileType, Type
 
 
 def iter_stmts(body: list[n.Stmt]) -> Iterator[n.Stmt]:
@@ -145,10 +145,6 @@ def is_tile(t: Type | None) -> bool:
 
 def is_tensor(t: Type | None) -> bool:
     return isinstance(t, TensorType)
-
-
-def is_scalar(t: Type | None) -> bool:
-    return isinstance(t, ScalarType)
 
 
 def space_name(value: Any) -> str | None:

@@ -28,11 +28,6 @@ def batched_type(t: TileType, n: int) -> TileType:
     return TileType((n, *t.shape), t.dtype, t.space, (n, *t.valid), t.pad)
 
 
-def trip_count(start: int, stop: int, step: int) -> int:
-    """Iterations of ``range(start, stop, step)``."""
-    return len(range(start, stop, step))
-
-
 def fits(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int) -> bool:
     """Whether all ``n`` windows lie inside ``tensor`` (else the loop runs per iteration,
     where the failing iteration raises the usual bounds error)."""

@@ -87,10 +87,6 @@ def _chain_key(chain: list[str]) -> tuple[Any, ...]:
     return ranks, tuple(chain)
 
 
-def native_pairs(arch: Any) -> set[tuple[str, str]]:
-    return {(a, b) for a, tos in arch.native_casts.items() for b in tos}
-
-
 # -------------------------------------------------------------------- numerics
 
 

@@ -27,7 +27,7 @@ from pytest_pypto.ir.registry import (
     OpTypeError,
     ParamSpec,
 )
-from pytest_pypto.ir.types import DynVar, MemorySpace, ScalarType, TensorType, TileType, type_str
+from pytest_pypto.ir.types import DynVar, MemorySpace, TensorType, TileType, type_str
 from pytest_pypto.language.context import FunctionContext
 from pytest_pypto.language.scalars import as_scalar_expr, is_number
 
@@ -38,9 +38,6 @@ class Arg:
 
     value: Any
     node: ast.AST
-
-
-_ABSENT = object()
 
 
 def resolve_tile_op(ctx: FunctionContext, namespace: str, name: str, node: ast.AST) -> OpSpec:
@@ -322,12 +319,6 @@ def _show(value: Any) -> str:
     if isinstance(value, Expr):
         return type_str(value.type)
     return repr(value)
-
-
-def scalar_type_of(value: Any) -> ScalarType | None:
-    if isinstance(value, Expr) and isinstance(value.type, ScalarType):
-        return value.type
-    return None
 
 
 def is_tensor(value: Any) -> bool:

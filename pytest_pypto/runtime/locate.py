@@ -15,8 +15,6 @@ from typing import Any
 
 from pytest_pypto.ir.nodes import Span
 
-SpanTable = Mapping[int, Any]
-
 
 def spans_of(namespace: Mapping[str, Any]) -> dict[int, Span]:
     """The ``SPANS`` table of a generated module as Spans (empty when absent or malformed)."""
