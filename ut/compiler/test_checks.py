@@ -124,14 +124,25 @@ def test_load_past_the_end_over_the_loop_range():
     assert err.line == 22
 
 
-def test_in_bounds_loop_passes_and_clamped_load_passes():
+@pytest.mark.parametrize(
+    ("rows", "clamp", "valid_rows"),
+    [
+        (32, False, 32),  # every window ends inside the 128 rows
+        (64, True, None),  # past the end at r=96, but clamped: a runtime-valid row count
+    ],
+)
+def test_in_bounds_loop_passes_and_clamped_load_passes(rows, clamp, valid_rows):
     k = Fn("ok", "InCore", 10, x=T(128, 64), y=(T(128, 64), OUT))
     with k.loop("r", 0, 128, 32, 11, carry=(("o", "y"),), results=("y2",)):
-        k.let("t", "tile.load", 22, "x", ["r", 0], [32, 64])
+        k.let("t", "tile.load", 22, "x", ["r", 0], [rows, 64], clamp=clamp)
         k.let("o2", "tile.store", 23, "t", ["r", 0], "o")
         k.yield_("o2", line=23)
     k.ret("y2", line=24)
-    lower(program(k, orchestrate(k)), A2A3)
+    _, ctx = lower(program(k, orchestrate(k)), A2A3)
+    (buf,) = ctx.kernels["ok"].buffers
+    assert buf.type.shape == (rows, 64)
+    assert buf.type.valid[0] == valid_rows  # None: cut at the source edge at run time
+    assert ctx.kernels["ok"].peak == {"Vec": rows * 64 * 4}
 
 
 # ------------------------------------------------------------------ arch gates (§6.6)
