@@ -16,6 +16,7 @@ from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.walk import stmt_line
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.casts import cast_chain
 from pytest_pypto.ir.dtypes import BOOL, FP32, INDEX
 from pytest_pypto.ir.errors import (
     ArchSupportError,
@@ -36,7 +37,6 @@ from pytest_pypto.ir.registry import (
 from pytest_pypto.ir.types import ScalarType, Type
 
 Interval = tuple[int, int]
-WINDOW_OPS = frozenset({"tile.load", "tile.store", "tensor.slice", "tensor.assemble", "tile.assemble"})
 CAST_OP = "tile.cast"
 
 
@@ -216,12 +216,18 @@ def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
     return program
 
 
+def _takes_window(spec: OpSpec) -> bool:
+    """Ops addressing a tensor window by `offsets` (load, store...): their type rules
+    check the window against the tensor, so they re-run with loop-variable bounds."""
+    return any(p.name == "offsets" for p in spec.params)
+
+
 def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
-    """Static window bounds of load/store/slice/assemble over whole loop ranges (§6.4)."""
+    """Static window bounds of the ops taking `offsets` over whole loop ranges (§6.4)."""
     for fn in kernels(program):
 
         def visit(stmt: n.Stmt, call: n.Call, env: dict) -> None:
-            if call.op in WINDOW_OPS:
+            if _takes_window(ctx.op(call)):
                 run_rules(call, ctx, env, arch_rule=False)
 
         _walk_calls(fn.body, {}, visit)
@@ -229,10 +235,6 @@ def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
 
 
 def _fill_cast_chain(stmt: n.Stmt, call: n.Call, ctx: PassContext, facts) -> None:
-    try:
-        from pytest_pypto.ir.casts import cast_chain
-    except ImportError:  # the cast module is not there yet: the simulator casts directly
-        return
     spec = ctx.op(call)
     src = next((v.type for k, v in call.args if isinstance(v, n.Expr) and spec.param(k).kind in VALUE_KINDS), None)
     dst = call.type.dtype if call.type is not None else None
