@@ -56,11 +56,11 @@ def _run(runner, config, rng):
     before = buf.copy()
     run = pytest_pypto.run(runner.compile(ReadThenOverwrite), x, buf, snap, config=config)
     np.testing.assert_array_equal(buf, -x)  # the overwrite always lands
-    return run, snap, before
+    return run, snap, before, -x
 
 
 def test_submission_order_reads_before_the_overwrite(pypto_runner, pypto_config, pypto_rng):
-    run, snap, before = _run(pypto_runner, pypto_config, pypto_rng)
+    run, snap, before, _ = _run(pypto_runner, pypto_config, pypto_rng)
     np.testing.assert_array_equal(snap, before)
     assert run.deps()["edges"] == []  # WAR is not a dependency
     assert run.war_hazards == []  # only reported when asked
@@ -69,7 +69,7 @@ def test_submission_order_reads_before_the_overwrite(pypto_runner, pypto_config,
 def test_strict_war_reports_the_unordered_overwrite(pypto_runner, pypto_config, pypto_rng):
     config = dataclasses.replace(pypto_config, strict_war=True)
     with pytest.warns(PyptoWarning, match="write-after-read"):
-        run, _, _ = _run(pypto_runner, config, pypto_rng)
+        run, _, _, _ = _run(pypto_runner, config, pypto_rng)
     (hazard,) = run.war_hazards
     assert (hazard["reader"], hazard["writer"], hazard["tensor_name"]) == (0, 1, "buf")
 
@@ -78,10 +78,10 @@ def test_shuffled_schedules_expose_the_missing_dependency(pypto_runner, pypto_co
     saw_new_data = False
     for seed in range(12):
         config = dataclasses.replace(pypto_config, schedule_seed=seed)
-        run, snap, before = _run(pypto_runner, config, pypto_rng)
+        run, snap, before, overwritten = _run(pypto_runner, config, pypto_rng)
         if run.deps()["execution_order"] == [1, 0]:
             saw_new_data = True
-            assert not np.array_equal(snap, before)  # the snapshot saw the overwrite
+            np.testing.assert_array_equal(snap, overwritten)  # the snapshot saw the overwrite
         else:
             np.testing.assert_array_equal(snap, before)
     assert saw_new_data
