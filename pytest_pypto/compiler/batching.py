@@ -36,6 +36,8 @@ from pytest_pypto.ir.types import TensorType, TileType
 
 ENV_VAR = "PYPTO_BATCH_LOOPS"
 LOOP_KINDS = ("range", "parallel")
+LOAD_OP, STORE_OP = "tile.load", "tile.store"  # batched by the compiler itself (windows)
+CREATE_OPS = ("tile.create", "tile.full")  # tiles made from a `shape` attribute
 BATCHED, INVARIANT = "batched", "invariant"
 
 
@@ -123,7 +125,7 @@ def _scan(body: list[n.Stmt], registry, roots: dict[str, str], plans: dict[int, 
 def _track_roots(s: n.Stmt, roots: dict[str, str]) -> None:
     """Follow tensor names back to kernel parameters (store results, carried tensors)."""
     if isinstance(s, n.Assign) and len(s.targets) == 1 and isinstance(s.value, n.Call):
-        if s.value.op == "tile.store":
+        if s.value.op == STORE_OP:
             dst = s.value.arg("output_tensor")
             if isinstance(dst, n.Var) and dst.name in roots:
                 roots[s.targets[0].name] = roots[dst.name]
@@ -133,6 +135,13 @@ def _track_roots(s: n.Stmt, roots: dict[str, str]) -> None:
                 roots[var.name] = roots[init.name]
                 if res is not None:
                     roots[res.name] = roots[init.name]
+
+
+def window(call: n.Call) -> tuple[Any, tuple]:
+    """The tensor a load or store addresses and the shape of its window."""
+    if call.op == LOAD_OP:
+        return call.arg("tensor"), tuple(call.arg("shapes"))
+    return call.arg("output_tensor"), tuple(call.arg("tile").type.shape)
 
 
 def _names(e: Any) -> set[str]:
@@ -316,9 +325,9 @@ class _Analysis:
         spec = self.registry[call.op]
         if not _full(call.type):
             raise Reject(f"{call.op} yields a partially valid tile")
-        if call.op in ("tile.load", "tile.store"):
+        if call.op in (LOAD_OP, STORE_OP):
             got = self.memory(call)
-        elif call.op in ("tile.create", "tile.full"):
+        elif call.op in CREATE_OPS:
             got = BATCHED if set(targets) & self.inplace else INVARIANT
         elif not spec.batchable:
             raise Reject(f"op {call.op} is not batchable")
@@ -352,7 +361,7 @@ class _Analysis:
         return got
 
     def memory(self, call: n.Call) -> str:
-        is_load = call.op == "tile.load"
+        is_load = call.op == LOAD_OP
         tensor = call.arg("tensor" if is_load else "output_tensor")
         root = self.roots.get(tensor.name) if isinstance(tensor, n.Var) else None
         if root is None:

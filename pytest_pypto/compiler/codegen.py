@@ -24,7 +24,14 @@ import math
 import re
 from typing import Any
 
-from pytest_pypto.compiler.batching import BATCHED, LoopPlan
+from pytest_pypto.compiler.batching import (
+    BATCHED,
+    CREATE_OPS,
+    LOAD_OP,
+    STORE_OP,
+    LoopPlan,
+    window,
+)
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import is_tile, iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
@@ -349,11 +356,11 @@ class KernelEmitter(Emitter):
         if self.batch is not None:
             plan, count = self.batch
             access = plan.accesses.get(id(e))
-            if access is not None and e.op == "tile.load":
+            if access is not None and e.op == LOAD_OP:
                 return (f"_batch.load({self.expr(e.arg('tensor'))}, {self.expr(e.arg('offsets'))}, "
                         f"{py_const(tuple(e.arg('shapes')), self.dtypes)}, {access.axis}, {count}, "
                         f"{self.batched_type(e.type)})")
-            if access is not None and e.op == "tile.store":
+            if access is not None and e.op == STORE_OP:
                 fused = self.fused_store(e, plan, count, access.axis)
                 if fused is not None:
                     return fused
@@ -362,7 +369,7 @@ class KernelEmitter(Emitter):
                         f"{access.axis}, {count})")
             if plan.calls.get(id(e)) == BATCHED and is_tile(e.type):
                 shape = None
-                if e.op in ("tile.create", "tile.full"):
+                if e.op in CREATE_OPS:
                     shape = f"({count},) + {py_const(tuple(e.arg('shape')), self.dtypes)}"
                 return self.op_call(e, self.batched_type(e.type), shape)
         return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
@@ -379,7 +386,7 @@ class KernelEmitter(Emitter):
         for a, b in zip(body, body[1:]):
             if (isinstance(a, n.Assign) and len(a.targets) == 1 and isinstance(a.value, n.Call)
                     and isinstance(b, n.Assign) and isinstance(b.value, n.Call)
-                    and b.value.op == "tile.store"):
+                    and b.value.op == STORE_OP):
                 tile = b.value.arg("tile")
                 name = a.targets[0].name
                 if isinstance(tile, n.Var) and tile.name == name and uses.get(name) == 1 \
@@ -462,9 +469,7 @@ class KernelEmitter(Emitter):
         for a in plan.accesses.values():
             if a.top_level:
                 c = a.call
-                shape = (tuple(c.arg("shapes")) if c.op == "tile.load"
-                         else tuple(c.arg("tile").type.shape))
-                tensor = c.arg("tensor") if c.op == "tile.load" else c.arg("output_tensor")
+                tensor, shape = window(c)
                 conds.append(f"_batch.fits({self.expr(tensor)}, {self.expr(c.arg('offsets'))}, "
                              f"{py_const(shape, self.dtypes)}, {a.axis}, {count})")
         pairs = [f"({self.names(w)}, {self.names(r)})" for w in plan.stored for r in plan.roots

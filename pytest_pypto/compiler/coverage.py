@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.compiler.batching import LoopPlan
+from pytest_pypto.compiler.batching import STORE_OP, LoopPlan
 from pytest_pypto.compiler.walk import iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.types import Direction, TensorType
@@ -63,7 +63,7 @@ def _covered(body: list[n.Stmt], p: n.Param, plans: dict[int, LoopPlan]) -> bool
     if start != 0 or stop is None or not step or step < 0 or None in shape:
         return False
     stores = [a for a in plan.accesses.values()
-              if a.root == p.name and a.call.op == "tile.store"]
+              if a.root == p.name and a.call.op == STORE_OP]
     if len(stores) != 1 or not stores[0].top_level:
         return False
     access = stores[0]
