@@ -88,21 +88,20 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    from pytest_pypto.harness.cells import CELL_FIXTURE, constraints_of, needs_cells
+    from pytest_pypto.harness.cells import (
+        CELL_FIXTURE,
+        chooses_own_cells,
+        constraints_of,
+        needs_cells,
+    )
     from pytest_pypto.harness.session import settings
 
     try:
         constraints_of(metafunc.definition)
     except ValueError as exc:
         pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
-    if not needs_cells(metafunc.fixturenames):
+    if not needs_cells(metafunc.fixturenames) or chooses_own_cells(metafunc.definition):
         return
-    for mark in metafunc.definition.iter_markers("parametrize"):
-        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
-        if isinstance(names, str):
-            names = [n.strip() for n in names.split(",")]
-        if CELL_FIXTURE in names:
-            return  # the test chose its own cells
     if CELL_FIXTURE not in metafunc.fixturenames:
         # A platform-bound fixture overridden without the cell (e.g. a stand-in
         # pypto_runner): pull the cell fixture into the closure so the id still shows it.
@@ -162,14 +161,10 @@ class _LedgerHooks:
                     print(line, file=sys.stderr)
 
     def _require_lines(self, config: pytest.Config) -> list[str]:
+        from pytest_pypto.harness.ledger import unmet_lines
         from pytest_pypto.harness.session import settings
 
-        requested = settings(config).cells
-        lines = []
-        for cell in self.unmet:
-            why = "" if cell in requested else " (not requested by --pypto-arch/--pypto-mode)"
-            lines.append(f"--pypto-require: cell {cell} executed no test{why}")
-        return lines
+        return unmet_lines(self.unmet, settings(config).cells)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_pypto.harness.session import settings

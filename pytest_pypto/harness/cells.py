@@ -10,7 +10,7 @@ onboard runtime.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, ExecutionMode, parse_platform
 
@@ -53,6 +53,7 @@ __all__ = [
     "ONBOARD_MARKER_REASON",
     "PLATFORM_BOUND_FIXTURES",
     "Constraints",
+    "chooses_own_cells",
     "constraints_of",
     "item_skip_reason",
     "needs_cells",
@@ -64,6 +65,17 @@ def needs_cells(fixturenames: Iterable[str]) -> bool:
     """Whether a test's fixture closure includes a platform-bound fixture."""
     names = set(fixturenames)
     return any(name in names for name in PLATFORM_BOUND_FIXTURES)
+
+
+def chooses_own_cells(definition: Any) -> bool:
+    """Whether the test parametrizes the cell fixture itself (then the plugin does not)."""
+    for mark in definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if CELL_FIXTURE in names:
+            return True
+    return False
 
 
 def _names(marker_args: Sequence[object]) -> list[object]:

@@ -19,12 +19,21 @@ from pytest_pypto.harness.cells import CELL_PROPERTY
 
 COLUMNS: tuple[str, ...] = ("passed", "failed", "xfailed", "skipped")
 EXECUTED: frozenset[str] = frozenset({"passed", "failed", "xfailed"})
-# The runner's user property (harness/runner.py FAILURE_PROPERTY; not imported, so the
-# ledger stays cheap) and the name of failures that are not the toolchain's.
+# The user property holding a failing test's failure class (set by the plugin's makereport
+# hook from harness/runner.py failure_class_of) and the name of failures that are not the
+# toolchain's.
 FAILURE_PROPERTY = "pypto_failure_class"
 UNCLASSIFIED = "unclassified"
 
-__all__ = ["COLUMNS", "UNCLASSIFIED", "Ledger", "cell_of", "failure_class_of_report"]
+__all__ = [
+    "COLUMNS",
+    "FAILURE_PROPERTY",
+    "UNCLASSIFIED",
+    "Ledger",
+    "cell_of",
+    "failure_class_of_report",
+    "unmet_lines",
+]
 
 
 def _property(report: Any, name: str) -> str | None:
@@ -135,3 +144,14 @@ class Ledger:
                 for detail, n in sorted(details.items(), key=lambda kv: (-kv[1], kv[0])):
                     lines.append(f"{cell}: {n} {outcome}: {detail}")
         return lines
+
+
+def unmet_lines(unmet: Sequence[str], requested: Iterable[str]) -> list[str]:
+    """One report line per --pypto-require cell that executed no test, saying when the
+    cell was not even requested (the usual cause)."""
+    requested = set(requested)
+    lines = []
+    for cell in unmet:
+        why = "" if cell in requested else " (not requested by --pypto-arch/--pypto-mode)"
+        lines.append(f"--pypto-require: cell {cell} executed no test{why}")
+    return lines

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.ledger import FAILURE_PROPERTY
 
 __all__ = ["FAILURE_PROPERTY", "Runner", "failure_class_of"]
 
-FAILURE_PROPERTY = "pypto_failure_class"
 
 
 def failure_class_of(exc: BaseException) -> str | None:
