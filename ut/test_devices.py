@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_pypto.runtime import devices
 from pytest_pypto.runtime.devices import (
     DeviceLease,
     discover_npus,
@@ -73,18 +74,31 @@ def test_visible_devices_narrow(dev: Path) -> None:
     assert discover_npus(dev, env={"ASCEND_RT_VISIBLE_DEVICES": "0-1"}) == (0, 1)
 
 
-def test_onboard_status_reports_what_is_missing(dev: Path, tmp_path: Path) -> None:
+def test_onboard_status_reports_what_is_missing(
+    dev: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The installed runtimes are pinned both ways, so neither branch depends on this host.
+    monkeypatch.setattr(devices, "onboard_runtimes", lambda: ())
     status = onboard_status(dev_root=tmp_path, env={})
-    assert status.devices == ()
-    missing = status.missing()
-    assert f"no NPU visible (no {tmp_path}/davinci<N> device node)" in missing
-    assert "no onboard runtime installed" in missing
+    assert (status.devices, status.runtimes) == ((), ())
+    assert status.missing() == (
+        f"no NPU visible (no {tmp_path}/davinci<N> device node); "
+        "no onboard runtime installed (no entry point in group 'pytest_pypto.runtimes'; "
+        "the package ships the simulator only)"
+    )
+    narrowed = onboard_status(dev_root=tmp_path, env={"ASCEND_RT_VISIBLE_DEVICES": "1"},
+                              requested=(0, 1))
+    assert narrowed.missing().startswith(
+        f"no NPU visible (no {tmp_path}/davinci<N> device node with "
+        "ASCEND_RT_VISIBLE_DEVICES='1' in --pypto-device 0-1); "
+    )
     with_npus = onboard_status(dev_root=dev, env={}, requested=(1, 2))
     assert with_npus.devices == (1, 2)
-    if with_npus.runtimes:
-        assert with_npus.missing() is None
-    else:
-        assert with_npus.missing().startswith("no onboard runtime installed")
+    assert with_npus.missing().startswith("no onboard runtime installed")
+    monkeypatch.setattr(devices, "onboard_runtimes", lambda: ("fake",))
+    ready = onboard_status(dev_root=dev, env={}, requested=(1, 2))
+    assert ready.runtimes == ("fake",)
+    assert ready.missing() is None
 
 
 def test_lease_is_exclusive_and_released(tmp_path: Path) -> None:
