@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.arch import ARCH_CHOICES, spec
 from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name
 from pytest_pypto.ir.ops._rules import tile
 from pytest_pypto.ir.registry import (
@@ -59,11 +60,14 @@ def _cast_arch(arch: Any, info: CallInfo) -> None:
     src = tile(info, "tile").dtype.name
     dst = _target(info).name
     if cast_chain(arch, src, dst) is None:
+        hint = "cast through another dtype the arch converts natively"
+        others = [a for a in ARCH_CHOICES if a != arch.name and cast_chain(spec(a), src, dst)]
+        if others:
+            hint += ", or target " + " or ".join(others)
         raise OpArchError(
             f"pl.cast from {src} to {dst} has no chain of native conversions on the "
             f"'{arch.name}' backend",
-            "cast through another dtype the arch converts natively, or target a5"
-            if arch.name != "a5" else "cast through another dtype the arch converts natively",
+            hint,
         )
 
 
@@ -72,8 +76,6 @@ def resolve_chain(src: str, dst: str, chain: Any = None, arch: Any = None) -> li
     if chain:
         return [str(c) for c in chain]
     if arch is not None:
-        from pytest_pypto.arch import spec
-
         found = cast_chain(spec(arch) if isinstance(arch, str) else arch, src, dst)
         if found is None:
             raise ValueError(f"no chain of native casts from {src} to {dst} on {arch}")
