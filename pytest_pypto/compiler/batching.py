@@ -31,7 +31,7 @@ from typing import Any
 from pytest_pypto.compiler.listing import render_expr
 from pytest_pypto.compiler.walk import arg_exprs, iter_exprs
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.registry import OpSpec
+from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import TensorType, TileType
 
 ENV_VAR = "PYPTO_BATCH_LOOPS"
@@ -335,7 +335,7 @@ class _Analysis:
             got = INVARIANT
             for p in spec.params:
                 arg = call.arg(p.name)
-                if arg is None or p.kind not in ("tile", "tensor", "scalar", "tile_or_scalar"):
+                if arg is None or p.kind not in VALUE_KINDS:
                     if isinstance(arg, n.Expr) and _names(arg) & self.dep:
                         raise Reject(f"{call.op} argument '{p.name}' depends on '{self.var}'")
                     continue

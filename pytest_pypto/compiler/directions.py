@@ -24,10 +24,7 @@ def written_tensor(call: n.Call) -> n.Var | None:
     """The tensor a writing op (store/assemble/write into a tensor) writes, if any."""
     if call.op.rpartition(".")[2] not in WRITE_OPS:
         return None
-    for _, value in call.args:
-        if isinstance(value, n.Var) and is_tensor(value.type):
-            return value
-    return None
+    return _first_tensor(call)
 
 
 def _first_tensor(call: n.Call) -> n.Var | None:

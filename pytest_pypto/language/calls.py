@@ -21,6 +21,7 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserError, ParserTyp
 from pytest_pypto.ir.nodes import Call, Const, Expr
 from pytest_pypto.ir.registry import (
     REGISTRY,
+    VALUE_KINDS,
     CallInfo,
     OpRuleError,
     OpSpec,
@@ -187,7 +188,7 @@ def call_info(spec: OpSpec, call: Call) -> CallInfo:
     values: dict[str, Any] = {}
     for p in spec.params:
         value = call.arg(p.name)
-        if p.kind in ("tile", "tensor", "scalar", "tile_or_scalar"):
+        if p.kind in VALUE_KINDS:
             types[p.name] = value.type if isinstance(value, Expr) else None
         elif p.kind == "index_list":
             values[p.name] = (

@@ -21,12 +21,10 @@ from pytest_pypto.ir.types import DynVar, ScalarType, TileType, Type
 from pytest_pypto.language import scalars
 from pytest_pypto.language.annots import type_difference
 from pytest_pypto.language.context import Unavailable, assigned_names
-from pytest_pypto.language.surface import DslFunction
+from pytest_pypto.language.surface import ITERATORS, DslFunction
 
 if TYPE_CHECKING:
     from pytest_pypto.language.statements import BodyParser, YieldInfo
-
-ITERATORS = ("range", "parallel", "unroll", "pipeline")
 
 
 def _iterator(bp: BodyParser, node: ast.For) -> tuple[str, list[Any], dict[str, Any]]:

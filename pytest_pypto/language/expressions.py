@@ -22,12 +22,12 @@ from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
+    ITERATORS,
     AnnotationForm,
     DslFunction,
     OpStub,
 )
 
-_ITERATORS = ("range", "parallel", "unroll", "pipeline")
 _MISSING = object()
 # (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.
 _DISPATCH: dict[tuple[type, type], Any] = {}
@@ -212,7 +212,7 @@ class ExprParser:
         )
 
     def dsl_call(self, name: str, node: ast.Call) -> Any:
-        if name in _ITERATORS:
+        if name in ITERATORS:
             raise self.ctx.error(
                 ParserSyntaxError, f"pl.{name}(...) is only valid as the iterator of a for loop",
                 node,

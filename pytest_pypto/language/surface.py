@@ -30,6 +30,7 @@ class FunctionType(enum.Enum):
 
 TIER1_FUNCTION_TYPES = frozenset({"Opaque", "Orchestration", "InCore"})
 TIER2_FUNCTION_TYPES = frozenset({"Inline"})
+ITERATORS = ("range", "parallel", "unroll", "pipeline")  # the pl.* functions a for loop iterates
 
 
 class AtomicType(enum.Enum):
