@@ -32,10 +32,23 @@ def test_parse_device_list(text: str, ids: tuple[int, ...]) -> None:
     assert parse_device_list(text) == ids
 
 
-@pytest.mark.parametrize("text", ["", "x", "1-", "-1", "3-1", "1,,2", "0x1", "1.5"])
-def test_parse_device_list_rejects(text: str) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "'' is not a device id or range"),
+        ("x", "'x' is not a device id or range"),
+        ("1-", "'1-' is not a device id or range"),
+        ("-1", "'-1' is not a device id or range"),
+        ("3-1", "range '3-1' is empty"),
+        ("1,,2", "'' is not a device id or range"),  # the empty item, not the whole text
+        ("0x1", "'0x1' is not a device id or range"),
+        ("1.5", "'1.5' is not a device id or range"),
+    ],
+)
+def test_parse_device_list_rejects(text: str, why: str) -> None:
+    with pytest.raises(ValueError) as info:
         parse_device_list(text)
+    assert str(info.value).startswith(why)
 
 
 def test_format_device_list() -> None:
