@@ -1,4 +1,4 @@
-"""Placeholder system check until kernels can be dispatched: each cell's RunConfig."""
+"""Each requested cell hands the test a RunConfig whose arch and mode round-trip its platform."""
 
 from pytest_pypto import RunConfig
 from pytest_pypto.arch import parse_platform

@@ -26,7 +26,7 @@ def test_platform_bound_fixtures_are_the_documented_four() -> None:
     "fixture", ["pypto_config", "pypto_platform", "pypto_device", "pypto_runner"]
 )
 def test_each_platform_bound_fixture_multiplies(pytester: pytest.Pytester, fixture: str) -> None:
-    # pypto_runner is defined by a later issue; a stand-in shows the name alone multiplies.
+    # A stand-in pypto_runner shows that the fixture's name alone multiplies the test.
     pytester.makeconftest("import pytest\n@pytest.fixture\ndef pypto_runner():\n    return 1\n")
     pytester.makepyfile(f"def test_x({fixture}):\n    pass\n")
     assert collected_ids(pytester, "--pypto-arch=all") == [
