@@ -1,8 +1,8 @@
 """Argument directions (DSL.md §6.7): who may write which tensor.
 
 Every tensor value is traced to its root buffer (a parameter or a
-`create_tensor`), through stores (which return their destination), views, loop
-carries and if merges.  Then: kernels must not write In parameters; an entry's
+`create_tensor`), through writing ops (OpSpec.writes: a store returns its
+destination), loop carries and if merges.  Then: kernels must not write In parameters; an entry's
 In parameter must not reach a kernel's Out/InOut slot; kernels return only
 their Out/InOut parameters; reading a pure Out parameter before writing it warns.
 """
@@ -14,24 +14,17 @@ from pytest_pypto.compiler.structure import CREATE_TENSOR_OPS, KERNEL_KINDS
 from pytest_pypto.compiler.walk import is_tensor, iter_exprs, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import DirectionError
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction
-
-WRITE_OPS = frozenset({"store", "assemble", "write"})
-VIEW_OPS = frozenset({"slice", "reshape", "transpose"})
 
 
 def written_tensor(call: n.Call) -> n.Var | None:
-    """The tensor a writing op (store/assemble/write into a tensor) writes, if any."""
-    if call.op.rpartition(".")[2] not in WRITE_OPS:
+    """The tensor a writing op writes (its registry entry's `writes` parameter), if any."""
+    spec = REGISTRY.get(call.op)
+    if spec is None or spec.writes is None:
         return None
-    return _first_tensor(call)
-
-
-def _first_tensor(call: n.Call) -> n.Var | None:
-    for _, value in call.args:
-        if isinstance(value, n.Var) and is_tensor(value.type):
-            return value
-    return None
+    value = call.arg(spec.writes)
+    return value if isinstance(value, n.Var) and is_tensor(value.type) else None
 
 
 class TensorRoots:
@@ -63,14 +56,11 @@ class TensorRoots:
         if isinstance(value, n.Var):
             root = self.of(value)
         elif isinstance(value, n.Call):
-            short = value.op.rpartition(".")[2]
             if value.op in CREATE_TENSOR_OPS:
                 root = target
                 self.locals.add(target)
-            elif short in WRITE_OPS:
+            else:
                 root = self.of(written_tensor(value))
-            elif short in VIEW_OPS:
-                root = self.of(_first_tensor(value))
         if root is not None:
             self.root[target] = root
 

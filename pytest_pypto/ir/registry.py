@@ -150,6 +150,10 @@ class OpSpec:
     # without the batch axis broadcast (loop-invariant tiles).  Loads, stores and tile
     # creation are batched by the compiler itself and keep False here.
     batchable: bool = False
+    # The tensor parameter the op writes and returns (the caller rebinds it), e.g.
+    # "output_tensor" for tile.store: argument directions (compiler/directions.py)
+    # trace tensor roots and check In/Out through it.
+    writes: str | None = None
 
     @property
     def level(self) -> str:

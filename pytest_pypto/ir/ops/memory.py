@@ -274,6 +274,7 @@ register(OpSpec(
     arch_rule=_store_arch,
     execute=_store_execute,
     spellings=("store",),
+    writes="output_tensor",
     doc="Write the tile's valid region into the tensor at offsets and return the tensor "
         "(rebind it). Acc tiles convert once (RNE) to FP32/FP16/BF16/INT32 tensors; "
         "atomic=Add adds into the destination instead of overwriting it.",
