@@ -21,6 +21,7 @@ from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, Par
 from pytest_pypto.ir.types import TileType
 
 MATMUL_DTYPES = ("INT8", "FP16", "BF16", "FP32")
+ACC_DTYPES = ("FP32", "INT32")  # what a matmul accumulates in (_acc_dtype)
 
 
 def _acc_dtype(name: str):

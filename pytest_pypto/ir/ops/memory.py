@@ -19,6 +19,7 @@ from pytest_pypto.ir.ops._rules import (
     tensor,
     tile,
 )
+from pytest_pypto.ir.ops.matmul import ACC_DTYPES
 from pytest_pypto.ir.registry import (
     CallInfo,
     MemRule,
@@ -180,7 +181,7 @@ def _store_type(info: CallInfo) -> TensorType:
         )
     _index_list(info, "offsets", dst.rank, "offset")
     if src.dtype.name != dst.dtype.name and (
-        src.space == "Vec" or (src.space is None and src.dtype.name not in ("FP32", "INT32"))
+        src.space == "Vec" or (src.space is None and src.dtype.name not in ACC_DTYPES)
     ):
         raise OpTypeError(
             f"The operator {info.op} requires the tile dtype to equal the tensor dtype, but got "
