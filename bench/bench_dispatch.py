@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import pytest_pypto  # noqa: E402
 from pytest_pypto import RunConfig  # noqa: E402
-from pytest_pypto.arch import parse_platform, spec  # noqa: E402
+from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform, spec  # noqa: E402
 from pytest_pypto.runtime.loader import registry_bind  # noqa: E402
 from pytest_pypto.runtime.worker import Worker  # noqa: E402
 
@@ -113,7 +113,8 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--platform", default="a2a3sim,a5sim")
+    sims = ",".join(p for p, (_, mode) in PLATFORMS.items() if mode is ExecutionMode.SIM)
+    parser.add_argument("--platform", default=sims)
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
