@@ -36,14 +36,15 @@ SIM_MARKER_REASON = "simulator only (pypto_sim): runs only with --pypto-mode sim
 MARKERS: tuple[tuple[str, str], ...] = (
     (
         "pypto_arch(*archs)",
-        "the test only makes sense on these architectures (a2a3, a5); other cells are skipped",
+        f"the test only makes sense on these architectures ({', '.join(ARCH_CHOICES)}); "
+        "other cells are skipped",
     ),
     ("pypto_onboard", "needs real hardware; skipped on simulator cells"),
     ("pypto_sim", "simulator only (e.g. inspects simulator traces); skipped on onboard cells"),
     (
         "platforms(*platforms)",
         "PyPTO migration alias: the platform strings the test supports "
-        "(a2a3sim, a2a3, a5sim, a5); other cells are skipped",
+        f"({', '.join(PLATFORMS)}); other cells are skipped",
     ),
 )
 
