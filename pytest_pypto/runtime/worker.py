@@ -126,7 +126,7 @@ class SimRun:
 class Worker:
     """Executes artifacts of one sim platform."""
 
-    def __init__(self, platform: str = "a2a3sim", *, bind: Binder = registry_bind) -> None:
+    def __init__(self, platform: str, *, bind: Binder = registry_bind) -> None:
         arch, mode = parse_platform(platform)
         if mode is not ExecutionMode.SIM:
             raise OnboardExecutionError(
