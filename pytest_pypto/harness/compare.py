@@ -224,11 +224,10 @@ def find_mismatch(
             shape_error=f"shape {a.shape} differs from the expected shape {e.shape}",
         )
     exact = a.dtype.kind in "biu" and e.dtype.kind in "biu"
+    a64, e64 = a.astype(np.float64), e.astype(np.float64)
     if exact and rt == 0 and at == 0:
         ok = a == e
-        a64, e64 = a.astype(np.float64), e.astype(np.float64)
     else:
-        a64, e64 = a.astype(np.float64), e.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             ok = (np.abs(a64 - e64) <= at + rt * np.abs(e64)) & np.isfinite(e64)
             ok |= a64 == e64  # an infinity matches only the same infinity
