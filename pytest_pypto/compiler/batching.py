@@ -369,11 +369,11 @@ class _Analysis:
         offsets = call.arg("offsets")
         if is_load:
             shapes = tuple(call.arg("shapes"))
-            valid = call.arg("valid_shape")
+            valid = call.arg("valid_shapes")
             if call.arg("clamp"):
                 raise Reject("a load clamps its window")
             if valid is not None and tuple(valid) != shapes:
-                raise Reject("a load has a partial valid_shape")
+                raise Reject("a load has a partial valid_shapes")
         else:
             tile = call.arg("tile")
             if not isinstance(getattr(tile, "type", None), TileType) or not _full(tile.type):

@@ -64,6 +64,7 @@ class ParamSpec:
     default: Any = REQUIRED
     keyword_only: bool = False
     optional: bool = False  # value param that may be None (e.g. tmp_tile=None)
+    aliases: tuple[str, ...] = ()  # other keyword spellings accepted for this param
 
     @property
     def required(self) -> bool:

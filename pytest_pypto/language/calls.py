@@ -79,7 +79,9 @@ def bind(
         )
     bound = {p.name: a for p, a in zip(positional, pos)}
     names = {p.name for p in spec.params}
+    canonical = {alias: p.name for p in spec.params for alias in p.aliases}
     for key, arg in kw.items():
+        key = canonical.get(key, key)
         if key not in names:
             raise ctx.error(
                 InvalidOperationError,

@@ -19,7 +19,7 @@ LOAD, STORE = REGISTRY["tile.load"], REGISTRY["tile.store"]
 
 def test_load_copies_the_window_and_poisons_the_rest():
     src = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
-    t = apply(LOAD, src, offsets=(2, 1), shapes=(4, 4), valid_shape=(3, 2))
+    t = apply(LOAD, src, offsets=(2, 1), shapes=(4, 4), valid_shapes=(3, 2))
     assert t.valid == (3, 2) and t.space == "Vec" and t.dtype is D.FP32
     np.testing.assert_array_equal(t.data[:3, :2], src[2:5, 1:3])
     assert_poisoned_outside(t)
@@ -39,7 +39,7 @@ def test_load_zero_initialized_mode():
     token = UNINITIALIZED.set("zero")
     try:
         t = apply(LOAD, np.ones((4, 4), np.float16), offsets=(0, 0), shapes=(4, 4),
-                  valid_shape=(2, 2))
+                  valid_shapes=(2, 2))
     finally:
         UNINITIALIZED.reset(token)
     assert t.data.sum() == 4
@@ -53,7 +53,7 @@ def test_load_out_of_bounds_at_run_time():
 def test_load_type_rule():
     src = TensorType((128, 64), D.FP16)
     t = LOAD.type_rule(info("tile.load", {"tensor": src},
-                            {"offsets": (0, None), "shapes": (32, 64), "valid_shape": (None, 48)}))
+                            {"offsets": (0, None), "shapes": (32, 64), "valid_shapes": (None, 48)}))
     assert t == TileType((32, 64), D.FP16, None, (None, 48))
     clamped = LOAD.type_rule(info("tile.load", {"tensor": src},
                                   {"offsets": (112, 0), "shapes": (32, 64), "clamp": True}))

@@ -174,7 +174,7 @@ def static_shape(info: CallInfo, name: str, shape: Any) -> tuple[int, ...]:
             raise OpTypeError(
                 f"The operator {info.op} requires static positive '{name}', but got "
                 f"{dims(shape)} (dimension {i})",
-                "tile shapes are compile-time ints; use valid_shape for dynamic extents",
+                "tile shapes are compile-time ints; use valid_shapes for dynamic extents",
             )
     return tuple(shape)
 
@@ -236,8 +236,8 @@ def check_window(
             continue
         if hi + ext > size:
             hint = (
-                "pass clamp=True to cut the read at the source edge, or shrink valid_shape"
-                if verb == "reads" else "shrink the tile's valid_shape or fix the offset"
+                "pass clamp=True to cut the read at the source edge, or shrink valid_shapes"
+                if verb == "reads" else "shrink the tile's valid_shapes or fix the offset"
             )
             raise OpBoundsError(
                 f"{info.op} {verb} past the end of dimension {d}: offset {hi} + extent {ext} "

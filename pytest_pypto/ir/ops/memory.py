@@ -56,14 +56,14 @@ def _load_type(info: CallInfo) -> TileType:
         raise OpTypeError(f"The operator {info.op} requires a tensor of rank >= 1")
     _index_list(info, "offsets", src.rank, "offset")
     shape = static_shape(info, "shapes", _index_list(info, "shapes", src.rank, "extent"))
-    requested = info.values.get("valid_shape")
-    valid = list(shape if requested is None else _index_list(info, "valid_shape", src.rank,
+    requested = info.values.get("valid_shapes")
+    valid = list(shape if requested is None else _index_list(info, "valid_shapes", src.rank,
                                                              "valid extent"))
     for d, (v, s) in enumerate(zip(valid, shape)):
         if v is not None and not 0 <= v <= s:
             raise OpTypeError(
-                f"The operator {info.op} requires 0 <= valid_shape <= shapes, but got "
-                f"valid_shape {dims(valid)} for shapes {dims(shape)} (dimension {d})"
+                f"The operator {info.op} requires 0 <= valid_shapes <= shapes, but got "
+                f"valid_shapes {dims(valid)} for shapes {dims(shape)} (dimension {d})"
             )
     if info.values.get("clamp"):
         offsets = info.values.get("offsets")
@@ -103,19 +103,19 @@ def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clam
             raise OpBoundsError(
                 f"{op} {verb} past the end of dimension {d}: offset {o} + extent {e} > "
                 f"{whose} extent {n}",
-                "pass clamp=True to cut the read at the source edge, or shrink valid_shape"
-                if verb == "reads" else "shrink the tile's valid_shape (e.g. pl.min(T, M - r)) "
+                "pass clamp=True to cut the read at the source edge, or shrink valid_shapes"
+                if verb == "reads" else "shrink the tile's valid_shapes (e.g. pl.min(T, M - r)) "
                 "or fix the offset",
             )
         cut.append(max(0, min(e, n - o)))
     return tuple(cut)
 
 
-def _load_execute(src, *, offsets, shapes, valid_shape=None, target_memory=None, clamp=False,
+def _load_execute(src, *, offsets, shapes, valid_shapes=None, target_memory=None, clamp=False,
                   out=None, **_):
     from pytest_pypto.ir.values import TileValue, new_buffer
 
-    if out is not None and valid_shape is None and not clamp:
+    if out is not None and valid_shapes is None and not clamp:
         # Fast path (the compiled call): a whole window, in bounds -> one copy.
         size = src.shape
         window = []
@@ -132,7 +132,7 @@ def _load_execute(src, *, offsets, shapes, valid_shape=None, target_memory=None,
     from pytest_pypto.ir.apply import dtype_of
 
     shape = tuple(int(s) for s in shapes)
-    requested = shape if valid_shape is None else tuple(int(v) for v in valid_shape)
+    requested = shape if valid_shapes is None else tuple(int(v) for v in valid_shapes)
     valid = _runtime_window("tile.load", "reads", "source", offsets, requested, src.shape,
                             bool(clamp))
     dtype = out.dtype if out is not None else dtype_of(src)
@@ -153,7 +153,8 @@ register(OpSpec(
         ParamSpec("tensor", "tensor"),
         ParamSpec("offsets", "index_list"),
         ParamSpec("shapes", "shape"),
-        ParamSpec("valid_shape", "index_list", default=None),
+        # PyPTO spells it valid_shapes; DSL.md's valid_shape is accepted too.
+        ParamSpec("valid_shapes", "index_list", default=None, aliases=("valid_shape",)),
         ParamSpec("target_memory", "space", default=None),
         ParamSpec("clamp", "bool", default=False),
     ),
@@ -163,7 +164,7 @@ register(OpSpec(
     execute=_load_execute,
     spellings=("load",),
     doc="Copy a window of a DDR tensor into a new tile (Vec, or Mat). The tile's valid region "
-        "is valid_shape (default shapes) cut at the source edge when clamp=True; the rest is "
+        "is valid_shapes (default shapes) cut at the source edge when clamp=True; the rest is "
         "poisoned. target_memory=None means Vec unless the consumers demand Mat.",
 ))
 
