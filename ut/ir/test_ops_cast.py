@@ -131,3 +131,18 @@ def test_unreachable_pair_is_an_arch_error(arch):
     else:
         CAST.arch_rule(arch, call)  # a5: FP8E4M3FN -> FP32 -> INT32
         assert cast_chain(arch, "FP8E4M3FN", "INT32") == ["FP8E4M3FN", "FP32", "INT32"]
+
+
+def test_unreachable_pair_hint_names_only_archs_that_can_cast():
+    """a2a3 cannot reach FP8E4M3FN -> INT32 but a5 can (ARCH.md §5), so the hint offers a5;
+    nothing converts to UINT64 on either arch, so no arch is offered."""
+    a2a3 = spec("a2a3")
+    reachable = info("tile.cast", {"tile": tt((4, 4), D.FP8E4M3FN)}, {"target_type": D.INT32}, a2a3)
+    with pytest.raises(OpArchError) as e:
+        CAST.arch_rule(a2a3, reachable)
+    assert e.value.hint.endswith("or target a5")
+    for arch in (spec("a2a3"), spec("a5")):
+        nowhere = info("tile.cast", {"tile": tt((4, 4), D.FP32)}, {"target_type": D.UINT64}, arch)
+        with pytest.raises(OpArchError) as e:
+            CAST.arch_rule(arch, nowhere)
+        assert "target" not in e.value.hint
