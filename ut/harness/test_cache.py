@@ -11,40 +11,17 @@ from pathlib import Path
 import pytest
 
 import pytest_pypto.compiler.api as api
-import pytest_pypto.language as pl
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cache import CompileCache, cache_key
 from pytest_pypto.harness.cases import TensorSpec
 from pytest_pypto.harness.runner import Runner
 from pytest_pypto.ir.dtypes import FP16, FP32
+from st.kernels import add_program as tiled_add_program
 
 
 def add_program(R: int, C: int):  # noqa: N803  (kernel shape names)
-    @pl.program
-    class Add:
-        @pl.function(type=pl.FunctionType.InCore)
-        def add(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            a = pl.load(x, [0, 0], [R, C])
-            b = pl.load(y, [0, 0], [R, C])
-            out = pl.store(pl.add(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            out = self.add(x, y, out)
-            return out
-
-    return Add
+    """The system tests' add kernel as one [R, C] tile (st/kernels.py defines it once)."""
+    return tiled_add_program(R, C, R)
 
 
 ADD = add_program(16, 64)
