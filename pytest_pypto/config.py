@@ -3,13 +3,20 @@
 PyPTO packs both decisions into one string; consumers then re-split it and drift.
 Here the two axes are stored and the string is derived, so a disagreeing platform
 cannot be represented.  ``platform=`` is still accepted, because most call sites
-use it.
+use it, and assigning ``cfg.platform = "a5"`` sets both axes.
+
+The dataclass is mutable, as PyPTO's is: PyPTO test cases tune their tolerances
+with ``self.config.rtol = 1e-4``.  The axes are re-validated on every assignment.
+
+PyPTO's other RunConfig fields (DFX switches, ring sizes, planner and strategy
+selections, ...) are accepted and kept; the ones the simulator does not model have
+no effect on it (README, "Migrating a PyPTO suite").
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from pytest_pypto.arch import (
@@ -20,18 +27,44 @@ from pytest_pypto.arch import (
     platform_string,
 )
 
-__all__ = ["BackendType", "ExecutionMode", "RunConfig"]
+__all__ = ["PYPTO_ONLY_FIELDS", "BackendType", "ExecutionMode", "RunConfig"]
 
 UNINITIALIZED_CHOICES = ("poison", "zero")
 
+# PyPTO's RunConfig fields that select something the bundled toolchain does not model:
+# accepted, stored, recorded where they would apply, no effect on the simulator.
+PYPTO_ONLY_FIELDS: tuple[str, ...] = (
+    "strategy",
+    "memory_planner",
+    "enable_chip_swimlane",
+    "enable_dump_args",
+    "enable_pmu",
+    "enable_scope_stats",
+    "compile_profiling",
+    "diagnostic_phase",
+    "disabled_diagnostics",
+    "golden_data_dir",
+    "aicpu_thread_num",
+    "ring_task_window",
+    "ring_heap",
+    "ring_dep_pool",
+    "distributed_config",
+    "analyze_auto_scopes_for_deps",
+    "dump_ptoas_passes",
+)
 
-@dataclass(frozen=True, kw_only=True)
+# Older PyPTO spellings of the same fields.
+_ALIASES = {"enable_l2_swimlane": "enable_chip_swimlane", "dump_args": "enable_dump_args"}
+
+
+@dataclass(kw_only=True)
 class RunConfig:
     """How to compile and run one kernel: the cell's axes plus harness options.
 
     ``arch`` and ``execution_mode`` are stored; ``platform`` is derived from them.
     Passing ``platform=`` sets both axes and wins over ``arch=``/``execution_mode=``
-    (so ``dataclasses.replace(cfg, platform="a5")`` works).
+    (so ``dataclasses.replace(cfg, platform="a5")`` works); PyPTO's ``backend_type=``
+    is accepted as the arch when no platform is given.
     """
 
     __test__: ClassVar[bool] = False
@@ -52,20 +85,28 @@ class RunConfig:
     strict_war: bool = False
     schedule_seed: int | None = None
     sim_clusters: int | None = None
+    # PyPTO's dependency capture: the simulator always records its task graph (deps.json).
+    enable_dep_gen: bool = False
+    # PyPTO_ONLY_FIELDS: accepted, no effect on the simulator.
+    strategy: Any = None
+    memory_planner: Any = None
+    enable_chip_swimlane: int = 0
+    enable_dump_args: int = 0
+    enable_pmu: int = 0
+    enable_scope_stats: bool = False
+    compile_profiling: bool = False
+    diagnostic_phase: Any = None
+    disabled_diagnostics: Any = None
+    golden_data_dir: str | None = None
+    aicpu_thread_num: int | None = None
+    ring_task_window: Any = None
+    ring_heap: Any = None
+    ring_dep_pool: Any = None
+    distributed_config: Any = None
+    analyze_auto_scopes_for_deps: bool = False
+    dump_ptoas_passes: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.arch, BackendType):
-            raise TypeError(
-                f"RunConfig(arch={self.arch!r}): arch must be a BackendType "
-                f"(BackendType.Ascend910B or BackendType.Ascend950); to pass a string, "
-                f"use platform=, e.g. RunConfig(platform='a5sim')"
-            )
-        if not isinstance(self.execution_mode, ExecutionMode):
-            raise TypeError(
-                f"RunConfig(execution_mode={self.execution_mode!r}): execution_mode must be "
-                f"an ExecutionMode (ExecutionMode.SIM or ExecutionMode.ONBOARD); to pass a "
-                f"string, use platform=, e.g. RunConfig(platform='a2a3sim')"
-            )
         if (self.rtol is None) != (self.atol is None):
             raise ValueError(
                 f"RunConfig(rtol={self.rtol!r}, atol={self.atol!r}): give both rtol and atol, "
@@ -79,46 +120,99 @@ class RunConfig:
         if self.sim_clusters is not None and self.sim_clusters < 1:
             raise ValueError(f"RunConfig(sim_clusters={self.sim_clusters!r}): must be >= 1")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "arch" and not isinstance(value, BackendType):
+            raise TypeError(
+                f"RunConfig(arch={value!r}): arch must be a BackendType "
+                f"(BackendType.Ascend910B or BackendType.Ascend950); to pass a string, "
+                f"use platform=, e.g. RunConfig(platform='a5sim')"
+            )
+        if name == "execution_mode" and not isinstance(value, ExecutionMode):
+            raise TypeError(
+                f"RunConfig(execution_mode={value!r}): execution_mode must be "
+                f"an ExecutionMode (ExecutionMode.SIM or ExecutionMode.ONBOARD); to pass a "
+                f"string, use platform=, e.g. RunConfig(platform='a2a3sim')"
+            )
+        object.__setattr__(self, name, value)
+
     @property
     def platform(self) -> str:
         """The wire form of the cell: 'a2a3', 'a2a3sim', 'a5' or 'a5sim'."""
         return platform_string(self.arch, self.execution_mode)
+
+    @platform.setter
+    def platform(self, value: str) -> None:
+        self.arch, self.execution_mode = _parse(value)
 
     @property
     def backend_type(self) -> BackendType:
         """PyPTO's name for the architecture axis (same as ``arch``)."""
         return self.arch
 
+    @backend_type.setter
+    def backend_type(self, value: BackendType) -> None:
+        self.arch = value
+
     @property
     def is_sim(self) -> bool:
         """True when kernels run on the bundled simulator."""
         return self.execution_mode is ExecutionMode.SIM
 
+    def accepted_without_effect(self) -> dict[str, Any]:
+        """PyPTO-only selections that differ from their defaults (recorded in artifacts)."""
+        defaults = {f.name: f.default for f in fields(self) if f.name in PYPTO_ONLY_FIELDS}
+        return {
+            name: _plain(getattr(self, name))
+            for name, default in defaults.items()
+            if getattr(self, name) != default
+        }
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly form of a selection (enum members by name)."""
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else value
+
+
+def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
+    if not isinstance(platform, str):
+        raise TypeError(
+            f"RunConfig(platform={platform!r}): platform must be a string, one of "
+            f"{', '.join(repr(p) for p in PLATFORMS)}"
+        )
+    return parse_platform(platform)
+
 
 _dataclass_init = RunConfig.__init__
 
 
-def _init(self: RunConfig, *, platform: str | None = None, **fields: Any) -> None:
+def _init(
+    self: RunConfig,
+    *,
+    platform: str | None = None,
+    backend_type: BackendType | None = None,
+    **kwargs: Any,
+) -> None:
+    for old, new in _ALIASES.items():
+        if old in kwargs:
+            kwargs.setdefault(new, kwargs.pop(old))
     if platform is not None:
-        if not isinstance(platform, str):
-            raise TypeError(
-                f"RunConfig(platform={platform!r}): platform must be a string, one of "
-                f"{', '.join(repr(p) for p in PLATFORMS)}"
-            )
-        fields["arch"], fields["execution_mode"] = parse_platform(platform)
-    _dataclass_init(self, **fields)
+        kwargs["arch"], kwargs["execution_mode"] = _parse(platform)
+    elif backend_type is not None:
+        kwargs["arch"] = backend_type
+    _dataclass_init(self, **kwargs)
 
 
 def _signature() -> inspect.Signature:
     params = list(inspect.signature(_dataclass_init).parameters.values())
-    extra = inspect.Parameter(
-        "platform", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None"
-    )
-    return inspect.Signature([*params, extra], return_annotation=None)
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ann)
+        for name, ann in (("platform", "str | None"), ("backend_type", "BackendType | None"))
+    ]
+    return inspect.Signature([*params, *extra], return_annotation=None)
 
 
 _init.__signature__ = _signature()  # type: ignore[attr-defined]
 _init.__doc__ = _dataclass_init.__doc__
 _init.__qualname__ = "RunConfig.__init__"
 RunConfig.__init__ = _init  # type: ignore[method-assign]
-

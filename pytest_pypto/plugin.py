@@ -33,6 +33,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_pypto.harness.options import SETTINGS_KEY, resolve
 
     config.stash[SETTINGS_KEY] = resolve(config)
+    if config.stash[SETTINGS_KEY].alias:  # before collection imports any test module
+        from pytest_pypto.compat.alias import configure as configure_alias
+
+        configure_alias(config)
     config.pluginmanager.register(_CacheHooks(), "pypto-compile-cache")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         config.pluginmanager.register(_LedgerHooks(), "pypto-ledger")
@@ -107,17 +111,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # pypto_runner): pull the cell fixture into the closure so the id still shows it.
         metafunc.fixturenames.append(CELL_FIXTURE)
     cells = settings(metafunc.config).cells
-    metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True)
+    # Session scope: a suite's session fixture may depend on the cell (PyPTO's
+    # test_config is session-scoped); pytest then groups the items by cell.
+    metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from pytest_pypto.harness.cells import CELL_FIXTURE, CELL_PROPERTY, item_skip_reason
+    from pytest_pypto.harness.cells import CELL_PROPERTY, cell_of, item_skip_reason
     from pytest_pypto.harness.session import onboard_missing, settings
 
     requested = settings(config).cells
     for item in items:
         callspec = getattr(item, "callspec", None)
-        cell = callspec.params.get(CELL_FIXTURE) if callspec is not None else None
+        cell = cell_of(callspec.params, item.fixturenames) if callspec is not None else None
         if cell is not None:
             item.user_properties.append((CELL_PROPERTY, cell))
         reason = item_skip_reason(item, cell, requested, lambda: onboard_missing(config))
@@ -179,13 +185,13 @@ class _LedgerHooks:
             terminalreporter.write_line(f"FAILED {line}", red=True, bold=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def pypto_platform(request: pytest.FixtureRequest) -> str:
     """The cell's platform string ('a2a3sim', 'a2a3', 'a5sim' or 'a5')."""
     cell = getattr(request, "param", None)
     if cell is None:
         pytest.fail(
-            f"{request.node.nodeid}: platform-bound pypto fixtures must be requested as "
+            f"{request._pyfuncitem.nodeid}: platform-bound pypto fixtures must be requested as "
             f"test arguments (or via usefixtures), not with getfixturevalue(), so the test "
             f"can be parametrized over cells",
             pytrace=False,

@@ -125,6 +125,37 @@ def test_not_collected_as_a_test() -> None:
     assert RunConfig.__test__ is False
 
 
-def test_frozen() -> None:
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        RunConfig().seed = 1  # type: ignore[misc]
+def test_mutable_like_pypto_and_axes_stay_consistent() -> None:
+    cfg = RunConfig(platform="a2a3sim")
+    cfg.rtol = 1e-4  # PyPTO cases tune tolerances one field at a time
+    cfg.atol = 2e-4
+    assert (cfg.rtol, cfg.atol) == (1e-4, 2e-4)
+    cfg.platform = "a5"
+    assert (cfg.arch, cfg.execution_mode) == (BackendType.Ascend950, ExecutionMode.ONBOARD)
+    cfg.backend_type = BackendType.Ascend910B
+    assert cfg.platform == "a2a3"
+    with pytest.raises(TypeError, match="platform="):
+        cfg.arch = "a5"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="platform="):
+        cfg.execution_mode = "sim"  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="a2a3sim"):
+        cfg.platform = "a7"
+    assert cfg.platform == "a2a3"  # a refused assignment changes nothing
+
+
+def test_pypto_fields_accepted_and_reported() -> None:
+    cfg = RunConfig(
+        platform="a5sim", device_id=3, enable_dep_gen=True, enable_l2_swimlane=2, dump_args=1,
+        enable_pmu=4, memory_planner=None, aicpu_thread_num=2,
+    )
+    assert (cfg.enable_chip_swimlane, cfg.enable_dump_args, cfg.enable_pmu) == (2, 1, 4)
+    assert cfg.enable_dep_gen and cfg.device_id == 3
+    assert cfg.accepted_without_effect() == {
+        "enable_chip_swimlane": 2, "enable_dump_args": 1, "enable_pmu": 4, "aicpu_thread_num": 2,
+    }
+    assert RunConfig().accepted_without_effect() == {}
+
+
+def test_backend_type_keyword_sets_the_arch_unless_platform_given() -> None:
+    assert RunConfig(backend_type=BackendType.Ascend950).platform == "a5sim"
+    assert RunConfig(platform="a2a3", backend_type=BackendType.Ascend950).platform == "a2a3"

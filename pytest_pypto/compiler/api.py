@@ -78,17 +78,23 @@ def ir_printer() -> Callable[[n.Program], str]:
 
 def lower(
     program: n.Program,
-    config: RunConfig = RunConfig(),  # noqa: B008
+    config: RunConfig | None = None,
     *,
     registry: Mapping[str, OpSpec] | None = None,
     dump_dir: Path | None = None,
 ) -> tuple[n.Program, PassContext]:
     """Run every pass on a deep copy of ``program``: the checked IR and what passes decided."""
     if not isinstance(program, n.Program):
+        from pytest_pypto.language.deferred import DeferredProgram
+
+        if isinstance(program, DeferredProgram):
+            raise program.error()  # the module-level program's parse error, deferred
         raise TypeError(
             f"expected a program decorated with @pl.program, got {type(program).__name__} "
             f"({program!r:.60})"
         )
+    if config is None:
+        config = RunConfig()
     ctx = PassContext(
         arch=spec(config.arch),
         registry=registry if registry is not None else REGISTRY,
@@ -115,11 +121,12 @@ def _scratch_dir() -> Path:
 
 def compile(  # noqa: A001  (PyPTO's name)
     program: n.Program,
-    config: RunConfig = RunConfig(),  # noqa: B008  (frozen, safe as a default)
+    config: RunConfig | None = None,
     *,
     output_dir: str | Path | None = None,
     registry: Mapping[str, OpSpec] | None = None,
     batch_loops: bool | None = None,
+    accepted: Mapping[str, object] | None = None,
 ) -> CompiledProgram:
     """Compile ``program`` for ``config.arch`` into an artifact directory.
 
@@ -127,7 +134,10 @@ def compile(  # noqa: A001  (PyPTO's name)
     never mutated (the passes work on a deep copy).  ``batch_loops`` turns batched
     loop execution (compiler/batching.py) on or off; None reads ``PYPTO_BATCH_LOOPS``
     (default on).  Either way the numerics are identical; only speed changes.
+    ``accepted``: PyPTO compile keywords with no effect here, recorded in the manifest.
     """
+    if config is None:
+        config = RunConfig()
     out = Path(output_dir) if output_dir is not None else _scratch_dir()
     out.mkdir(parents=True, exist_ok=True)
     work, ctx = lower(
@@ -136,7 +146,9 @@ def compile(  # noqa: A001  (PyPTO's name)
     )
     if batch_loops is None:
         batch_loops = batching.enabled_by_env()
-    manifest = write_artifact(work, ctx, config, out, batch_loops=batch_loops)
+    manifest = write_artifact(
+        work, ctx, config, out, batch_loops=batch_loops, accepted=accepted
+    )
     return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_printer()(work))
 
 
@@ -167,16 +179,31 @@ def _arg(p: n.Param, fully_written: bool = False,
     return ArgInfo(p.name, "tensor", direction.value, t.dtype.name, shape, fully_written)
 
 
-def _extra(entry: n.Function) -> dict[str, object]:
-    """Manifest extras: the pass list, and the entry's span (run-time staging errors)."""
+def _extra(
+    entry: n.Function, config: RunConfig, accepted: Mapping[str, object] | None
+) -> dict[str, object]:
+    """Manifest extras: the pass list, the entry's span (run-time staging errors), and
+    PyPTO selections accepted without effect on this toolchain (README, migrating)."""
     extra: dict[str, object] = {"passes": [p.name for p in PASSES]}
     if entry.span is not None:
         extra["entry_span"] = [entry.span.file, entry.span.line, entry.span.col]
+    recorded = {**config.accepted_without_effect(), **(accepted or {})}
+    if recorded:
+        extra["accepted_without_effect"] = {
+            k: v if isinstance(v, (str, int, float, bool)) else repr(v)
+            for k, v in recorded.items()
+        }
     return extra
 
 
 def write_artifact(
-    program: n.Program, ctx: PassContext, config: RunConfig, out: Path, *, batch_loops: bool = True
+    program: n.Program,
+    ctx: PassContext,
+    config: RunConfig,
+    out: Path,
+    *,
+    batch_loops: bool = True,
+    accepted: Mapping[str, object] | None = None,
 ) -> Manifest:
     """Codegen: kernels, orchestration, listings and the manifest."""
     platform = config.platform
@@ -228,7 +255,7 @@ def write_artifact(
         entry_args=[_arg(p, i in entry_written, dyn) for i, p in enumerate(entry.params)],
         entry_returns=returned_params(entry, program),
         kernels=infos,
-        extra=_extra(entry),
+        extra=_extra(entry, config, accepted),
     )
     write_manifest(out, manifest)
     return manifest

@@ -77,7 +77,10 @@ def cache_key(
     """The content address of ``program`` compiled for ``config`` (hex sha256)."""
     import pytest_pypto
     from pytest_pypto.ir.printer import print_program
+    from pytest_pypto.language.deferred import DeferredProgram
 
+    if isinstance(program, DeferredProgram):
+        raise program.error()  # its parse error, not a key of a program that is not there
     if batch_loops is None:
         batch_loops = _batching_by_env()
     try:

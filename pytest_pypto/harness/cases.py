@@ -72,6 +72,8 @@ def resolve_dtype(dtype: Any) -> _dtypes.DataType:
     a numpy dtype or a torch dtype."""
     if isinstance(dtype, _dtypes.DataType):
         return dtype
+    if isinstance(getattr(dtype, "dsl", None), _dtypes.DataType):  # PyPTO's DataType enum
+        return dtype.dsl
     if isinstance(dtype, str) and dtype.upper() in _dtypes.DTYPES:
         return _dtypes.DTYPES[dtype.upper()]
     candidate = str(dtype).removeprefix("torch.") if is_torch(dtype) else dtype
@@ -283,6 +285,22 @@ class PTOTestCase:
 
     def compute_expected(self, tensors: dict[str, Any], params: dict[str, Any] | None = None):
         raise NotImplementedError(f"{type(self).__name__} must define compute_expected()")
+
+    # The runner's two steps that a flavour may change (harness/pypto_cases.py does).
+    def _harness_inputs(
+        self, rng: np.random.Generator, seed: int | None
+    ) -> tuple[list[TensorSpec | ScalarSpec], dict[str, np.ndarray], dict[str, Any]]:
+        """(specs, tensors, scalars) for one run: `build_inputs` from ``rng``."""
+        return build_inputs(self, rng)
+
+    def _harness_golden(
+        self,
+        specs: Sequence[TensorSpec | ScalarSpec],
+        tensors: dict[str, np.ndarray],
+        scalars: dict[str, Any],
+    ) -> dict[str, np.ndarray]:
+        """The goldens of the outputs: `expected_outputs` (numpy arrays)."""
+        return expected_outputs(self, specs, tensors, scalars)
 
 
 def _specs(case: PTOTestCase) -> list[TensorSpec | ScalarSpec]:

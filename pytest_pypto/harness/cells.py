@@ -54,12 +54,30 @@ __all__ = [
     "ONBOARD_MARKER_REASON",
     "PLATFORM_BOUND_FIXTURES",
     "Constraints",
+    "cell_of",
     "chooses_own_cells",
     "constraints_of",
     "item_skip_reason",
     "needs_cells",
     "skip_reason",
 ]
+
+
+# PyPTO's kernel fixtures (pytest_pypto.compat): a test using one of them with a
+# ``platform`` parameter names its cell by that parameter.
+PYPTO_STYLE_FIXTURES: tuple[str, ...] = ("test_runner", "test_config")
+
+
+def cell_of(params: dict[str, object], fixturenames: Iterable[str] = ()) -> str | None:
+    """The cell of a collected item: its cell parameter, or (PyPTO's style) a
+    ``platform`` parameter naming a platform in a test that runs kernels
+    (``@pytest.mark.parametrize("platform", PLATFORMS)`` with ``test_runner``), so
+    markers, onboard skips and the ledger treat both alike."""
+    cell = params.get(CELL_FIXTURE)
+    names = set(fixturenames)
+    if cell is None and any(n in names for n in (*PLATFORM_BOUND_FIXTURES, *PYPTO_STYLE_FIXTURES)):
+        cell = params.get("platform")
+    return cell if isinstance(cell, str) and cell in PLATFORMS else None
 
 
 def needs_cells(fixturenames: Iterable[str]) -> bool:

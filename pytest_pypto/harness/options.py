@@ -215,6 +215,15 @@ OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option(
+        "alias",
+        "",
+        "zero-edit mode: 'import pypto...' resolves to pytest_pypto.compat.pypto "
+        "(and loads the compat fixtures) unless a real PyPTO is installed",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
         "require",
         "CELLS",
         "fail the session if a listed cell executed no test",
@@ -238,6 +247,7 @@ class Settings(NamedTuple):
     dump_passes: bool = False
     cache_dir: str | None = None
     no_cache: bool = False
+    alias: bool = False
 
     @property
     def cells(self) -> tuple[str, ...]:

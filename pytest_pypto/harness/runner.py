@@ -181,18 +181,13 @@ class Runner:
 
     def _execute(self, case: Any) -> Any:
         __tracebackhide__ = True
-        from pytest_pypto.harness.cases import (
-            RunResult,
-            TensorSpec,
-            build_inputs,
-            expected_outputs,
-        )
-        from pytest_pypto.harness.compare import MismatchError, find_mismatch
+        from pytest_pypto.harness.cases import RunResult, TensorSpec
+        from pytest_pypto.harness.compare import MismatchError, default_tolerance, find_mismatch
 
         rng = self._rng_factory()
-        specs, tensors, scalars = build_inputs(case, rng)
+        specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)
         inputs = {name: array.copy() for name, array in tensors.items()}
-        expected = expected_outputs(case, specs, tensors, scalars)
+        expected = case._harness_golden(specs, tensors, scalars)
         program = case.get_program()
         started = time.perf_counter()
         try:
@@ -223,16 +218,15 @@ class Runner:
             result.outputs = {}
             return result
         rtol, atol = _tolerance(case, self.config)
-        found = [
-            m
-            for name, want in expected.items()
-            if (
-                m := find_mismatch(
-                    tensors[name], want, rtol, atol, name=name, equal_nan=case.equal_nan
-                )
-            )
-            is not None
-        ]
+        found = []
+        for name, want in expected.items():
+            r, a = rtol, atol
+            if (r is None) != (a is None):  # one set by the case: the other per dtype
+                dr, da = default_tolerance(tensors[name].dtype, want.dtype)
+                r, a = (dr if r is None else r), (da if a is None else a)
+            m = find_mismatch(tensors[name], want, r, a, name=name, equal_nan=case.equal_nan)
+            if m is not None:
+                found.append(m)
         if found:
             actual = {name: tensors[name] for name in expected}
             kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": actual})
@@ -270,14 +264,21 @@ def _save_arrays(target: Path, groups: Mapping[str, Mapping[str, Any]]) -> None:
 
 
 def _tolerance(case: Any, config: RunConfig) -> tuple[float | None, float | None]:
-    """The case's tolerance pair, else the RunConfig's, else None (per-dtype defaults)."""
+    """The case's tolerance pair (class attributes), else its own ``case.config``'s (PyPTO
+    cases tune ``self.config.rtol``), else the cell's RunConfig's, else None (per-dtype
+    defaults).  A config with one of the two set keeps the per-dtype default for the other."""
     if (case.rtol is None) != (case.atol is None):
         raise ValueError(
             f"{case.get_name()}: rtol={case.rtol!r}, atol={case.atol!r}: give both or neither"
         )
     if case.rtol is not None:
         return case.rtol, case.atol
-    return config.rtol, config.atol
+    own = getattr(case, "config", None)
+    for source in (own, config):
+        pair = (getattr(source, "rtol", None), getattr(source, "atol", None))
+        if pair != (None, None):
+            return pair
+    return None, None
 
 
 def _is_compiled(program: Any) -> bool:

@@ -32,6 +32,9 @@ __all__ = [
     "onboard_status",
     "repro_command",
     "runner_for",
+    "runner_of",
+    "config_of",
+    "seed_of",
     "settings",
     "seed_for",
 ]
@@ -122,8 +125,13 @@ def keep_dir_for(config: pytest.Config, nodeid: str) -> Any:
 
 def seed_for(request: pytest.FixtureRequest) -> int:
     """This test's seed; recorded once in ``user_properties`` (junitxml, reports)."""
-    seed = test_seed(settings(request.config).seed, request.node.nodeid)
-    props = request.node.user_properties
+    return seed_of(request.config, request.node)
+
+
+def seed_of(config: pytest.Config, node: Any) -> int:
+    """The seed of the test item ``node`` (recorded once in its ``user_properties``)."""
+    seed = test_seed(settings(config).seed, node.nodeid)
+    props = node.user_properties
     if not any(key == SEED_PROPERTY for key, _ in props):
         props.append((SEED_PROPERTY, seed))
     return seed
@@ -131,20 +139,25 @@ def seed_for(request: pytest.FixtureRequest) -> int:
 
 def config_for(request: pytest.FixtureRequest, platform: str) -> Any:
     """The RunConfig of the item's cell with the session's options applied."""
-    from pytest_pypto.config import RunConfig
-
     device = None
     if "pypto_device" in request.fixturenames:
         device = request.getfixturevalue("pypto_device")
-    s = settings(request.config)
+    return config_of(request.config, request.node, platform, device=device)
+
+
+def config_of(config: pytest.Config, node: Any, platform: str, *, device: Any = None) -> Any:
+    """The RunConfig of test item ``node`` on ``platform`` with the session's options."""
+    from pytest_pypto.config import RunConfig
+
+    s = settings(config)
     keep = s.save_kernels or s.dump_passes  # a dump is only useful where it can be read
     return RunConfig(
         platform=platform,
-        seed=seed_for(request),
+        seed=seed_of(config, node),
         device_id=device,
         codegen_only=s.codegen_only,
         save_kernels=s.save_kernels,
-        save_kernels_dir=str(keep_dir_for(request.config, request.node.nodeid)) if keep else None,
+        save_kernels_dir=str(keep_dir_for(config, node.nodeid)) if keep else None,
         dump_passes=s.dump_passes,
     )
 
@@ -176,14 +189,19 @@ def repro_command(config: pytest.Config, nodeid: str, platform: str) -> str:
 
 def runner_for(request: pytest.FixtureRequest, config: Any) -> Any:
     """The `Runner` of this test: its cell's config, seeded rng, and report context."""
+    return runner_of(request.config, request.node, config)
+
+
+def runner_of(pconfig: pytest.Config, node: Any, config: Any) -> Any:
+    """The `Runner` of test item ``node`` for ``config`` (stashed on the item, so a
+    failing test keeps its artifact)."""
     from pytest_pypto.harness.runner import Runner
     from pytest_pypto.harness.seeding import make_rng
 
-    node = request.node
     context = (
         f"platform: {config.platform}",
-        f"seed: {config.seed} (base seed {settings(request.config).seed or DEFAULT_BASE_SEED})",
-        f"reproduce: {repro_command(request.config, node.nodeid, config.platform)}",
+        f"seed: {config.seed} (base seed {settings(pconfig).seed or DEFAULT_BASE_SEED})",
+        f"reproduce: {repro_command(pconfig, node.nodeid, config.platform)}",
     )
     lease = None
     if not config.is_sim:
@@ -191,14 +209,14 @@ def runner_for(request: pytest.FixtureRequest, config: Any) -> Any:
         import functools
 
         lease = functools.partial(
-            contextlib.contextmanager(lease_device), request.config, config.platform
+            contextlib.contextmanager(lease_device), pconfig, config.platform
         )
     runner = Runner(
         config,
         rng_factory=lambda: make_rng(config.seed),
         context=context,
-        cache=compile_cache(request.config),
-        keep_dir=keep_dir_for(request.config, node.nodeid),
+        cache=compile_cache(pconfig),
+        keep_dir=keep_dir_for(pconfig, node.nodeid),
         lease=lease,
     )
     node.stash[RUNNER_KEY] = runner
@@ -236,6 +254,7 @@ def header_lines(config: pytest.Config) -> list[str]:
     """The report header: cells, devices, package version, base seed."""
     from pytest_pypto import __version__
     from pytest_pypto.arch import ExecutionMode, parse_platform
+    from pytest_pypto.compat.alias import header_lines as alias_header_lines
 
     s = settings(config)
     cells = s.cells
@@ -263,4 +282,5 @@ def header_lines(config: pytest.Config) -> list[str]:
     return [
         f"pytest-pypto {__version__}: cells {', '.join(cells)}; devices {devices}; base seed {seed}",
         f"pytest-pypto compile cache: {where}",
+        *alias_header_lines(config),
     ]

@@ -75,9 +75,15 @@ def dynamic(name: str) -> DynVar:
 
 
 def program(cls: type) -> Any:
-    """`@pl.program`: parse the class's `@pl.function` methods into an IR `Program`."""
+    """`@pl.program`: parse the class's `@pl.function` methods into an IR `Program`.
+
+    At module level a parse error is deferred (language/deferred.py): the module
+    still imports, so one bad kernel fails its own tests, not the file's collection.
+    Inside a function the error is raised here, where the caller can see it.
+    """
     import sys
 
+    from pytest_pypto.ir.errors import PyptoError
     from pytest_pypto.language.parser import parse_program
 
     frame = sys._getframe(1)
@@ -85,9 +91,17 @@ def program(cls: type) -> Any:
         namespace = dict(frame.f_globals)
         namespace.update(frame.f_locals)
         where = (frame.f_code.co_filename, frame.f_lineno)
+        at_module = frame.f_code.co_name == "<module>"
     finally:
         del frame
-    return parse_program(cls, namespace, where)
+    if not at_module:
+        return parse_program(cls, namespace, where)
+    try:
+        return parse_program(cls, namespace, where)
+    except PyptoError as exc:
+        from pytest_pypto.language.deferred import DeferredProgram
+
+        return DeferredProgram(cls.__name__, exc)
 
 
 range = DslFunction("range", "`for i in pl.range(start, stop, step, init_values=...)`.")  # noqa: A001

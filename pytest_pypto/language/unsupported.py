@@ -3,13 +3,15 @@
 
 Tier 3 constructs are recorded by the parser (decoration succeeds, compiling
 raises `UnsupportedFeatureError`); Tier 2 and not-yet-built Tier 1 constructs
-raise at parse time.  Either way the user sees the construct's name, never a
-silent acceptance.  Also: the `pl.tile` / `pl.tensor` op namespaces and layout
-markers.
+raise at parse time.  `@pl.jit` functions raise when called.  Either way the user
+sees the construct's name, never a silent acceptance.  Also: the `pl.tile` /
+`pl.tensor` op namespaces and layout markers.
 """
 
 from __future__ import annotations
 
+import functools
+import linecache
 from typing import Any
 
 from pytest_pypto.language.surface import OpStub, Unsupported
@@ -26,7 +28,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-    "JIT compilation": ("jit",),
     "explicit memory references": ("MemRef", "MemRefType"),
     "tensor views with strides": ("TensorView",),
     "debug dumps": ("dump_tag",),
@@ -63,6 +64,7 @@ def unsupported_names() -> dict[str, Unsupported]:
         names[name] = Unsupported(name, 2, reason)
     for name, reason in _NOT_YET.items():
         names[name] = Unsupported(name, 1, reason)
+    names["jit"] = JitMarker("jit", 2, "JIT compilation")
     return names
 
 
@@ -79,6 +81,66 @@ def unsupported_message(marker: Unsupported) -> str:
             f"(tier 2: {marker.reason})"
         )
     return f"pl.{marker.name} is not supported by the bundled toolchain yet ({marker.reason})"
+
+
+class JitMarker(Unsupported):
+    """`pl.jit` and its chains (`pl.jit.incore`, `pl.jit(...)`): decorating works, calling raises.
+
+    The base marker hands a decorated function back unchanged, which for `@pl.jit`
+    would run the kernel body as plain Python; here the function is wrapped so
+    that the module imports and the first call names what is missing.  JIT is
+    Tier 2 (DSL.md §4.2); `pl.jit.host` is Tier 3 (distributed execution).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return JitFunction(self, args[0])
+        return self  # `pl.jit(options...)`: the decorator it returns is this marker
+
+    def __getattr__(self, name: str) -> JitMarker:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name == "host":
+            return JitMarker(f"{self.name}.host", 3, "distributed execution")
+        return JitMarker(f"{self.name}.{name}", self.tier, self.reason)
+
+
+class JitFunction:
+    """A function decorated by a `pl.jit` chain; calling it raises `UnsupportedFeatureError`."""
+
+    def __init__(self, marker: JitMarker, fn: Any) -> None:
+        functools.update_wrapper(self, fn)
+        self.marker = marker
+        self.fn = fn
+        # PyPTO's specialisation cache (tests clear and inspect it); nothing is
+        # specialised until the bundled toolchain builds @pl.jit, so it stays empty.
+        self._cache: dict[Any, Any] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # pytest shows the caller's line; the message has the def's
+        from pytest_pypto.ir.errors import UnsupportedFeatureError
+
+        name = getattr(self.fn, "__name__", repr(self.fn))
+        raise UnsupportedFeatureError(
+            f"{unsupported_message(self.marker)}: the @pl.{self.marker.name} function "
+            f"'{name}' cannot be called",
+            _definition_span(self.fn),
+            hint="this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard",
+        )
+
+    def __repr__(self) -> str:
+        return f"<@pl.{self.marker.name} function {getattr(self.fn, '__name__', self.fn)!r}>"
+
+
+def _definition_span(fn: Any) -> Any:
+    """Where ``fn`` is defined (its first decorator's line), for the diagnostic's snippet."""
+    from pytest_pypto.ir.nodes import Span
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    text = linecache.getline(code.co_filename, code.co_firstlineno)
+    return Span(code.co_filename, code.co_firstlineno, len(text) - len(text.lstrip()) + 1)
 
 
 class Layout:

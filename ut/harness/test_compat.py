@@ -25,14 +25,15 @@ class TestElementwise:
         assert result.passed, f"add failed: {result.error}"
         assert (result.outputs["out"] == 3.5).all()
 
-    def test_seeded(self, test_runner, test_config):
+    def test_seeded(self, test_runner, request):
+        from pytest_pypto.harness.seeding import test_seed
+
         result = test_runner.run(RandomAdd())
         assert result.passed, result.error
-        assert result.seed == test_config.seed
+        assert result.seed == test_seed(0, request.node.nodeid)  # the running test's seed
 
     def test_config_is_the_cell(self, test_config, test_runner, pypto_config, pypto_platform):
-        assert test_config is pypto_config and test_runner.config is pypto_config
-        assert test_config.platform == pypto_platform
+        assert test_config.platform == pypto_platform == pypto_config.platform
         assert str(test_runner.run(AddCase())).startswith("PASS: AddCase")
 """
 

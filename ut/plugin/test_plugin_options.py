@@ -208,6 +208,7 @@ def test_only_built_options_are_registered(pytester: pytest.Pytester) -> None:
         "dump-passes",
         "cache-dir",
         "no-cache",
+        "alias",
     )
     for name in built:
         assert f"--pypto-{name}" in out

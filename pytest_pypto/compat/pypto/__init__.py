@@ -1,0 +1,16 @@
+"""PyPTO's ``pypto`` package surface, at PyPTO's module paths (the compat import rule).
+
+``from pypto.<path> import <names>`` becomes ``from pytest_pypto.compat.pypto.<path>
+import <names>``.  Every module under here is a thin re-export of pytest_pypto's own
+objects; no logic lives here.  ``language`` is pytest_pypto's language module itself
+(registered under this path, so ``import pytest_pypto.compat.pypto.language as pl``
+and ``import pytest_pypto.language as pl`` give the same module).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest_pypto.language as language
+
+sys.modules[__name__ + ".language"] = language

@@ -1,0 +1,18 @@
+"""``pypto.ir``: ``compile`` (PyPTO's signature, our compiler) and the IR enums tests name."""
+
+from __future__ import annotations
+
+from pytest_pypto.compiler.selections import OptimizationStrategy, PassDumpLevel
+from pytest_pypto.compiler.selections import ir_compile as compile  # noqa: A001
+from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.ir.nodes import Program
+from pytest_pypto.language.surface import FunctionType
+
+__all__ = [
+    "CompiledProgram",
+    "FunctionType",
+    "OptimizationStrategy",
+    "PassDumpLevel",
+    "Program",
+    "compile",
+]

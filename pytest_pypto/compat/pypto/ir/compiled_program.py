@@ -1,0 +1,5 @@
+"""``pypto.ir.compiled_program``."""
+
+from pytest_pypto.ir.artifact import CompiledProgram
+
+__all__ = ["CompiledProgram"]

@@ -1,0 +1,8 @@
+"""``pypto.runtime.runner``: RunConfig (PyPTO's fields accepted), RunResult, run."""
+
+from pytest_pypto.compiler.selections import compile_program
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.cases import RunResult
+from pytest_pypto.harness.dispatch import run
+
+__all__ = ["RunConfig", "RunResult", "compile_program", "run"]

@@ -1,0 +1,122 @@
+"""PyPTO's compile-time selections, and `ir.compile` with PyPTO's signature.
+
+PyPTO lets a caller pick a pass-pipeline strategy and an on-chip memory planner.
+The bundled toolchain has one pipeline and one planner (capacity checked by
+liveness, DSL.md §6), so these selections are accepted, recorded in the
+artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+from pytest_pypto.arch import BackendType, ExecutionMode
+from pytest_pypto.config import RunConfig
+
+__all__ = [
+    "get_backend_type",
+    "is_backend_configured",
+    "reset_for_testing",
+    "set_backend_type",
+    "MemoryPlanner",
+    "OptimizationStrategy",
+    "PassDumpLevel",
+    "compile_program",
+    "ir_compile",
+]
+
+
+class OptimizationStrategy(enum.Enum):
+    """PyPTO's pass-pipeline strategies (only ``Default`` exists there too)."""
+
+    Default = "Default"
+
+
+class MemoryPlanner(enum.Enum):
+    """Who plans on-chip buffers in PyPTO; accepted, no effect on the simulator."""
+
+    PYPTO = "pypto"
+    DSA_RP = "dsa-rp"
+    PTOAS = "ptoas"
+
+
+class PassDumpLevel(enum.Enum):
+    """PyPTO's ``dump_passes`` verbosity; any level but NONE dumps every pass here."""
+
+    NONE = 0
+    CONCISE = 1
+    FULL = 2
+
+
+# PyPTO's process-wide backend: the arch `ir_compile` targets when given none.
+_backend: BackendType | None = None
+
+
+def set_backend_type(backend: BackendType) -> None:
+    """Select the arch later ``ir.compile`` calls target by default."""
+    global _backend
+    if not isinstance(backend, BackendType):
+        raise TypeError(f"set_backend_type({backend!r}): expected a BackendType")
+    _backend = backend
+
+
+def get_backend_type() -> BackendType:
+    """The selected backend (Ascend910B when none was selected)."""
+    return _backend or BackendType.Ascend910B
+
+
+def is_backend_configured() -> bool:
+    return _backend is not None
+
+
+def reset_for_testing() -> None:
+    """Forget the selected backend."""
+    global _backend
+    _backend = None
+
+
+def _dumps(level: Any) -> bool:
+    if isinstance(level, PassDumpLevel):
+        return level is not PassDumpLevel.NONE
+    return bool(level)
+
+
+def ir_compile(
+    program: Any,
+    output_dir: str | Path | None = None,
+    strategy: OptimizationStrategy = OptimizationStrategy.Default,
+    dump_passes: Any = False,
+    backend_type: BackendType | None = None,
+    *,
+    platform: str | None = None,
+    memory_planner: MemoryPlanner | None = None,
+    **accepted: Any,
+) -> Any:
+    """PyPTO's ``ir.compile(program, output_dir, strategy, dump_passes, backend_type, ...)``.
+
+    Returns our `CompiledProgram`.  ``platform`` (e.g. ``"a5sim"``) wins over
+    ``backend_type`` (default: the `set_backend_type` selection, else Ascend910B);
+    without it the artifact is for the backend's simulator cell.
+    Every other PyPTO keyword (``skip_ptoas``, ``verification_level``,
+    ``enable_pypto_l0c_double_buffer``, ...) is accepted and recorded.
+    PyPTO dumps passes by default; here only when asked (``dump_passes=True``).
+    """
+    from pytest_pypto.compiler.api import compile as compile_
+
+    if platform is not None:
+        config = RunConfig(platform=platform)
+    else:
+        arch = backend_type or get_backend_type()
+        config = RunConfig(arch=arch, execution_mode=ExecutionMode.SIM)
+    config.dump_passes = _dumps(dump_passes)
+    config.memory_planner = memory_planner
+    if strategy is not OptimizationStrategy.Default:
+        config.strategy = strategy
+    return compile_(program, config, output_dir=output_dir, accepted=accepted)
+
+
+def compile_program(program: Any, work_dir: str | Path, **kwargs: Any) -> Any:
+    """PyPTO's ``runtime.compile_program(program, work_dir, strategy=, backend_type=, ...)``."""
+    return ir_compile(program, work_dir, **kwargs)

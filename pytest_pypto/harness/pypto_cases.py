@@ -1,0 +1,392 @@
+"""PyPTO's case semantics (its ``tests/st/harness/core/harness.py``), on our runner.
+
+`pytest_pypto.harness.cases` is the native flavour: numpy goldens, seeded random
+inputs, per-dtype tolerances.  A PyPTO suite's cases expect PyPTO's contract
+instead, and this module provides it (re-exported by `pytest_pypto.compat.harness`):
+
+- ``DataType`` is an Enum whose ``.value`` is PyPTO's string (``"fp32"``) and whose
+  ``.torch_dtype`` is PyPTO's table (unsigned ints travel as the signed torch type
+  of the same width: same bits).
+- A ``TensorSpec`` without ``init_value`` is zeros; a scalar fills; a torch tensor
+  is used as is; ``torch.randn``/``rand``/``zeros``/``ones`` are called with
+  ``(shape, dtype=...)``; any other callable is called with no arguments.  torch's
+  global generator is seeded with the test's seed while inputs are built, so the
+  data is the same on every run and worker (and restored afterwards).
+- ``compute_expected(tensors, params)`` receives **torch tensors** and writes the
+  outputs in place, as PyPTO's golden does.
+- Every case has a mutable ``self.config`` (PyPTO's default ``RunConfig()``:
+  rtol = atol = 1e-5) whose tolerances the runner uses; a NaN in a golden is a
+  don't-care, as in PyPTO's ``validate_golden``.
+- ``get_platform()`` (the ``platform=`` constructor argument) picks the cell a
+  case runs on; the other selections (strategy, memory planner, L0C double
+  buffering) are accepted and recorded in the artifact, with no effect here.
+
+torch is an optional dependency (the ``torch`` extra): a case of this flavour
+skips, naming the extra, when torch is not installed.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_pypto.arch import PLATFORMS as _PLATFORM_TABLE
+from pytest_pypto.arch import BackendType, ExecutionMode, parse_platform
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness import cases as _native
+
+__all__ = [
+    "ALL_PLATFORM_IDS",
+    "ONBOARD_PLATFORMS",  # noqa: F822  (module __getattr__)
+    "ONBOARD_PLATFORM_IDS",
+    "PLATFORMS",  # noqa: F822
+    "PTOTestCase",
+    "PYPTO_TOLERANCE",
+    "SIM_PLATFORMS",  # noqa: F822
+    "SIM_PLATFORM_IDS",
+    "DataType",
+    "ScalarSpec",
+    "TensorSpec",
+    "platform_param_list",
+    "platform_to_backend",
+    "set_requested_cells",
+]
+
+# PyPTO's RunConfig() default tolerance, used by a case that does not set its own.
+PYPTO_TOLERANCE = 1e-5
+TORCH_EXTRA = "pip install 'pytest-pypto[torch]'"
+
+SIM_PLATFORM_IDS: tuple[str, ...] = tuple(
+    p for p, (_, mode) in _PLATFORM_TABLE.items() if mode is ExecutionMode.SIM
+)
+ONBOARD_PLATFORM_IDS: tuple[str, ...] = tuple(
+    p for p, (_, mode) in _PLATFORM_TABLE.items() if mode is ExecutionMode.ONBOARD
+)
+ALL_PLATFORM_IDS: tuple[str, ...] = (*SIM_PLATFORM_IDS, *ONBOARD_PLATFORM_IDS)
+
+# The cells the running session requested (the plugin sets them at configure time);
+# None outside pytest: every platform.
+_requested: tuple[str, ...] | None = None
+
+
+def set_requested_cells(cells: Sequence[str] | None) -> None:
+    """Record the session's cells, which the ``*PLATFORMS`` lists are made of."""
+    global _requested
+    _requested = tuple(cells) if cells is not None else None
+
+
+def platform_param_list(family: Sequence[str]) -> list[Any]:
+    """``pytest.param`` per requested cell of ``family``, so a test parametrized over it
+    runs once per requested cell.  When the run requested none of them, every
+    platform of the family is listed with a skip mark that says how to request it."""
+    import pytest
+
+    wanted = [p for p in family if _requested is None or p in _requested]
+    if wanted:
+        return [pytest.param(p, id=p) for p in wanted]
+    return [
+        pytest.param(
+            p,
+            id=p,
+            marks=pytest.mark.skip(
+                reason=f"cell {p} not requested (select it with --pypto-arch and --pypto-mode)"
+            ),
+        )
+        for p in family
+    ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PLATFORMS`` / ``SIM_PLATFORMS`` / ``ONBOARD_PLATFORMS``, made when first read
+    (a test module imports them during collection, after the cells are known)."""
+    families = {
+        "PLATFORMS": ALL_PLATFORM_IDS,
+        "SIM_PLATFORMS": SIM_PLATFORM_IDS,
+        "ONBOARD_PLATFORMS": ONBOARD_PLATFORM_IDS,
+    }
+    if name in families:
+        return platform_param_list(families[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def platform_to_backend(platform: str) -> BackendType:
+    """The BackendType of a platform string (ValueError names the valid ones)."""
+    try:
+        return parse_platform(platform)[0]
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"Unknown platform {platform!r}. Expected one of {ALL_PLATFORM_IDS}."
+        ) from None
+
+
+class DataType(enum.Enum):
+    """PyPTO's harness dtypes: ``.value`` is PyPTO's string, ``.dsl`` our ``pl.`` dtype."""
+
+    BF16 = "bf16"
+    FP32 = "fp32"
+    FP16 = "fp16"
+    FP8E4M3FN = "fp8e4m3fn"
+    FP8E5M2 = "fp8e5m2"
+    FP8E8M0 = "fp8e8m0"
+    FP4 = "fp4"
+    INT32 = "int32"
+    UINT32 = "uint32"
+    INT16 = "int16"
+    UINT16 = "uint16"
+    INT8 = "int8"
+    UINT8 = "uint8"
+    INT64 = "int64"
+    UINT64 = "uint64"
+    BOOL = "bool"
+
+    @property
+    def dsl(self) -> Any:
+        """The DSL dtype (``pl.FP32``) of this member."""
+        from pytest_pypto.ir.dtypes import dtype_by_name
+
+        return dtype_by_name(self.name)
+
+    @property
+    def torch_dtype(self) -> Any:
+        """PyPTO's torch dtype of this member (ValueError when torch lacks it)."""
+        import torch
+
+        name = _TORCH_NAMES[self]
+        dtype = getattr(torch, name, None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"PyTorch does not provide the dtype torch.{name}")
+        return dtype
+
+
+# PyPTO's DataType -> torch table; unsigned types wider than a byte keep their bits in
+# the signed type of the same width (torch's unsigned support is partial).
+_TORCH_NAMES = {
+    DataType.BF16: "bfloat16",
+    DataType.FP32: "float32",
+    DataType.FP16: "float16",
+    DataType.FP8E4M3FN: "float8_e4m3fn",
+    DataType.FP8E5M2: "float8_e5m2",
+    DataType.FP8E8M0: "float8_e8m0fnu",
+    DataType.FP4: "float4_e2m1fn_x2",
+    DataType.INT32: "int32",
+    DataType.UINT32: "int32",
+    DataType.INT16: "int16",
+    DataType.UINT16: "int16",
+    DataType.INT8: "int8",
+    DataType.UINT8: "uint8",
+    DataType.INT64: "int64",
+    DataType.UINT64: "int64",
+    DataType.BOOL: "bool",
+}
+
+_TORCH_FACTORIES = ("randn", "rand", "zeros", "ones")
+
+
+class TensorSpec(_native.TensorSpec):
+    """PyPTO's ``TensorSpec(name, shape, dtype, init_value=None, is_output=False)``.
+
+    ``dtype`` may be a `DataType` member, a DSL dtype, a torch or numpy dtype;
+    ``pypto_dtype`` keeps what was given.  Inputs are built with PyPTO's rules (the
+    module docstring), then held as numpy arrays of the DSL dtype.
+    """
+
+    def __post_init__(self) -> None:
+        self.pypto_dtype = self.dtype
+        if isinstance(self.dtype, DataType):
+            self.dtype = self.dtype.dsl
+        super().__post_init__()
+
+    def create(self, rng: Any) -> Any:
+        import numpy as np
+
+        init = self.init_value
+        if init is None:
+            return np.zeros(self.shape, self.np_dtype)
+        if isinstance(init, (bool, int, float)):
+            return np.full(self.shape, init, self.np_dtype)
+        import torch
+
+        if not isinstance(init, torch.Tensor) and callable(init):
+            if getattr(init, "__name__", None) in _TORCH_FACTORIES and (
+                getattr(torch, init.__name__, None) is init
+            ):
+                init = init(list(self.shape), dtype=torch_dtype_of(self))
+            else:
+                init = init()
+        if not isinstance(init, torch.Tensor):
+            init = torch.as_tensor(init)
+        return from_torch(init, self.np_dtype, self.name, self.shape)
+
+
+ScalarSpec = _native.ScalarSpec
+
+
+def torch_dtype_of(spec: _native.TensorSpec) -> Any:
+    """The torch dtype a PyPTO golden sees for ``spec`` (PyPTO's table)."""
+    member = DataType.__members__.get(spec.dtype.name)
+    if member is None:
+        raise TypeError(f"TensorSpec {spec.name!r}: {spec.dtype!r} has no PyPTO torch dtype")
+    return member.torch_dtype
+
+
+_BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
+    """A torch tensor of the golden's dtype holding ``array``'s bits (same-width types:
+    bf16, fp8, unsigned as signed) or, where the widths differ, its values."""
+    import numpy as np
+    import torch
+
+    want = torch_dtype_of(spec)
+    array = np.ascontiguousarray(array)
+    if array.dtype == np.bool_ or want is torch.bool:
+        return torch.from_numpy(array.astype(np.bool_))
+    width = torch.empty((), dtype=want).element_size()
+    if array.dtype.itemsize == width:
+        return torch.from_numpy(array.view(_BITS[width]).copy()).view(want)
+    return torch.from_numpy(array.astype(np.float64)).to(want)
+
+
+def numpy_of(tensor: Any) -> Any:
+    """A numpy copy of a torch tensor in its own dtype (fp8 formats through ml_dtypes)."""
+    import numpy as np
+    import torch
+
+    from pytest_pypto.harness.tensors import torch_to_numpy
+
+    t = tensor.detach().cpu().contiguous()
+    name = str(t.dtype).removeprefix("torch.")
+    if name.startswith("float8"):
+        import ml_dtypes
+
+        return t.view(torch.uint8).numpy().view(np.dtype(getattr(ml_dtypes, name))).copy()
+    return torch_to_numpy(t)
+
+
+def from_torch(tensor: Any, np_dtype: Any, name: str, shape: Sequence[int]) -> Any:
+    """``tensor`` as a numpy array of ``np_dtype`` broadcast to ``shape``: bit for bit
+    between integers of one width (PyPTO's unsigned-as-signed), by value otherwise."""
+    import numpy as np
+
+    array = numpy_of(tensor)
+    if array.dtype != np_dtype:
+        same_ints = array.dtype.kind in "iu" and np_dtype.kind in "iu"
+        if same_ints and array.dtype.itemsize == np_dtype.itemsize:
+            array = array.view(np_dtype)
+        else:
+            array = array.astype(np_dtype)
+    try:
+        return np.array(np.broadcast_to(array, tuple(shape)), dtype=np_dtype)
+    except ValueError:
+        raise ValueError(
+            f"TensorSpec {name!r}: init_value has shape {tuple(array.shape)}, which does "
+            f"not fit the tensor's shape {tuple(shape)}"
+        ) from None
+
+
+class PTOTestCase(_native.PTOTestCase):
+    """PyPTO's ``PTOTestCase``: its constructor, hooks and golden contract.
+
+    Subclasses implement ``get_name``, ``define_tensors``, ``get_program`` and
+    ``compute_expected(tensors, params=None)`` (torch tensors, outputs in place).
+    """
+
+    golden_arrays = "torch"  # compute_expected receives torch tensors
+    equal_nan = True  # PyPTO: a NaN in the golden is a don't-care
+
+    def __init__(
+        self,
+        config: RunConfig | None = None,
+        *,
+        platform: str | None = None,
+        backend_type: BackendType | None = None,
+        strategy: Any = None,
+        memory_planner: Any = None,
+        enable_pypto_l0c_double_buffer: bool | None = None,
+    ) -> None:
+        super().__init__(config)
+        self.config = config or RunConfig(rtol=PYPTO_TOLERANCE, atol=PYPTO_TOLERANCE)
+        if platform is not None:
+            platform_to_backend(platform)  # an unknown platform fails here, as in PyPTO
+        self._override_platform = platform
+        self._override_backend = backend_type
+        self._override_strategy = strategy
+        self._override_memory_planner = memory_planner
+        self._override_enable_pypto_l0c_double_buffer = enable_pypto_l0c_double_buffer
+        self._tensor_specs: list[Any] | None = None
+        self._scalar_specs: list[Any] | None = None
+
+    def get_strategy(self) -> Any:
+        from pytest_pypto.compiler.selections import OptimizationStrategy
+
+        return self._override_strategy or OptimizationStrategy.Default
+
+    def get_memory_planner(self) -> Any:
+        return self._override_memory_planner
+
+    def get_enable_pypto_l0c_double_buffer(self) -> bool | None:
+        return self._override_enable_pypto_l0c_double_buffer
+
+    def get_platform(self) -> str | None:
+        return self._override_platform
+
+    def get_backend_type(self) -> BackendType:
+        if self._override_platform is not None:
+            return platform_to_backend(self._override_platform)
+        return self._override_backend or BackendType.Ascend910B
+
+    @property
+    def tensor_specs(self) -> list[Any]:
+        if self._tensor_specs is None:
+            self._tensor_specs = self.define_tensors()
+        return self._tensor_specs
+
+    @property
+    def scalar_specs(self) -> list[Any]:
+        if self._scalar_specs is None:
+            self._scalar_specs = self.define_scalars()
+        return self._scalar_specs
+
+    def compile_selections(self) -> dict[str, Any]:
+        """What this case selects that the bundled toolchain accepts without effect."""
+        chosen = {
+            "strategy": self._override_strategy,
+            "memory_planner": self.get_memory_planner(),
+            "enable_pypto_l0c_double_buffer": self.get_enable_pypto_l0c_double_buffer(),
+        }
+        return {k: getattr(v, "name", v) for k, v in chosen.items() if v is not None}
+
+    def _harness_inputs(self, rng: Any, seed: int | None) -> Any:
+        """PyPTO's inputs, with torch's global generator seeded by the test's seed
+        for the duration (and restored), so torch.randn data is reproducible."""
+        torch = _require_torch()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0 if seed is None else seed % (1 << 63))
+            return _native.build_inputs(self, rng)
+
+    def _harness_golden(self, specs: Any, tensors: Any, scalars: Any) -> Any:
+        """``compute_expected`` on torch copies of the inputs; outputs back as numpy."""
+        _require_torch()
+        work = {}
+        by_name = {s.name: s for s in specs if isinstance(s, _native.TensorSpec)}
+        for name, array in tensors.items():
+            work[name] = to_torch(array, by_name[name])
+        self.compute_expected(work, dict(scalars) if scalars else None)
+        return {
+            s.name: from_torch(work[s.name], s.np_dtype, s.name, s.shape)
+            for s in specs
+            if isinstance(s, _native.TensorSpec) and s.is_output
+        }
+
+
+def _require_torch() -> Any:
+    """torch, or a skip naming the extra that installs it."""
+    try:
+        import torch
+    except ImportError:
+        import pytest
+
+        pytest.skip(f"PyPTO-style cases need torch for their goldens: {TORCH_EXTRA}")
+    return torch

@@ -1,0 +1,154 @@
+"""Session logic of the compat plugin (PyPTO's conftest surface, `pytest_pypto.compat`).
+
+Kept here, with the rest of the harness, so the compat plugin holds hooks and
+fixtures only: PyPTO's option spellings mapped onto ours, which tests its
+session-scoped ``test_runner`` multiplies per cell, and the per-test runner a
+``test_runner.run(case)`` call uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from pytest_pypto.arch import MODE_NAMES, PLATFORMS, ExecutionMode, parse_platform
+
+__all__ = [
+    "apply_pypto_options",
+    "case_platform",
+    "runner_for_case",
+    "session_config",
+    "wants_cells",
+]
+
+
+def apply_pypto_options(
+    config: pytest.Config, values: Mapping[str, str], switches: Mapping[str, str]
+) -> None:
+    """Copy PyPTO's spellings (``--platform``, ``--device``, ...) into our options where
+    ours were not given; ``--platform a2a3sim,a5sim`` selects those archs and modes."""
+    opt = config.option
+    raw = getattr(opt, "platform", None)
+    if raw:
+        try:
+            parsed = [parse_platform(p.strip()) for p in raw.split(",") if p.strip()]
+        except ValueError as exc:
+            raise pytest.UsageError(
+                f"--platform: invalid value {raw!r}: {exc}. Valid values: a comma list of "
+                f"{', '.join(PLATFORMS)}."
+            ) from None
+        if getattr(opt, "pypto_arch", None) is None:
+            opt.pypto_arch = ",".join(dict.fromkeys(b.arch_name for b, _ in parsed))
+        if getattr(opt, "pypto_mode", None) is None:
+            opt.pypto_mode = ",".join(dict.fromkeys(MODE_NAMES[m] for _, m in parsed))
+    for theirs, ours in values.items():
+        value = getattr(opt, theirs, None)
+        if value is not None and getattr(opt, ours, None) is None:
+            setattr(opt, ours, value)
+    for theirs, ours in switches.items():
+        if getattr(opt, theirs, False) and getattr(opt, ours, None) is None:
+            setattr(opt, ours, True)
+    from pytest_pypto.harness.options import SETTINGS_KEY, resolve
+
+    if SETTINGS_KEY in config.stash:  # loaded after the plugin resolved (--pypto-alias)
+        config.stash[SETTINGS_KEY] = resolve(config)
+
+
+def _parametrizes_platform(definition: Any) -> bool:
+    for mark in definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if "platform" in names:
+            return True
+    return False
+
+
+def wants_cells(metafunc: pytest.Metafunc) -> bool:
+    """Whether a test of the session-scoped ``test_runner`` needs one item per cell:
+    it uses the runner, nothing else binds it to a cell, and it does not parametrize
+    ``platform`` itself (then each variant names its platform)."""
+    from pytest_pypto.harness.cells import needs_cells
+
+    names = metafunc.fixturenames
+    return (
+        "test_runner" in names
+        and not needs_cells(names)
+        and not _parametrizes_platform(metafunc.definition)
+    )
+
+
+def case_platform(case: Any, item: Any, fallback: str) -> str:
+    """Where a case runs: its own platform (PyPTO's ``get_platform()``), else the test's
+    ``platform`` parameter, else the test's cell, else ``fallback``."""
+    getter = getattr(case, "get_platform", None)
+    chosen = getter() if callable(getter) else None
+    if isinstance(chosen, str):
+        return chosen
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for key in ("platform", "pypto_platform"):
+        value = params.get(key)
+        if isinstance(value, str) and value in PLATFORMS:
+            return value
+    return fallback
+
+
+def session_config(pconfig: pytest.Config, platform: str, dfx: Mapping[str, str]) -> Any:
+    """PyPTO's session ``test_config``: the cell's RunConfig with the session's options
+    and PyPTO's DFX switches (``--enable-dep-gen``, ...) in their fields."""
+    from pytest_pypto.config import RunConfig
+    from pytest_pypto.harness.session import settings
+
+    s = settings(pconfig)
+    config = RunConfig(
+        platform=platform,
+        codegen_only=s.codegen_only,
+        save_kernels=s.save_kernels,
+        dump_passes=s.dump_passes,
+    )
+    for option, field in dfx.items():
+        value = getattr(pconfig.option, option, None)
+        if value:
+            setattr(config, field, value)
+    planner = getattr(pconfig.option, "memory_planner", "default")
+    if planner and planner != "default":
+        from pytest_pypto.compiler.selections import MemoryPlanner
+
+        config.memory_planner = MemoryPlanner(planner)
+    return config
+
+
+class _SessionNode:
+    """Stands in for a test item when a runner is used outside any test."""
+
+    nodeid = "<session>"
+
+    def __init__(self) -> None:
+        self.user_properties: list[tuple[str, Any]] = []
+        self.stash: dict[Any, Any] = {}
+
+
+def runner_for_case(
+    pconfig: pytest.Config, item: Any, platform: str, session: Any, case: Any
+) -> Any:
+    """The `Runner` of one ``test_runner.run(case)``: the running test's seed and
+    artifact directory, ``platform``, the session's PyPTO fields and the case's
+    selections.  An onboard platform this host cannot serve skips the test."""
+    from pytest_pypto.config import PYPTO_ONLY_FIELDS
+    from pytest_pypto.harness.session import config_of, onboard_missing, runner_of
+
+    if parse_platform(platform)[1] is not ExecutionMode.SIM:
+        missing = onboard_missing(pconfig)
+        if missing:
+            pytest.skip(f"onboard platform {platform}: {missing}")
+    node = item if item is not None else _SessionNode()
+    config = config_of(pconfig, node, platform)
+    for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen"):
+        setattr(config, name, getattr(session, name))
+    selections = getattr(case, "get_memory_planner", None)
+    if callable(selections) and selections() is not None:
+        config.memory_planner = selections()
+    return runner_of(pconfig, node, config)
+

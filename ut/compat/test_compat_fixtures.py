@@ -1,0 +1,173 @@
+"""The compat plugin in real pytest sessions: PyPTO's fixtures, scopes, options, names."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).with_name("pypto_kit.py")
+COMPAT = 'pytest_plugins = ["pytest_pypto.compat"]\n'
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(COMPAT)
+    shutil.copy(KIT, pytester.path / "pypto_kit.py")
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_platform_parametrized_tests_run_once_per_requested_cell(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_p="""
+        import pytest
+        from pytest_pypto.compat.harness import PLATFORMS, ONBOARD_PLATFORMS
+        from pypto_kit import TorchAdd
+
+        @pytest.mark.parametrize("platform", PLATFORMS)
+        def test_add(test_runner, platform):
+            result = test_runner.run(TorchAdd(platform=platform))
+            assert result.passed, result.error
+            assert result.platform == platform
+
+        @pytest.mark.parametrize("platform", ONBOARD_PLATFORMS)
+        def test_board(test_runner, platform):
+            raise AssertionError("never runs on a sim-only session")
+        """
+    )
+    result = suite.runpytest("--pypto-arch=all", "-v", "-rs")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_p.py::test_add[[]a2a3sim[]] PASSED*",
+            "*test_p.py::test_add[[]a5sim[]] PASSED*",
+            "*cell a2a3 not requested*",
+        ]
+    )
+    assert "a2a3sim-a2a3sim" not in result.stdout.str()
+
+
+def test_session_scoped_runner_serves_suite_fixtures(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_s="""
+        import pytest
+        from pypto_kit import TorchAdd
+
+        @pytest.fixture(scope="module")
+        def shared(test_runner):
+            return test_runner
+
+        @pytest.fixture(scope="session")
+        def cfg(test_config):
+            return test_config
+
+        def test_runner_from_module_fixture(shared, test_runner):
+            assert shared is test_runner
+            assert shared.run(TorchAdd()).passed
+
+        def test_config_per_cell(cfg, pypto_platform):
+            assert cfg.platform == pypto_platform
+        """
+    )
+    result = suite.runpytest("--pypto-arch=all", "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_runner_from_module_fixture[[]a5sim[]] PASSED*",
+            "*test_config_per_cell[[]a2a3sim[]] PASSED*",
+        ]
+    )
+
+
+def test_a_case_runs_on_the_tests_cell(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_c="""
+        from pypto_kit import TorchAdd
+
+        def test_cell(test_runner, request):
+            result = test_runner.run(TorchAdd())
+            assert result.platform == request.node.callspec.params["pypto_platform"]
+        """
+    )
+    suite.runpytest("--pypto-arch=all").assert_outcomes(passed=2)
+
+
+def test_pypto_option_spellings(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_o="""
+        def test_opts(test_config, pytestconfig):
+            assert test_config.platform == "a5sim"
+            assert test_config.enable_dep_gen is True
+            assert test_config.enable_chip_swimlane == 4 and test_config.enable_dump_args == 2
+            assert test_config.memory_planner.name == "PTOAS"
+            assert test_config.codegen_only is True
+        """
+    )
+    result = suite.runpytest(
+        "--platform=a5sim", "--enable-dep-gen", "--enable-chip-swimlane", "--dump-args", "2",
+        "--memory-planner=ptoas", "--codegen-only", "-v",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_opts[[]a5sim[]] PASSED*"])
+    bad = suite.runpytest("--platform=a7sim")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--platform: invalid value 'a7sim'*a2a3sim*"])
+
+
+def test_failed_case_is_classified_and_reported(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_f="""
+        from pypto_kit import TorchAdd
+
+        def test_off(test_runner):
+            result = test_runner.run(TorchAdd(off=1.0))
+            assert result.passed, result.error
+        """
+    )
+    result = suite.runpytest("--junitxml=out.xml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*output 'c':*mismatch*", "*reproduce: pytest*"])
+    assert 'name="pypto_failure_class" value="mismatch"' in (suite.path / "out.xml").read_text()
+
+
+def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_n="""
+        import pytest
+        from pytest_pypto.compat.pypto import ir, backend
+        from pytest_pypto.compat.pypto.backend import BackendType, set_backend_type, reset_for_testing
+        from pytest_pypto.compat.pypto.backend.pto_backend import PartialCodegenError
+        from pytest_pypto.compat.pypto.ir.compiled_program import CompiledProgram
+        from pytest_pypto.compat.pypto.ir.pass_manager import OptimizationStrategy, PassManager
+        from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
+        from pytest_pypto.compat.pypto.runtime import ChipWorker, RunConfig, RunResult, run, compile_program
+        from pytest_pypto.compat.pypto.runtime.runner import RunConfig as RC2
+        from pytest_pypto.compat.pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
+        from pytest_pypto.compat.harness import (
+            PLATFORMS, SIM_PLATFORMS, ONBOARD_PLATFORMS, SIM_PLATFORM_IDS, ONBOARD_PLATFORM_IDS,
+            ALL_PLATFORM_IDS, DataType, PTOTestCase, platform_to_backend,
+        )
+        from pytest_pypto.ir.errors import CompileError, UnsupportedFeatureError
+        from pypto_kit import AddProgram
+
+        def test_names(tmp_path):
+            assert RC2 is RunConfig and PartialCodegenError is CompileError
+            reset_for_testing()
+            set_backend_type(BackendType.Ascend950)
+            compiled = ir.compile(AddProgram, str(tmp_path / "out"),
+                                  memory_planner=MemoryPlanner.PTOAS, skip_ptoas=True)
+            reset_for_testing()
+            assert isinstance(compiled, CompiledProgram) and compiled.platform == "a5sim"
+            accepted = compiled.manifest.extra["accepted_without_effect"]
+            assert accepted == {"memory_planner": "PTOAS", "skip_ptoas": True}
+            assert ir.compile(AddProgram, platform="a2a3sim").platform == "a2a3sim"
+            assert OptimizationStrategy.Default.value == "Default"
+
+        def test_tier3_names_fail_when_used():
+            with pytest.raises(UnsupportedFeatureError, match="ChipWorker.*tier 3"):
+                ChipWorker()
+        """
+    )
+    suite.runpytest().assert_outcomes(passed=2)
