@@ -23,6 +23,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """``--pypto-alias`` acts before conftests import: a suite's conftest may itself
+    ``import pypto``, and the compat plugin's options (``--platform``) must be known
+    when the command line is parsed."""
+    from pytest_pypto.harness.options import early_switch
+
+    if early_switch(early_config, "alias"):
+        from pytest_pypto.compat.alias import configure as configure_alias
+
+        configure_alias(early_config)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_pypto.harness.cells import MARKERS
 

@@ -77,10 +77,13 @@ def resolve_dtype(dtype: Any) -> _dtypes.DataType:
     if isinstance(dtype, str) and dtype.upper() in _dtypes.DTYPES:
         return _dtypes.DTYPES[dtype.upper()]
     candidate = str(dtype).removeprefix("torch.") if is_torch(dtype) else dtype
-    try:
-        storage = np.dtype(candidate).name
-    except TypeError:
-        storage = None
+    if isinstance(candidate, str) and candidate in _BY_STORAGE:  # also bf16/fp8 names
+        storage = candidate
+    else:
+        try:
+            storage = np.dtype(candidate).name
+        except TypeError:
+            storage = None
     found = _BY_STORAGE.get(storage) if storage else None
     if found is None:
         raise TypeError(

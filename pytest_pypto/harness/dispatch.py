@@ -60,7 +60,7 @@ def run(
 
     ``program_or_compiled`` is a parsed program (``@pl.program``; compiled here with
     ``config``), a `CompiledProgram`, or an artifact directory.  Out/InOut arrays
-    receive the results in place; the returned `SimRun` also holds them by name, the
+    (numpy arrays or CPU torch tensors) receive the results in place; the returned `SimRun` also holds them by name, the
     executed task graph and the path of its ``deps.json``.  With
     ``config.codegen_only`` nothing is dispatched and the `CompiledProgram` is returned.
     """
@@ -72,4 +72,12 @@ def run(
         if not isinstance(compiled, CompiledProgram):
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
         return compiled
+    arrays = tuple(_at_boundary(a) for a in arrays)
     return worker_for(config.platform).run(compiled, *arrays, config=config)
+
+
+def _at_boundary(value: Any) -> Any:
+    """torch tensors become numpy views of their memory (results written in place)."""
+    from pytest_pypto.harness.tensors import is_torch, torch_view
+
+    return torch_view(value) if is_torch(value) and hasattr(value, "detach") else value

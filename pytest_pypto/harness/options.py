@@ -24,6 +24,7 @@ __all__ = [
     "Option",
     "Settings",
     "add_options",
+    "early_switch",
     "parse_bool",
     "resolve",
 ]
@@ -305,6 +306,21 @@ def _raw(config: pytest.Config, opt: Option, env: Mapping[str, str]) -> tuple[st
     if ini:
         return ini, f"ini key {opt.ini}"
     return opt.default, "the default"
+
+
+def early_switch(config: pytest.Config, name: str, env: Mapping[str, str] | None = None) -> bool:
+    """A switch as seen before conftests load (pytest_load_initial_conftests): the
+    command line as parsed so far, then env, then ini.  A bad value reads as off here;
+    `resolve` reports it later as a usage error."""
+    env = os.environ if env is None else env
+    opt = next(o for o in OPTIONS if o.name == name)
+    value = getattr(config.known_args_namespace, opt.dest, None)
+    if value is None:
+        value = env.get(opt.env) or config.getini(opt.ini) or False
+    try:
+        return parse_bool(value)
+    except ValueError:
+        return False
 
 
 def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Settings:

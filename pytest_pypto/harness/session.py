@@ -180,6 +180,8 @@ def repro_command(config: pytest.Config, nodeid: str, platform: str) -> str:
     ]
     if s.codegen_only:
         args.append("--pypto-codegen-only")
+    if s.alias:  # the test imports pypto: without the alias it would not collect
+        args.append("--pypto-alias")
     command = " ".join(args)
     rootdir = config.rootpath
     if config.invocation_params.dir != rootdir:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["is_torch", "to_numpy", "torch_to_numpy"]
+__all__ = ["is_torch", "to_numpy", "torch_to_numpy", "torch_view"]
 
 
 def is_torch(value: Any) -> bool:
@@ -36,3 +36,20 @@ def to_numpy(value: Any, dtype: Any = None) -> np.ndarray:
     if dtype is not None and array.dtype != dtype:
         array = array.astype(dtype)
     return array
+
+
+def torch_view(tensor: Any) -> np.ndarray:
+    """A numpy array sharing a CPU torch tensor's memory (bf16 and fp8 through their
+    bits), so a kernel's Out/InOut results land in the caller's tensor in place."""
+    import torch
+
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        raise TypeError(f"a {t.device.type} torch tensor: pass CPU tensors to the simulator")
+    name = str(t.dtype).removeprefix("torch.")
+    if name == "bfloat16" or name.startswith("float8"):
+        import ml_dtypes
+
+        bits = torch.int16 if name == "bfloat16" else torch.uint8
+        return t.view(bits).numpy().view(getattr(ml_dtypes, name))
+    return t.numpy()

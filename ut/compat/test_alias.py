@@ -174,6 +174,36 @@ def test_alias_alone_provides_the_compat_fixtures(pytester: pytest.Pytester) -> 
     without.stdout.fnmatch_lines(["*fixture 'test_runner' not found*"])
 
 
+def test_alias_covers_a_conftest_that_imports_pypto(pytester: pytest.Pytester) -> None:
+    # PyPTO's own conftest imports pypto; the alias must be there before it loads.
+    pytester.makeconftest("from pypto.runtime.runner import RunConfig\nCONF = RunConfig\n")
+    pytester.makepyfile(
+        test_c="""
+        import conftest
+        from pypto.runtime import RunConfig
+
+        def test_same():
+            assert conftest.CONF is RunConfig
+        """
+    )
+    pytester.runpytest("--pypto-alias").assert_outcomes(passed=1)
+    failed = pytester.runpytest()
+    assert failed.ret != 0
+    failed.stderr.fnmatch_lines(["*No module named 'pypto'*"])
+
+
+def test_alias_alone_accepts_pyptos_option_spellings(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_o="""
+        def test_cell(test_config):
+            assert test_config.platform == "a5sim"
+        """
+    )
+    result = pytester.runpytest("--pypto-alias", "--platform", "a5sim", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_cell[[]a5sim[]] PASSED*"])
+
+
 def test_alias_with_the_conftest_line_registers_the_plugin_once(
     pytester: pytest.Pytester,
 ) -> None:

@@ -129,7 +129,11 @@ def test_failed_case_is_classified_and_reported(suite: pytest.Pytester) -> None:
     result = suite.runpytest("--junitxml=out.xml")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*output 'c':*mismatch*", "*reproduce: pytest*"])
+    assert "--pypto-alias" not in result.stdout.str()
     assert 'name="pypto_failure_class" value="mismatch"' in (suite.path / "out.xml").read_text()
+    # a suite run in zero-edit mode gets a reproduce line that keeps the alias
+    aliased = suite.runpytest("--pypto-alias")
+    aliased.stdout.fnmatch_lines(["*reproduce: pytest*--pypto-alias*"])
 
 
 def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
@@ -171,3 +175,86 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
         """
     )
     suite.runpytest().assert_outcomes(passed=2)
+
+
+def test_pypto_path_options_and_case_selections(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_k="""
+        from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
+        from pypto_kit import TorchAdd
+
+        def test_kept(test_runner, device_ids):
+            assert device_ids == []  # a sim-only host leases no NPU
+            case = TorchAdd(memory_planner=MemoryPlanner.DSA_RP)
+            assert case.get_memory_planner() is MemoryPlanner.DSA_RP
+            assert test_runner.run(case).passed
+        """
+    )
+    result = suite.runpytest("--save-kernels", "--kernels-dir=kept", "--dump-passes", "--device=0-1")
+    result.assert_outcomes(passed=1)
+    kept = suite.path / "kept" / "test_k.py_test_kept_a2a3sim"
+    manifest = __import__("json").loads((kept / "kernel_config.json").read_text())
+    assert manifest["extra"]["accepted_without_effect"] == {"memory_planner": "DSA_RP"}
+    assert sorted(p.name for p in (kept / "passes").iterdir())[0].startswith("01_")
+
+
+def test_runtime_entry_points_with_pyptos_specs(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_r="""
+        import numpy as np
+        import torch
+        from pytest_pypto.compat.pypto.runtime import RunConfig, ScalarSpec, TensorSpec, compile_program, run
+        from pypto_kit import AddProgram, C, R
+
+        def test_run(tmp_path):
+            a, b = torch.ones(R, C), torch.full((R, C), 2.0)
+            c = np.zeros((R, C), np.float32)
+            run(AddProgram, a, b, c, config=RunConfig(platform="a5sim"))
+            assert (c == 3.0).all()
+            out = torch.zeros(R, C)  # a torch Out tensor receives the result in place
+            run(AddProgram, a, b, out, config=RunConfig(platform="a2a3sim"))
+            assert bool((out == 3.0).all())
+            compiled = compile_program(AddProgram, tmp_path / "w", backend_type=RunConfig(platform="a5").arch)
+            assert compiled.platform == "a5sim" and (tmp_path / "w" / "kernel_config.json").is_file()
+
+        def test_specs():
+            spec = TensorSpec("x", [2, 2], torch.bfloat16)  # PyPTO's runtime spec: torch dtypes
+            assert spec.dtype.name == "BF16" and not spec.create(None).astype(np.float32).any()
+            scalar = ScalarSpec("n", 7, "int32")  # PyPTO's (name, value, ctype)
+            assert (scalar.value, scalar.dtype.name) == (7, "INT32")
+        """
+    )
+    suite.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_module_level_unsupported_program_does_not_stop_collection(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(
+        test_m="""
+        import pytest_pypto.compat.pypto.language as pl
+        from pypto_kit import TorchAdd
+
+        @pl.program
+        class Later:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[16, 16], pl.FP32]):
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    pass
+
+        class UsesLater(TorchAdd):
+            def get_program(self):
+                return Later
+
+        def test_good(test_runner):
+            assert test_runner.run(TorchAdd()).passed
+
+        def test_uses_it(test_runner):
+            result = test_runner.run(UsesLater())
+            assert result.passed, result.error
+        """
+    )
+    result = suite.runpytest("-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "ERROR collecting" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*pl.at is not supported*", "*test_m.py:8:*"])
