@@ -27,6 +27,7 @@ skips, naming the extra, when torch is not installed.
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Sequence
 from typing import Any
@@ -286,12 +287,25 @@ def from_torch(tensor: Any, np_dtype: Any, name: str, shape: Sequence[int]) -> A
         ) from None
 
 
-class PTOTestCase(_native.PTOTestCase):
+class PTOTestCase(_native.PTOTestCase, abc.ABC):
     """PyPTO's ``PTOTestCase``: its constructor, hooks and golden contract.
 
     Subclasses implement ``get_name``, ``define_tensors``, ``get_program`` and
-    ``compute_expected(tensors, params=None)`` (torch tensors, outputs in place).
+    ``compute_expected(tensors, params=None)`` (torch tensors, outputs in place); as
+    in PyPTO (an ABC), a subclass missing one cannot be instantiated.
     """
+
+    @abc.abstractmethod
+    def get_name(self) -> str: ...
+
+    @abc.abstractmethod
+    def define_tensors(self) -> list[Any]: ...
+
+    @abc.abstractmethod
+    def get_program(self) -> Any: ...
+
+    @abc.abstractmethod
+    def compute_expected(self, tensors: dict[str, Any], params: dict[str, Any] | None = None) -> None: ...
 
     golden_arrays = "torch"  # compute_expected receives torch tensors
     equal_nan = True  # PyPTO: a NaN in the golden is a don't-care

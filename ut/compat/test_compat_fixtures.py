@@ -170,8 +170,22 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
             assert OptimizationStrategy.Default.value == "Default"
 
         def test_tier3_names_fail_when_used():
-            with pytest.raises(UnsupportedFeatureError, match="ChipWorker.*tier 3"):
-                ChipWorker()
+            import pytest_pypto.compat.pypto.language.distributed as pld
+            from pytest_pypto.compat.pypto import passes
+            from pytest_pypto.compat.pypto.debug import torch_codegen
+            from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
+            from pytest_pypto.compat.pypto.runtime.device_runner import compile_and_assemble
+
+            assert passes.MemoryPlanner is MemoryPlanner
+            assert repr(pld.DistributedTensor[[4, 4], pld.world_size]).startswith("pl.distributed")
+            for name, use in [
+                ("ChipWorker", lambda: ChipWorker()),
+                ("DistributedConfig", lambda: DistributedConfig(world_size=2)),
+                ("torch_codegen", lambda: torch_codegen.generate),
+                ("compile_and_assemble", lambda: compile_and_assemble("w", "a2a3")),
+            ]:
+                with pytest.raises(UnsupportedFeatureError, match=name + ".*tier 3"):
+                    use()
         """
     )
     suite.runpytest().assert_outcomes(passed=2)

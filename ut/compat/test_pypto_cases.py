@@ -124,3 +124,24 @@ def test_without_torch_a_pypto_case_skips_naming_the_extra(monkeypatch: pytest.M
     with pytest.raises(pytest.skip.Exception, match=r"pytest-pypto\[torch\]"):
         _runner().check(TorchAdd(init_a=1.0))
 
+
+
+def test_a_case_missing_a_hook_cannot_be_instantiated() -> None:
+    from pytest_pypto.compat.harness import PTOTestCase
+
+    class NoGolden(PTOTestCase):  # PyPTO's PTOTestCase is an ABC: the same TypeError
+        def get_name(self):
+            return "x"
+
+        def define_tensors(self):
+            return []
+
+        def get_program(self):
+            return None
+
+    with pytest.raises(TypeError, match="compute_expected"):
+        NoGolden()
+    case = TorchAdd()
+    assert case.tensor_specs is case.tensor_specs  # cached, as PyPTO's property
+    assert [s.name for s in case.tensor_specs] == ["a", "b", "c"] and case.scalar_specs == []
+    assert case.get_strategy().name == "Default" and case.get_memory_planner() is None

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 # Load the toolchain in this process before any in-process pytester run: a run drops
@@ -16,8 +13,6 @@ import pytest_pypto.harness.dispatch  # noqa: F401
 import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
 import pytest_pypto.runtime.worker  # noqa: F401
-
-_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "PYPTO_DEV_ROOT", "PYPTO_LOCK_DIR")
 
 # A case module for inner runs: out = x + y on a 16x64 FP32 tile; the golden of
 # WrongAdd is off by 1 at two hand-picked elements.
@@ -85,22 +80,6 @@ class RandomAdd(AddCase):
         ]
 """
 
-
-@pytest.fixture(autouse=True)
-def _clean_pypto_env(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Inner runs see only what a test sets: no PYPTO_* or NPU variables leak in."""
-    for name in list(os.environ):
-        if name.startswith("PYPTO_") or name in _ENV:
-            monkeypatch.delenv(name)
-    empty = tmp_path / "no-dev"
-    empty.mkdir()
-    monkeypatch.setenv("PYPTO_DEV_ROOT", str(empty))
-    monkeypatch.setenv("PYPTO_LOCK_DIR", str(tmp_path / "locks"))
-    if "pytester" in request.fixturenames:
-        request.getfixturevalue("pytester")
-        monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
 
 
 @pytest.fixture

@@ -8,29 +8,6 @@ from pathlib import Path
 
 import pytest
 
-_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "PYPTO_DEV_ROOT", "PYPTO_LOCK_DIR")
-
-
-@pytest.fixture(autouse=True)
-def _clean_pypto_env(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Inner runs must see only what a test sets: no PYPTO_* or NPU variables leak in."""
-    for name in list(os.environ):
-        if name.startswith("PYPTO_") or name in _ENV:
-            monkeypatch.delenv(name)
-    # No host device node may leak into a test, and leases stay private to the test.
-    empty = tmp_path / "no-dev"
-    empty.mkdir()
-    monkeypatch.setenv("PYPTO_DEV_ROOT", str(empty))
-    monkeypatch.setenv("PYPTO_LOCK_DIR", str(tmp_path / "locks"))
-    if "pytester" in request.fixturenames:
-        # Pytester clears PYTEST_ADDOPTS when it starts, so set it afterwards.  Inner runs
-        # do not need hypothesis' plugin, whose summary re-imports hypothesis on every
-        # in-process run (about a second each).
-        request.getfixturevalue("pytester")
-        monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
-
 
 @pytest.fixture
 def fake_npus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

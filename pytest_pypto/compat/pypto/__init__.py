@@ -12,5 +12,8 @@ from __future__ import annotations
 import sys
 
 import pytest_pypto.language as language
+from pytest_pypto.compat.pypto import backend, ir, passes, runtime
 
 sys.modules[__name__ + ".language"] = language
+
+__all__ = ["backend", "ir", "language", "passes", "runtime"]

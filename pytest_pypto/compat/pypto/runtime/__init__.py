@@ -5,6 +5,7 @@ names import fine and raise the Tier-3 "not supported by the bundled toolchain"
 error when used.
 """
 
+from pytest_pypto.compat.pypto.runtime.distributed_runner import DistributedWorker
 from pytest_pypto.compat.pypto.runtime.runner import (
     RunConfig,
     RunResult,
@@ -16,7 +17,6 @@ from pytest_pypto.ir.tier3 import tier3_name
 
 ChipWorker = tier3_name("runtime.ChipWorker", "on-chip workers")
 Worker = tier3_name("runtime.Worker", "on-chip workers")
-DistributedWorker = tier3_name("runtime.DistributedWorker", "distributed execution")
 StackedDeviceTensor = tier3_name("runtime.StackedDeviceTensor", "distributed execution")
 DeviceTensor = tier3_name("runtime.DeviceTensor", "device-resident tensors")
 benchmark = tier3_name("runtime.benchmark", "on-device benchmarking")

@@ -1,0 +1,5 @@
+"""``pypto.passes`` (``from pypto import passes``): PyPTO's pass selections."""
+
+from pytest_pypto.compiler.selections import MemoryPlanner, PassDumpLevel
+
+__all__ = ["MemoryPlanner", "PassDumpLevel"]
