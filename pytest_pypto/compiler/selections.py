@@ -16,6 +16,8 @@ from pytest_pypto.arch import BackendType, ExecutionMode
 from pytest_pypto.config import RunConfig
 
 __all__ = [
+    "LogLevel",
+    "configure_log",
     "get_backend_type",
     "is_backend_configured",
     "reset_for_testing",
@@ -40,6 +42,22 @@ class MemoryPlanner(enum.Enum):
     PYPTO = "pypto"
     DSA_RP = "dsa-rp"
     PTOAS = "ptoas"
+
+
+class LogLevel(enum.Enum):
+    """PyPTO's C++ log threshold; accepted, the bundled toolchain logs nothing."""
+
+    DEBUG = 0
+    INFO = 1
+    WARN = 2
+    ERROR = 3
+    FATAL = 4
+    EVENT = 5
+    NONE = 6
+
+
+def configure_log(*args: Any, **kwargs: Any) -> None:
+    """PyPTO's runtime log set-up; accepted, no effect (there is no runtime log)."""
 
 
 class PassDumpLevel(enum.Enum):

@@ -140,7 +140,9 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_n="""
         import pytest
-        from pytest_pypto.compat.pypto import ir, backend
+        from pytest_pypto.compat.pypto import LogLevel, ir, backend
+        from pytest_pypto.compat.pypto.pypto_core import LogLevel as CoreLogLevel, ir as core_ir
+        from pytest_pypto.compat.pypto.runtime import configure_log
         from pytest_pypto.compat.pypto.backend import BackendType, set_backend_type, reset_for_testing
         from pytest_pypto.compat.pypto.backend.pto_backend import PartialCodegenError
         from pytest_pypto.compat.pypto.ir.compiled_program import CompiledProgram
@@ -158,6 +160,8 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
 
         def test_names(tmp_path):
             assert RC2 is RunConfig and PartialCodegenError is CompileError
+            assert CoreLogLevel is LogLevel and core_ir is ir and LogLevel.ERROR.name == "ERROR"
+            assert configure_log(level="error") is None  # accepted, no effect
             reset_for_testing()
             set_backend_type(BackendType.Ascend950)
             compiled = ir.compile(AddProgram, str(tmp_path / "out"),

@@ -13,7 +13,8 @@ import sys
 
 import pytest_pypto.language as language
 from pytest_pypto.compat.pypto import backend, ir, passes, runtime
+from pytest_pypto.compiler.selections import LogLevel
 
 sys.modules[__name__ + ".language"] = language
 
-__all__ = ["backend", "ir", "language", "passes", "runtime"]
+__all__ = ["LogLevel", "backend", "ir", "language", "passes", "runtime"]

@@ -13,6 +13,7 @@ from pytest_pypto.compat.pypto.runtime.runner import (
     run,
 )
 from pytest_pypto.compat.pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
+from pytest_pypto.compiler.selections import configure_log
 from pytest_pypto.ir.tier3 import tier3_name
 
 ChipWorker = tier3_name("runtime.ChipWorker", "on-chip workers")
@@ -34,6 +35,7 @@ __all__ = [
     "Worker",
     "benchmark",
     "compile_program",
+    "configure_log",
     "ensure_pto_isa_root",
     "run",
 ]
