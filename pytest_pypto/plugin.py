@@ -67,11 +67,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _CacheHooks:
-    """Compile-cache hits and misses: a worker ships its counts, the controller sums them."""
+    """Compile-cache hits, misses and damaged entries rebuilt: a worker ships its counts,
+    the controller sums them."""
 
     def __init__(self) -> None:
         self.hits = 0  # reported by xdist workers
         self.misses = 0
+        self.damaged = 0
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_pypto.harness.session import CACHE_OUTPUT, compile_cache
@@ -79,23 +81,28 @@ class _CacheHooks:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             cache = compile_cache(session.config)
-            workeroutput[CACHE_OUTPUT] = [cache.hits, cache.misses]
+            workeroutput[CACHE_OUTPUT] = [cache.hits, cache.misses, cache.damaged]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         from pytest_pypto.harness.session import CACHE_OUTPUT
 
-        hits, misses = getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, (0, 0))
+        counts = list(getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, ()))
+        hits, misses, damaged = (counts + [0, 0, 0])[:3]
         self.hits += hits
         self.misses += misses
+        self.damaged += damaged
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_pypto.harness.session import cache_summary, compile_cache
 
         cache = compile_cache(terminalreporter.config)
         hits, misses = self.hits + cache.hits, self.misses + cache.misses
+        damaged = self.damaged + cache.damaged
         if hits or misses:
-            terminalreporter.write_line(cache_summary(terminalreporter.config, hits, misses))
+            terminalreporter.write_line(
+                cache_summary(terminalreporter.config, hits, misses, damaged)
+            )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -164,6 +171,12 @@ class _LedgerHooks:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.ledger().record(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist: a worker died running ``crashitem``; its report (logged right after this
+        hook) gets the test's cell and the failure class ``worker-crash``."""
+        self.ledger().worker_crashed(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_pypto.harness.session import settings

@@ -8,13 +8,17 @@ version.  Options that only choose where output goes (``save_kernels_dir``) are 
 in the key; the runner re-applies them on every compile, hit or miss.
 
 An entry is a directory ``<root>/<key>/`` holding ``artifact/`` (what the compiler
-wrote) and ``entry.json`` (sha256 of every artifact file, the printed IR, the
-warnings the compile emitted, replayed on a hit).  It is built in a temporary
-directory inside the root and published with one ``os.rename``: a reader sees a
-whole entry or none.  A per-key file lock makes concurrent xdist workers compile a
-kernel once; the loser of any remaining race uses the winner's entry.  An entry that
-fails verification (unparsable manifest, missing or changed file) is discarded and
-rebuilt.  A root that cannot be written turns the cache off (the plugin warns once).
+wrote) and ``entry.json`` (its own key, what the key hashes, sha256 of every
+artifact file, the warnings the compile emitted, replayed on a hit; see
+`harness.cache_entry`).  It is built in a temporary directory inside the root and
+published with one ``os.rename``: a reader sees a whole entry or none.  A per-key
+file lock makes concurrent xdist workers compile a kernel once; the loser of any
+remaining race uses the winner's entry.  A hit is served only after the entry
+passes `cache_entry.verify` (filed under this key, compiled from this IR for this
+platform and toolchain, every field of the right type, files unchanged, generated
+code loadable); a damaged entry is moved aside atomically, deleted, counted as a
+miss and a damaged entry, and rebuilt.  A root that cannot be written turns the
+cache off (the plugin warns once).
 
 Imports only the standard library at module level (cheap for the plugin).
 """
@@ -22,7 +26,6 @@ Imports only the standard library at module level (cheap for the plugin).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -33,15 +36,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.harness.cache_entry import (
+    ARTIFACT,
+    ENTRY_FILE,
+    DamagedEntry,
+    Found,
+    entry_record,
+    replay,
+    verify,
+    warning_record,
+)
+from pytest_pypto.harness.cache_entry import sha as _sha
+
 __all__ = ["ENTRY_FILE", "CompileCache", "cache_key", "probe_writable"]
-
-ENTRY_FILE = "entry.json"
-ARTIFACT = "artifact"
-_ENTRY_FORMAT = 1
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _spec_text(spec: Any) -> list[Any]:
@@ -75,6 +82,13 @@ def cache_key(
     batch_loops: bool | None = None,
 ) -> str:
     """The content address of ``program`` compiled for ``config`` (hex sha256)."""
+    return _keyed(program, config, specs=specs, batch_loops=batch_loops)[0]
+
+
+def _keyed(
+    program: Any, config: Any, *, specs: Sequence[Any], batch_loops: bool | None
+) -> tuple[str, dict[str, Any]]:
+    """The key and what it hashes (JSON values; an entry records them as ``inputs``)."""
     import pytest_pypto
     from pytest_pypto.ir.printer import print_program
     from pytest_pypto.language.deferred import DeferredProgram
@@ -106,7 +120,7 @@ def cache_key(
         "batch_loops": bool(batch_loops),
         "version": pytest_pypto.__version__,
     }
-    return _sha(json.dumps(parts, sort_keys=True).encode())
+    return _sha(json.dumps(parts, sort_keys=True).encode()), parts
 
 
 def probe_writable(root: Path) -> str | None:
@@ -121,59 +135,27 @@ def probe_writable(root: Path) -> str | None:
     return None
 
 
-def _checksums(artifact: Path) -> dict[str, str]:
-    """sha256 of every file under ``artifact`` by its relative posix path.
-
-    Every file of a hit is hashed once per process (the memo in `CompileCache`
-    holds verified entries); os.scandir keeps that cheap (a third of rglob's cost).
-    """
-    sums: dict[str, str] = {}
-    pending = [(os.fspath(artifact), "")]
-    while pending:
-        directory, prefix = pending.pop()
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, f"{prefix}{entry.name}/"))
-                elif entry.is_file():
-                    with open(entry.path, "rb") as fh:
-                        sums[prefix + entry.name] = _sha(fh.read())
-    return sums
-
-
-def _category(name: str) -> type[Warning]:
-    module, _, qual = name.rpartition(".")
-    try:
-        import importlib
-
-        obj: Any = importlib.import_module(module)
-        for part in qual.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError):
-        return UserWarning
-    return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
-
-
-def _replay(recorded: Sequence[dict[str, Any]]) -> None:
-    for w in recorded:
-        warnings.warn_explicit(
-            w["message"], _category(w["category"]), w["filename"], w["lineno"]
-        )
-
-
 class CompileCache:
     """One process's view of the cache: lookups, publication and hit/miss counts.
 
     ``root`` None means no cache: every compile is a miss into a fresh directory.
+    ``rebuilt`` lists ``(key, why)`` of every damaged entry this process replaced
+    (each is also a miss).
     """
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
         self.hits = 0
         self.misses = 0
+        self.rebuilt: list[tuple[str, str]] = []
         self.disabled_reason: str | None = None
-        # key -> (CompiledProgram, its compile warnings), verified in this process
-        self._memo: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+        # key -> (the verified entry, (st_dev, st_ino) of its directory when verified)
+        self._memo: dict[str, tuple[Found, tuple[int, int]]] = {}
+
+    @property
+    def damaged(self) -> int:
+        """How many damaged entries this process rebuilt."""
+        return len(self.rebuilt)
 
     @property
     def enabled(self) -> bool:
@@ -193,22 +175,23 @@ class CompileCache:
             self.misses += 1
             return api.compile(program, config)
         assert self.root is not None
-        key = cache_key(program, config, specs=specs)
-        found = self._memo.get(key)
-        if found is not None and (found[0].artifact_dir / "kernel_config.json").is_file():
-            self.hits += 1
-            _replay(found[1])
-            return found[0]
+        key, inputs = _keyed(program, config, specs=specs, batch_loops=None)
         final = self.root / key
+        found = self._memoized(key, final)
+        if found is not None:
+            self.hits += 1
+            replay(found.warnings)
+            return found.compiled
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             with self._lock(key):
-                found = self._load(final)
+                found = self._load(final, key, inputs)
                 if found is not None:
                     self.hits += 1
                 else:
                     self.misses += 1
-                    found = self._build(program, config, final)
+                    found = self._build(program, config, final, key, inputs)
+                identity = _identity(final)
         except OSError as exc:
             self.disable(f"{type(exc).__name__}: {exc}")
             warnings.warn(
@@ -217,9 +200,25 @@ class CompileCache:
             from pytest_pypto.compiler import api
 
             return api.compile(program, config)
-        self._memo[key] = found
-        _replay(found[1])
-        return found[0]
+        self._memo[key] = (found, identity)
+        replay(found.warnings)
+        return found.compiled
+
+    def _memoized(self, key: str, final: Path) -> Found | None:
+        """The entry this process verified, while its directory is still the same one
+        (not discarded, rebuilt or swapped for another since)."""
+        memo = self._memo.get(key)
+        if memo is None:
+            return None
+        found, identity = memo
+        try:
+            same = _identity(final) == identity
+        except OSError:
+            same = False
+        if same and (found.compiled.artifact_dir / "kernel_config.json").is_file():
+            return found
+        del self._memo[key]
+        return None
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
@@ -239,40 +238,22 @@ class CompileCache:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def _load(self, final: Path) -> tuple[Any, list[dict[str, Any]]] | None:
-        """The entry at ``final`` when it is whole and unchanged; a bad entry is discarded."""
-        if not final.exists():
+    def _load(self, final: Path, key: str, inputs: dict[str, Any]) -> Found | None:
+        """The entry at ``final`` when it passes `verify`; a damaged one is discarded."""
+        if not os.path.lexists(final):
             return None
-        compiled = self._verify(final)
-        if compiled is None:
-            self._discard(final)
-        return compiled
-
-    def _verify(self, final: Path) -> tuple[Any, list[dict[str, Any]]] | None:
-        from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
-
-        artifact = final / ARTIFACT
         try:
-            entry = json.loads((final / ENTRY_FILE).read_text())
-            if entry.get("format") != _ENTRY_FORMAT:
-                return None
-            manifest = read_manifest(artifact)
-            listed = [manifest.orchestration, manifest.orchestration_listing]
-            listed += [p for k in manifest.kernels for p in (k.source, k.listing)]
-            if any(not (artifact / p).is_file() for p in listed):
-                return None
-            if _checksums(artifact) != entry["checksums"]:
-                return None
-            compiled = CompiledProgram(
-                artifact_dir=artifact, manifest=manifest, ir_text=entry["ir_text"]
-            )
-            recorded = list(entry.get("warnings", []))
-        except (OSError, ValueError, KeyError, TypeError):
+            return verify(final, key, inputs)
+        except DamagedEntry as exc:
+            self._reject(final, key, str(exc))
             return None
-        return compiled, recorded
+
+    def _reject(self, final: Path, key: str, why: str) -> None:
+        self.rebuilt.append((key, why))
+        self._discard(final)
 
     def _discard(self, final: Path) -> None:
-        """Move the entry aside first (atomic), then delete it."""
+        """Move the entry aside first (atomic: no reader sees half of it), then delete it."""
         assert self.root is not None
         trash = Path(tempfile.mkdtemp(dir=self.root, prefix=".trash-"))
         try:
@@ -282,8 +263,12 @@ class CompileCache:
         shutil.rmtree(trash, ignore_errors=True)
 
     def _build(
-        self, program: Any, config: Any, final: Path
-    ) -> tuple[Any, list[dict[str, Any]]]:
+        self, program: Any, config: Any, final: Path, key: str, inputs: dict[str, Any]
+    ) -> Found:
+        """Compile afresh into a temporary directory and publish it as ``final``.
+
+        Nothing here catches the compiler's errors: a failing compile is the user's.
+        """
         from pytest_pypto.compiler import api
         from pytest_pypto.ir.artifact import CompiledProgram
 
@@ -293,32 +278,39 @@ class CompileCache:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 built = api.compile(program, config, output_dir=tmp / ARTIFACT)
-            recorded = [
-                {
-                    "category": f"{w.category.__module__}.{w.category.__qualname__}",
-                    "message": str(w.message),
-                    "filename": w.filename,
-                    "lineno": w.lineno,
-                }
-                for w in caught
-            ]
-            entry = {
-                "format": _ENTRY_FORMAT,
-                "checksums": _checksums(tmp / ARTIFACT),
-                "ir_text": built.ir_text,
-                "warnings": recorded,
-            }
+            recorded = [warning_record(w) for w in caught]
+            entry = entry_record(key, inputs, tmp / ARTIFACT, built.ir_text, recorded)
             (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=1, sort_keys=True))
-            try:
-                os.rename(tmp, final)
-            except OSError:
-                winner = self._verify(final)
-                if winner is None:  # not a lost race: a real failure
-                    raise
+            winner = self._publish(tmp, final, key, inputs)
+            if winner is not None:
                 return winner
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         compiled = CompiledProgram(
             artifact_dir=final / ARTIFACT, manifest=built.manifest, ir_text=built.ir_text
         )
-        return compiled, recorded
+        replayable = [
+            (r["message"], w.category, r["filename"], r["lineno"]) for r, w in zip(recorded, caught)
+        ]
+        return Found(compiled, replayable)
+
+    def _publish(self, tmp: Path, final: Path, key: str, inputs: dict[str, Any]) -> Found | None:
+        """Rename ``tmp`` to ``final``: None when ours landed, else the sound entry another
+        process published first.  A damaged entry in the way is replaced."""
+        try:
+            os.rename(tmp, final)
+            return None
+        except OSError:
+            if not os.path.lexists(final):
+                raise  # not a lost race: a real failure
+        try:
+            return verify(final, key, inputs)
+        except DamagedEntry as exc:
+            self._reject(final, key, str(exc))
+        os.rename(tmp, final)  # failing now is a real failure
+        return None
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino

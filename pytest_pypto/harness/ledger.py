@@ -6,6 +6,12 @@ carries its cell and, when it failed in the toolchain, its failure class
 (``compile-error``, ``mismatch``, ``runtime-error``, ``device-error``) in
 ``user_properties``, which xdist ships with every report.  One outcome is kept per
 test (a failing teardown turns a pass into a failure).
+
+A test whose xdist worker died (``os._exit``, a signal, a timeout thread killing the
+process) is reported by the controller itself, through ``pytest_handlecrashitem``,
+with a report that carries no ``user_properties``: `Ledger.worker_crashed` labels it
+with the test's cell (from the test's earlier reports, else its node id's ``[...]``
+part) and the failure class ``worker-crash``, so it counts as failed for its cell.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_pypto.arch import PLATFORMS
 from pytest_pypto.harness.cells import CELL_PROPERTY
 
 COLUMNS: tuple[str, ...] = ("passed", "failed", "xfailed", "skipped")
@@ -24,13 +31,19 @@ EXECUTED: frozenset[str] = frozenset({"passed", "failed", "xfailed"})
 # toolchain's.
 FAILURE_PROPERTY = "pypto_failure_class"
 UNCLASSIFIED = "unclassified"
+# The failure class of a test whose xdist worker process died while running it.
+WORKER_CRASH = "worker-crash"
+# Outcomes the ledger folds; others (e.g. pytest-rerunfailures' "rerun") are not final.
+_OUTCOMES = frozenset({"passed", "failed", "skipped"})
 
 __all__ = [
     "COLUMNS",
     "FAILURE_PROPERTY",
     "UNCLASSIFIED",
+    "WORKER_CRASH",
     "Ledger",
     "cell_of",
+    "cell_of_nodeid",
     "failure_class_of_report",
     "unmet_lines",
 ]
@@ -46,6 +59,17 @@ def _property(report: Any, name: str) -> str | None:
 def cell_of(report: Any) -> str | None:
     """The cell a report belongs to (None for tests that are not per-cell)."""
     return _property(report, CELL_PROPERTY)
+
+
+def cell_of_nodeid(nodeid: str) -> str | None:
+    """The cell named among a node id's parameter ids (``test_x[a5sim]``,
+    ``test_x[3-a5sim]``); None when no id, or more than one, is a platform string."""
+    name = nodeid.rpartition("::")[2]
+    _, bracket, ids = name.partition("[")
+    if not bracket or not ids.endswith("]"):
+        return None
+    found = {part for part in ids[:-1].split("-") if part in PLATFORMS}
+    return found.pop() if len(found) == 1 else None
 
 
 def failure_class_of_report(report: Any) -> str:
@@ -67,13 +91,34 @@ class Ledger:
     """Outcome per (cell, node id), folded into a table on demand."""
 
     outcomes: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
+    # node id -> cell, from every report that named it (a crash report names none)
+    cells_by_nodeid: dict[str, str] = field(default_factory=dict)
+
+    def worker_crashed(self, report: Any) -> None:
+        """Label xdist's report of a test whose worker died (``pytest_handlecrashitem``)
+        with the test's cell and the failure class `WORKER_CRASH`; `record` then counts
+        it as failed.  The report has no ``user_properties`` of the test: the cell comes
+        from the test's earlier reports (its setup report, when it reached the
+        controller) or else from its node id."""
+        nodeid = report.nodeid
+        cell = cell_of(report) or self.cells_by_nodeid.get(nodeid) or cell_of_nodeid(nodeid)
+        props = [
+            (k, v)
+            for k, v in getattr(report, "user_properties", ()) or ()
+            if k not in (CELL_PROPERTY, FAILURE_PROPERTY)
+        ]
+        if cell is not None:
+            props.append((CELL_PROPERTY, cell))
+        props.append((FAILURE_PROPERTY, WORKER_CRASH))
+        report.user_properties = props
 
     def record(self, report: Any) -> None:
-        """Fold one test report (setup, call or teardown) into the ledger."""
+        """Fold one test report (setup, call, teardown or a worker crash) into the ledger."""
         cell = cell_of(report)
-        if cell is None:
+        if cell is None or getattr(report, "outcome", None) not in _OUTCOMES:
             return
         key = (cell, report.nodeid)
+        self.cells_by_nodeid[report.nodeid] = cell
         if report.when == "teardown":
             if report.failed:
                 before = self.outcomes.get(key)

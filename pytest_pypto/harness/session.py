@@ -19,7 +19,7 @@ _ONBOARD_KEY = pytest.StashKey[Any]()
 _CACHE_KEY = pytest.StashKey[Any]()
 RUNNER_KEY = pytest.StashKey[Any]()
 SEED_PROPERTY = "pypto_seed"
-CACHE_OUTPUT = "pypto_compile_cache"  # xdist workeroutput key: [hits, misses]
+CACHE_OUTPUT = "pypto_compile_cache"  # xdist workeroutput key: [hits, misses, damaged]
 
 __all__ = [
     "RUNNER_KEY",
@@ -96,8 +96,9 @@ def compile_cache(config: pytest.Config) -> Any:
     return cache
 
 
-def cache_summary(config: pytest.Config, hits: int, misses: int) -> str:
-    """The terminal summary's line about the compile cache."""
+def cache_summary(config: pytest.Config, hits: int, misses: int, damaged: int = 0) -> str:
+    """The terminal summary's line about the compile cache (``damaged``: entries found
+    damaged and rebuilt, each also a miss)."""
     cache = compile_cache(config)
     if cache.root is None:
         where = "off (--pypto-no-cache)" if settings(config).no_cache else "off"
@@ -105,7 +106,10 @@ def cache_summary(config: pytest.Config, hits: int, misses: int) -> str:
         where = f"off: {cache.root} is not writable"
     else:
         where = str(cache.root)
-    return f"pypto compile cache: {hits} hits, {misses} misses ({where})"
+    rebuilt = ""
+    if damaged:
+        rebuilt = f", {damaged} damaged {'entry' if damaged == 1 else 'entries'} rebuilt"
+    return f"pypto compile cache: {hits} hits, {misses} misses{rebuilt} ({where})"
 
 
 def _sanitize(nodeid: str) -> str:

@@ -14,12 +14,13 @@ when the result covers the whole tile.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from pytest_pypto.ir.dtypes import ALL_DTYPES, DataType
-from pytest_pypto.ir.registry import OpSpec
+from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue, new_buffer, widen
 
@@ -38,23 +39,46 @@ def dtype_of(array: np.ndarray) -> DataType:
         raise TypeError(f"no DSL dtype stores as numpy {array.dtype}") from None
 
 
+class ScalarRangeError(OpRuleError):
+    """A run-time float scalar (NaN or inf) has no value in an integer tile's dtype; the
+    simulator reports it at the user's line with the Scalar values."""
+
+
 def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
     """Convert a scalar operand to the tile dtype, as the device narrows it (§5.1).
 
     Floats round once (RNE) to the tile's float format and come back as a Python float;
-    ints (and floats given to an int tile, truncated as a C cast) wrap to the width.
+    ints (and finite floats given to an int tile, truncated as a C cast) wrap to the
+    width.  NaN and inf have no integer value: `ScalarRangeError` names the value and
+    the dtype's range (rather than a bare OverflowError, or a silent 0).
     """
     if dtype.is_float:
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.asarray(float(value), dtype=np.float64).astype(dtype.np))
     if dtype.is_int:
         if isinstance(value, float) or (hasattr(value, "dtype") and value.dtype.kind == "f"):
-            value = 0 if value != value else int(value)
+            value = _float_to_int(float(value), dtype)
         v = int(value) & ((1 << dtype.bits) - 1)
         if dtype.kind != "uint" and v >= 1 << (dtype.bits - 1):
             v -= 1 << dtype.bits
         return v
     return bool(value)
+
+
+def _float_to_int(value: float, dtype: DataType) -> int:
+    """C truncation of a float scalar for an int tile; NaN / inf raise `ScalarRangeError`."""
+    if not math.isfinite(value):
+        if dtype.kind == "uint":
+            lo, hi = 0, (1 << dtype.bits) - 1
+        else:
+            lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        raise ScalarRangeError(
+            f"the scalar {value!r} has no {dtype.name} value: {dtype.name} holds integers in "
+            f"[{lo}, {hi}]",
+            f"check the Scalar that reaches this {dtype.name} tile op, or pl.cast the tile "
+            "to a float dtype first",
+        )
+    return int(value)
 
 
 def convert_array(array: Any, dtype: DataType) -> np.ndarray:

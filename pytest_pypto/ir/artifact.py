@@ -59,7 +59,11 @@ bounds error can add their values ("(at run time, c = 1)", DSL.md §6.4).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import types
+import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,6 +72,8 @@ from typing import Any
 ARTIFACT_FORMAT = 1
 MANIFEST_NAME = "kernel_config.json"
 SIM_BACKEND = "numpy-functional"
+# Deepest nesting of arrays/objects `read_json` accepts (a manifest nests about 5 deep).
+MAX_JSON_DEPTH = 64
 
 
 @dataclass
@@ -141,10 +147,34 @@ def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
     return path
 
 
+def read_json(path: str | Path, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The JSON value in ``path``; ValueError when it is not JSON or nests arrays
+    and objects deeper than ``max_depth`` (never a RecursionError); OSError when unreadable."""
+    data = Path(path).read_bytes()
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deep to parse") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    pending = [(value, 1)]
+    while pending:  # iterative: a deep value must not recurse here either
+        item, depth = pending.pop()
+        if isinstance(item, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"{path}: JSON nested deeper than {max_depth} levels")
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return value
+
+
 def read_manifest(directory: str | Path) -> Manifest:
-    """Read kernel_config.json; ValueError when it is missing fields or of another format."""
+    """Read kernel_config.json; ValueError when it is not JSON, is missing fields, has a
+    field of the wrong type or a return position out of range, or is of another format."""
     path = Path(directory) / MANIFEST_NAME
-    raw = json.loads(path.read_text())
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: malformed manifest (a JSON {type(raw).__name__}, not an object)")
     if raw.get("format") != ARTIFACT_FORMAT:
         raise ValueError(f"{path}: artifact format {raw.get('format')!r}, expected {ARTIFACT_FORMAT}")
     try:
@@ -153,9 +183,88 @@ def read_manifest(directory: str | Path) -> Manifest:
         ]
         entry_args = [ArgInfo(**a) for a in raw["entry_args"]]
         fields = {k: v for k, v in raw.items() if k not in ("kernels", "entry_args")}
-        return Manifest(kernels=kernels, entry_args=entry_args, **fields)
+        manifest = Manifest(kernels=kernels, entry_args=entry_args, **fields)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: malformed manifest ({exc})") from None
+    problem = _type_problem(manifest, Manifest, "") or _return_problem(manifest)
+    if problem is not None:
+        raise ValueError(f"{path}: malformed manifest ({problem})")
+    return manifest
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _type_problem(value: Any, hint: Any, where: str) -> str | None:
+    """Why ``value`` is not of the annotated type ``hint`` (None when it is)."""
+    if hint is Any:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        if any(_type_problem(value, arm, where) is None for arm in typing.get_args(hint)):
+            return None
+        return f"{where} is {value!r:.40}, expected {_hint_name(hint)}"
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, hint):
+            return f"{where} is {value!r:.40}, expected an object"
+        hints = _hints(hint)
+        for f in dataclasses.fields(hint):
+            found = _type_problem(getattr(value, f.name), hints[f.name], _join(where, f.name))
+            if found is not None:
+                return found
+        return None
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{where} is {value!r:.40}, expected a list"
+        (arg,) = typing.get_args(hint)
+        for i, item in enumerate(value):
+            found = _type_problem(item, arg, f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"{where} is {value!r:.40}, expected an object"
+        _, arg = typing.get_args(hint)
+        for k, item in value.items():
+            found = _type_problem(item, arg, f"{where}[{k!r}]")
+            if found is not None:
+                return found
+        return None
+    if hint is type(None):
+        ok = value is None
+    elif hint is int:
+        ok = type(value) is int  # not a bool
+    else:
+        ok = isinstance(value, hint)
+    return None if ok else f"{where} is {value!r:.40}, expected {_hint_name(hint)}"
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _hint_name(hint: Any) -> str:
+    if hint is type(None):
+        return "null"
+    if isinstance(hint, type):
+        return hint.__name__
+    return " or ".join(_hint_name(arm) for arm in typing.get_args(hint))
+
+
+def _return_problem(manifest: Manifest) -> str | None:
+    """A returned position that names no parameter."""
+    owners = [("entry_returns", manifest.entry_returns, manifest.entry_args)]
+    owners += [
+        (f"kernel {k.name!r} returns", k.returns, k.args) for k in manifest.kernels
+    ]
+    for what, returns, args in owners:
+        for pos in returns:
+            if not 0 <= pos < len(args):
+                return f"{what}: position {pos} of {len(args)} parameters"
+    return None
 
 
 @dataclass

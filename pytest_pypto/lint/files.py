@@ -55,9 +55,51 @@ def _walk(root: Path) -> list[str]:
     return found
 
 
+class GlobError(ValueError):
+    """A pattern that is not a usable glob; the message names it and says why."""
+
+
+def glob_problem(pattern: object) -> str | None:
+    """Why `pattern` is not a usable glob (for a person), or None when it is.
+
+    Checked where globs are declared (a check's defaults, a manifest's `files` and
+    `exclude`), so a typo is reported there rather than as a regex traceback, or as
+    a glob that silently matches nothing.
+    """
+    if not isinstance(pattern, str):
+        return f"a glob must be a string, not {type(pattern).__name__}"
+    if not pattern.strip("/"):
+        return "an empty pattern matches no file"
+    i = pattern.find("[")
+    while i != -1:
+        j = pattern.find("]", i + 1)
+        if j == -1:
+            return (
+                f"'[' at column {i + 1} is never closed by ']' "
+                "(a character class looks like [abc] or [!abc]; [[] matches a literal '[')"
+            )
+        if pattern[i + 1 : j] in ("", "!", "^"):
+            return f"empty character class {pattern[i : j + 1]!r} at column {i + 1}"
+        i = pattern.find("[", j + 1)
+    try:
+        re.compile(_glob_pattern(pattern))
+    except re.error as e:
+        return str(e.msg)
+    return None
+
+
+def _compile(source: str, patterns: Sequence[str]) -> re.Pattern[str]:
+    try:
+        return re.compile(source)
+    except re.error:
+        bad = [(p, glob_problem(p)) for p in patterns]
+        why = "; ".join(f"{p!r}: {w}" for p, w in bad if w) or "a regex error"
+        raise GlobError(f"bad glob pattern(s): {why}") from None
+
+
 @functools.lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(_glob_pattern(pattern))
+    return _compile(_glob_pattern(pattern), [pattern])
 
 
 def _glob_pattern(pattern: str) -> str:
@@ -86,10 +128,11 @@ def _glob_pattern(pattern: str) -> str:
                 out.append(re.escape(c))
                 i += 1
             else:
-                body = pat[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
+                raw = pat[i + 1 : j]
+                negate = raw[:1] in ("!", "^")
+                # Escape all but ranges, so `[` or `&&` inside a class stays literal.
+                body = "".join(c if c == "-" else re.escape(c) for c in raw[negate:])
+                out.append(f"[{'^' if negate else ''}{body}]")
                 i = j + 1
         else:
             out.append(re.escape(c))
@@ -149,7 +192,7 @@ def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
         else:
             under.append((a, b))
     ends = tuple(tails)
-    rx = re.compile("|".join(f"(?:{_glob_pattern(p)})" for p in rest)) if rest else None
+    rx = _compile("|".join(f"(?:{_glob_pattern(p)})" for p in rest), rest) if rest else None
 
     def test(path: str) -> bool:
         if path in exact or (ends and path.endswith(ends)):

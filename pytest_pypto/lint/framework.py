@@ -19,6 +19,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_pypto.lint.files import glob_problem
+from pytest_pypto.lint.options import Option, as_option
+
 SCOPES = ("file", "project")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
@@ -36,6 +39,23 @@ class CheckError(Exception):
 
     Reported as an error item carrying just this message: never a pass, never cached.
     """
+
+
+class UnparsableFile(Exception):
+    """`FileContext.tree` of a file that is not valid Python.
+
+    The runner turns it into the violation `path:LINE: [check] cannot parse: why`
+    (even when the check catches it), so no check passes a file it could not read.
+    """
+
+    def __init__(self, path: str, line: int, why: str) -> None:
+        super().__init__(f"{path}:{line}: cannot parse: {why}")
+        self.path = path
+        self.line = line
+        self.why = why
+
+    def violation(self) -> Violation:
+        return Violation(self.path, self.line, f"cannot parse: {self.why}")
 
 
 CheckFn = Callable[[Any], Iterable[Violation]]
@@ -59,6 +79,7 @@ class CheckSpec:
         "hint",
         "options",
         "file_options",
+        "schema",
         "_source_digest",
     )
     id: str
@@ -70,6 +91,7 @@ class CheckSpec:
     hint: str
     options: Mapping[str, Any]
     file_options: tuple[str, ...]
+    schema: Mapping[str, Option]
 
     def __init__(
         self,
@@ -82,8 +104,13 @@ class CheckSpec:
         hint: str,
         options: Mapping[str, Any],
         file_options: tuple[str, ...],
+        schema: Mapping[str, Option] | None = None,
     ) -> None:
-        values = (id, fn, scope, files, exclude, markers, hint, options, file_options, None)
+        """`options` maps names to defaults; `schema` declares their types (by default,
+        the type of each default)."""
+        if schema is None:
+            schema = {k: as_option(v) for k, v in options.items()}
+        values = (id, fn, scope, files, exclude, markers, hint, options, file_options, schema, None)
         for name, value in zip(self.__slots__, values):
             object.__setattr__(self, name, value)
 
@@ -169,19 +196,32 @@ def check(
     `/` matches the file name anywhere).  `scope` is "file" (called once per
     matching file with a FileContext) or "project" (called once with a
     ProjectContext); when omitted it is read from the first parameter's
-    annotation.  `options` maps option names to defaults; the manifest may set
-    them.  `file_options` name options whose value is a path relative to the
-    manifest: the file's content is part of the cache key.
+    annotation.  `options` maps option names to an `Option(default, type, ...)`
+    (or to a bare default, which declares the default's type); the manifest may set
+    them, and a value of the wrong type is the check's error item, never a crash in
+    the check.  `file_options` name string options whose value is a path relative
+    to the manifest: the file's content is part of the cache key.
     """
-    if not _ID_RE.match(id):
+    if not is_id(id):
         raise ValueError(f"lint check id {id!r} must be lowercase words joined by '-' or '_'")
+    for key, globs in (("files", files), ("exclude", exclude)):
+        if isinstance(globs, str):
+            raise ValueError(f"lint check {id!r}: {key} must be a list of globs, not a string")
+        for g in globs:
+            why = glob_problem(g)
+            if why:
+                raise ValueError(f"lint check {id!r}: {key} glob {g!r} is not usable: {why}")
+    schema = {k: as_option(v) for k, v in (options or {}).items()}
+    for key in file_options:
+        if key not in schema:
+            raise ValueError(f"lint check {id!r}: file option {key!r} is not among its options")
 
     def register(fn: CheckFn) -> CheckFn:
         sc = scope or _scope_from_annotation(fn)
         if sc not in SCOPES:
             raise ValueError(f"lint check {id!r}: scope must be one of {SCOPES}, got {sc!r}")
         for name in markers:
-            if not _ID_RE.match(name):
+            if not is_id(name):
                 raise ValueError(f"lint check {id!r}: bad marker name {name!r}")
         spec = CheckSpec(
             id=id,
@@ -191,14 +231,20 @@ def check(
             exclude=tuple(exclude),
             markers=tuple(snake(m) for m in markers),
             hint=hint,
-            options=dict(options or {}),
+            options={k: o.default for k, o in schema.items()},
             file_options=tuple(file_options),
+            schema=schema,
         )
         _BY_MODULE.setdefault(fn.__module__, {})[id] = spec
         fn.lint_check = spec  # type: ignore[attr-defined]
         return fn
 
     return register
+
+
+def is_id(name: object) -> bool:
+    """Whether `name` is a valid check id or marker name (lowercase words joined by - or _)."""
+    return isinstance(name, str) and _ID_RE.match(name) is not None
 
 
 def _scope_from_annotation(fn: CheckFn) -> str:
@@ -258,6 +304,9 @@ class FileContext(_Base):
         super().__init__(root, check_id, options, option_texts)
         self.path = path
         self._data = _data
+        self._tree: ast.Module | None = None
+        # Set once `tree` found the file unparsable (the runner reports it).
+        self.parse_error: UnparsableFile | None = None
 
     @property
     def data(self) -> bytes:
@@ -274,16 +323,44 @@ class FileContext(_Base):
     def lines(self) -> list[str]:
         return self.text.splitlines()
 
-    @cached_property
-    def tree(self) -> ast.Module | None:
-        """The parsed module, or None when the file is not valid Python."""
-        try:
-            return ast.parse(self.data, filename=self.path)
-        except (SyntaxError, ValueError):
-            return None
+    @property
+    def tree(self) -> ast.Module:
+        """The parsed module (parsed once per context).
+
+        On a file that is not valid Python this raises UnparsableFile, which the
+        runner reports as the violation `path:LINE: [check] cannot parse: why`; so
+        use it on Python files only, and there is no "cannot parse" case to handle.
+        """
+        if self._tree is None:
+            if self.parse_error is None:
+                self._tree, self.parse_error = _parse(self.data, self.path)
+            if self.parse_error is not None:
+                err = self.parse_error
+                raise UnparsableFile(err.path, err.line, err.why)
+        assert self._tree is not None
+        return self._tree
 
     def violation(self, line: int, message: str) -> Violation:
         return Violation(self.path, line, message)
+
+
+def _parse(data: bytes, path: str) -> tuple[ast.Module | None, UnparsableFile | None]:
+    try:
+        return ast.parse(data, filename=path), None
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes, some Pythons
+        lineno = getattr(e, "lineno", None)
+        offset = getattr(e, "offset", None)
+        why = getattr(e, "msg", None) or str(e) or "invalid syntax"
+        nul = data.find(b"\0")
+        if not lineno and nul >= 0:  # "source code string cannot contain null bytes"
+            lineno = data.count(b"\n", 0, nul) + 1
+            offset = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
+        line = lineno or 1
+        if offset and offset > 0:
+            why += f" (column {offset})"
+    except (RecursionError, MemoryError):
+        line, why = 1, "too deeply nested for the Python parser"
+    return None, UnparsableFile(path, line, why)
 
 
 class ProjectContext(_Base):

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 SPLIT_CHOICES = ("check", "file")
 MANIFEST_NAME = "lint.toml"
 # Built-in checks' own markers, registered up front so `-m` works before collection.
@@ -49,8 +51,6 @@ def split_mode(config: Any) -> str:
         return "check"
     value = str(value).strip()
     if value not in SPLIT_CHOICES:
-        import pytest
-
         raise pytest.UsageError(
             f"{source}: invalid value {value!r}; choose from {', '.join(SPLIT_CHOICES)}"
         )
@@ -71,6 +71,16 @@ def pytest_collect_file(file_path: Path, parent: Any) -> Any:
     from pytest_pypto.lint.items import LintManifest
 
     return LintManifest.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest >= 8 (older ones never call it)
+def pytest_collect_directory(path: Path, parent: Any) -> Any:
+    """A directory named lint.toml is a mistake to report, not a place to look for tests."""
+    if path.name != MANIFEST_NAME:
+        return None
+    from pytest_pypto.lint.items import NotAManifest
+
+    return NotAManifest.from_parent(parent, path=path)
 
 
 class _CacheStats:

@@ -15,7 +15,7 @@ import pytest
 
 import pytest_pypto.lint.manifest as manifest_mod
 from pytest_pypto.lint.cache import LintCache
-from pytest_pypto.lint.files import FileSet
+from pytest_pypto.lint.files import FileSet, GlobError
 from pytest_pypto.lint.manifest import Enabled
 from pytest_pypto.lint.runner import CheckCrashed, Result, files_for, run
 
@@ -55,6 +55,9 @@ def register_marker(config: pytest.Config, name: str, doc: str) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
 
 
+_UNPARSABLE = "cannot parse: "  # framework.UnparsableFile's violations
+
+
 class LintFailure(Exception):
     """Violations found; the message is the whole report."""
 
@@ -75,14 +78,32 @@ class LintManifest(pytest.File):
                 register_marker(self.config, en.spec.marker, f"lint check {en.id}")
                 for group in en.markers:
                     register_marker(self.config, group, "group of lint checks")
-            if en.spec is None or en.spec.scope == "project" or split != "file":
+            if (
+                en.error is not None
+                or en.spec is None
+                or en.spec.scope == "project"
+                or split != "file"
+            ):
                 yield LintItem.from_parent(self, name=en.id, enabled=en)
                 continue
-            paths = files_for(en, fileset(self.config))
+            try:
+                paths = files_for(en, fileset(self.config))
+            except GlobError as e:
+                raise self.CollectError(f"lint check {en.id!r}: {e}") from None
             if not paths:
                 yield LintItem.from_parent(self, name=en.id, enabled=en, paths=[])
             for path in paths:
                 yield LintItem.from_parent(self, name=f"{en.id}[{path}]", enabled=en, paths=[path])
+
+
+class NotAManifest(getattr(pytest, "Directory", pytest.Collector)):  # type: ignore[misc]
+    """A directory named lint.toml: a collection error naming it, not a silent "no tests"."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        raise self.CollectError(
+            f"{self.path}: the lint manifest is a directory; it must be a TOML file "
+            "(remove the directory, or rename it)"
+        )
 
 
 class LintItem(pytest.Item):
@@ -107,8 +128,8 @@ class LintItem(pytest.Item):
         problem = None
         try:
             self.result = run(en, fileset(self.config), lint_cache(self.config), self.paths)
-        except CheckCrashed as e:
-            problem = str(e)
+        except (CheckCrashed, GlobError) as e:
+            problem = str(e) if isinstance(e, CheckCrashed) else f"lint check {en.id!r}: {e}"
         except OSError as e:
             problem = f"lint check {en.id!r} could not read its input: {e}"
         if problem is not None:  # outside the except: no chained "during handling" noise
@@ -129,6 +150,10 @@ class LintItem(pytest.Item):
         lines.append(f"{len(vs)} violation(s) in {files} file(s)")
         if self.enabled.hint:
             lines.append(f"hint: {self.enabled.hint}")
+        if any(v.message.startswith(_UNPARSABLE) for v in vs):
+            lines.append(
+                "hint: a file that does not parse as Python cannot be checked; fix it first"
+            )
         return "\n".join(lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

@@ -14,9 +14,10 @@ Schema::
     enabled = false              # optional: keep the table but skip the check
     <option> = <value>           # the check's own options
 
-Problems with one check (unknown id, bad option) become that check's error item;
-problems with the whole manifest (bad TOML, a module that fails to import) are
-collection errors.
+Problems with one check (unknown id, unknown option, an option of the wrong type
+or value, a bad glob) become that check's error item, naming the check, the option
+and the value; problems with the whole manifest (bad TOML, a module that fails to
+import, a `lint.toml` that is not a file) are collection errors.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ import importlib
 import importlib.util
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_pypto.lint.cache import digest
-from pytest_pypto.lint.framework import CheckSpec, checks_of
+from pytest_pypto.lint.files import glob_problem
+from pytest_pypto.lint.framework import CheckSpec, checks_of, is_id
+from pytest_pypto.lint.options import Option
 
 BUILTIN_MODULES = (
     "pytest_pypto.lint.builtin.license",
@@ -38,7 +41,33 @@ BUILTIN_MODULES = (
     "pytest_pypto.lint.builtin.raises",
 )
 ENTRY_POINT_GROUP = "pytest_pypto.lint_checks"
-_COMMON = {"files", "exclude", "markers", "hint", "enabled"}
+
+
+def _globs(patterns: Sequence[str]) -> None:
+    bad = [f"{p!r} is not a usable glob: {why}" for p in patterns if (why := glob_problem(p))]
+    if bad:
+        raise ValueError("; ".join(bad))
+
+
+def _marker_names(names: Sequence[str]) -> None:
+    bad = [n for n in names if not is_id(n)]
+    if bad:
+        shown = ", ".join(repr(n) for n in bad)
+        raise ValueError(f"{shown}: a marker name is lowercase words joined by '-' or '_'")
+
+
+# The options every [checks.<id>] table may set, besides the check's own.
+COMMON: dict[str, Option] = {
+    "files": Option(None, list[str], validate=_globs, doc="replaces the check's globs"),
+    "exclude": Option(None, list[str], validate=_globs, doc="added to the check's excludes"),
+    "markers": Option(None, list[str], validate=_marker_names, doc="extra group markers"),
+    "hint": Option(None, str, doc="replaces the check's hint"),
+    "enabled": Option(True, bool, doc="false keeps the table but skips the check"),
+}
+# The [lint] table.
+LINT: dict[str, Option] = {
+    "modules": Option([], list[str], doc="check modules: import names or .py paths"),
+}
 
 
 class ManifestError(Exception):
@@ -73,6 +102,8 @@ class Enabled:
         assert self.spec is not None
         return digest(
             __version__,
+            # ast-based results (and "cannot parse") depend on the Python grammar
+            f"py{sys.version_info[0]}.{sys.version_info[1]}",
             self.spec.source_digest,
             json.dumps(self.options, sort_keys=True, default=str),
             json.dumps(self.option_texts, sort_keys=True),
@@ -92,6 +123,9 @@ def load(path: Path) -> Manifest:
         import tomllib
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10 ships it as tomli
         import tomli as tomllib
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "missing or not a regular file"
+        raise ManifestError(f"{path}: the lint manifest is {what}; it must be a TOML file")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -105,9 +139,17 @@ def load(path: Path) -> Manifest:
         )
     if not isinstance(lint, dict) or not isinstance(tables, dict):
         raise ManifestError(f"{path}: [lint] and [checks.<id>] must be tables")
+    unknown = sorted(set(lint) - set(LINT))
+    if unknown:
+        raise ManifestError(
+            f"{path}: [lint]: unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"valid options: {', '.join(sorted(LINT))}"
+        )
+    for key, opt in LINT.items():
+        problem = opt.problem(key, lint.get(key, opt.default))
+        if problem:
+            raise ManifestError(f"{path}: [lint]: {problem}")
     modules = lint.get("modules", [])
-    if not _is_str_list(modules):
-        raise ManifestError(f"{path}: [lint] modules must be a list of strings")
     known = known_checks(path.parent, modules)
     checks = []
     for cid, table in tables.items():
@@ -184,10 +226,6 @@ def _import(base: Path, entry: str) -> str:
         ) from None
 
 
-def _is_str_list(v: object) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
 def _resolve(path: Path, cid: str, table: Any, known: Mapping[str, CheckSpec]) -> Enabled | None:
     en = Enabled(id=cid)
     where = f"{path.parent.name}/{path.name} [checks.{cid}]"
@@ -202,39 +240,29 @@ def _resolve(path: Path, cid: str, table: Any, known: Mapping[str, CheckSpec]) -
     if table.get("enabled", True) is False:
         return None
     en.spec = spec
-    for key in ("files", "exclude", "markers"):
-        if key in table and not _is_str_list(table[key]):
-            en.error = f"{where}: {key!r} must be a list of strings, got {table[key]!r}"
-            return en
-    if not isinstance(table.get("hint", ""), str) or not isinstance(
-        table.get("enabled", True), bool
-    ):
-        en.error = f"{where}: 'hint' must be a string and 'enabled' a boolean"
+    problems = []
+    for key, value in table.items():
+        opt = COMMON.get(key) or spec.schema.get(key)
+        if opt is None:
+            valid = ", ".join(sorted(set(COMMON) | set(spec.schema)))
+            problems.append(f"unknown option {key!r}; valid options: {valid}")
+            continue
+        problem = opt.problem(key, value)
+        if problem:
+            problems.append(problem)
+    if problems:  # every problem at once, one line each
+        en.error = "\n".join(f"{where}: {p}" for p in problems)
         return en
     en.files = tuple(table.get("files", spec.files))
     en.exclude = spec.exclude + tuple(table.get("exclude", ()))
     en.markers = spec.markers + tuple(m.replace("-", "_") for m in table.get("markers", ()))
     en.hint = table.get("hint", spec.hint)
     options = dict(spec.options)
-    for key, value in table.items():
-        if key in _COMMON:
-            continue
-        if key not in spec.options:
-            valid = ", ".join(sorted(_COMMON | set(spec.options)))
-            en.error = f"{where}: unknown option {key!r}; valid options: {valid}"
-            return en
-        default = spec.options[key]
-        if default is not None and not _same_kind(default, value):
-            en.error = (
-                f"{where}: option {key!r} must be {type(default).__name__}, "
-                f"got {type(value).__name__} {value!r}"
-            )
-            return en
-        options[key] = value
+    options.update((k, v) for k, v in table.items() if k not in COMMON)
     en.options = options
     for key in spec.file_options:
         rel = options.get(key)
-        if not rel:
+        if not rel or not isinstance(rel, str):
             en.error = f"{where}: option {key!r} (a file relative to {path.name}) is required"
             return en
         try:
@@ -243,13 +271,3 @@ def _resolve(path: Path, cid: str, table: Any, known: Mapping[str, CheckSpec]) -
             en.error = f"{where}: cannot read {key} file {rel!r}: {e}"
             return en
     return en
-
-
-def _same_kind(default: object, value: object) -> bool:
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, (int, float)) and not isinstance(default, bool):
-        return isinstance(value, (int, float))
-    if isinstance(default, (list, tuple)):
-        return isinstance(value, (list, tuple))
-    return isinstance(value, type(default))

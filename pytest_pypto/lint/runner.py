@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from pytest_pypto.lint.cache import LintCache, digest
 from pytest_pypto.lint.files import FileSet, select
-from pytest_pypto.lint.framework import CheckError, FileContext, ProjectContext, Violation
+from pytest_pypto.lint.framework import (
+    CheckError,
+    FileContext,
+    ProjectContext,
+    UnparsableFile,
+    Violation,
+)
 from pytest_pypto.lint.manifest import Enabled
 
 # Marks a whole-file-list key (a file digest never contains it, so it cannot collide
@@ -87,9 +93,20 @@ def run(
 
 
 def _call(en: Enabled, ctx: FileContext | ProjectContext, path: str | None) -> list[Violation]:
+    """The check's violations on `ctx`.
+
+    A file whose `tree` the check asked for but that does not parse yields the
+    violation `path:LINE: cannot parse: why` (after whatever the check found before),
+    even when the check caught UnparsableFile itself: it never silently passes.
+    """
     assert en.spec is not None
+    out: list[Violation] = []
+    unparsable: UnparsableFile | None = None
     try:
-        out = [Violation(str(p), int(n), str(m)) for p, n, m in en.spec.fn(ctx) or ()]
+        for p, n, m in en.spec.fn(ctx) or ():
+            out.append(Violation(str(p), int(n), str(m)))
+    except UnparsableFile as e:
+        unparsable = e
     except CheckError as e:
         where = f" on {path}" if path else ""
         raise CheckCrashed(f"lint check {en.id!r} could not run{where}: {e}") from None
@@ -100,4 +117,8 @@ def _call(en: Enabled, ctx: FileContext | ProjectContext, path: str | None) -> l
         tb = "".join(traceback.format_exception(type(e), e, tb_))
         where = f" on {path}" if path else ""
         raise CheckCrashed(f"lint check {en.id!r} crashed{where}:\n{tb}") from None
+    if isinstance(ctx, FileContext) and ctx.parse_error is not None:
+        unparsable = ctx.parse_error
+    if unparsable is not None:
+        out.append(unparsable.violation())
     return out

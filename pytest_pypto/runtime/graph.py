@@ -12,11 +12,19 @@ seeded random order among the ready tasks, which exposes missing dependencies.
 Each executed task is placed on simulated cores with a unit-time list schedule:
 ``aic`` takes one AIC, ``aiv`` one AIV, ``mix`` one AIC plus both AIVs of the
 same cluster.  The placement is a record of concurrency, not a timing model.
+
+Cost: each root buffer indexes its live writers by element interval
+(`tensors.WindowIndex`), so an argument is checked only against writers whose byte
+range meets its own; a seeded schedule keeps the ready tasks in a Fenwick tree over
+their ids (the k-th ready task by id in O(log n)); placement finds the first step
+with room for a core type through a union-find over full steps.  Dispatching n tasks
+costs O(n log n) plus the byte-range overlaps between their windows.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from time import perf_counter
 from typing import Any
 
@@ -34,7 +42,7 @@ class Task:
 
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
-        "handles", "returns", "deps", "done", "order", "step", "slots",
+        "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -53,6 +61,8 @@ class Task:
         self.order = -1
         self.step = -1
         self.slots: tuple[str, ...] = ()
+        self.waiting = 0  # deps not yet done (seeded schedules only)
+        self.dependents: list[int] = []  # tasks depending on this one (seeded schedules only)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -91,38 +101,112 @@ def _jsonable(value: Any) -> Any:
 
 
 class Cores:
-    """Simulated AIC/AIV slots with a unit-time occupancy table (step -> busy slots)."""
+    """Simulated AIC/AIV slots with a unit-time occupancy table.
+
+    Per step, bitmasks of the busy AICs (bit c), AIVs (bit v) and clusters with any
+    busy core; ``aic`` takes the lowest idle AIC, ``aiv`` the lowest idle AIV, ``mix``
+    the lowest cluster whose three cores are idle.  A step full for a core type stays
+    full, so per type a union-find links each full step to the next one: the first
+    step at or after ``earliest`` with room is found in near-constant time.
+    """
 
     def __init__(self, clusters: int) -> None:
         self.clusters = clusters
-        self.busy: list[set[str]] = []
+        self.aic: list[int] = []
+        self.aiv: list[int] = []
+        self.cluster: list[int] = []
+        self._full = {"aic": (1 << clusters) - 1, "aiv": (1 << 2 * clusters) - 1}
+        self._next: dict[str, list[int]] = {"aic": [], "aiv": [], "mix": []}
+        self._aic_names = tuple(f"aic{c}" for c in range(clusters))
+        self._aiv_names = tuple(f"aiv{v}" for v in range(2 * clusters))
 
     def place(self, core_type: str, earliest: int) -> tuple[int, tuple[str, ...]]:
-        step = earliest
-        while True:
-            while len(self.busy) <= step:
-                self.busy.append(set())
-            taken = self.busy[step]
-            slots = self._free(core_type, taken)
-            if slots is not None:
-                taken.update(slots)
-                return step, slots
-            step += 1
+        kind = core_type if core_type in ("aic", "aiv") else "mix"
+        step = self._first_free(self._next[kind], earliest)
+        aic, aiv, cluster = self.aic[step], self.aiv[step], self.cluster[step]
+        if kind == "aic":
+            bit = ~aic & (aic + 1)
+            c = bit.bit_length() - 1
+            aic |= bit
+            cluster |= bit
+            slots: tuple[str, ...] = (self._aic_names[c],)
+        elif kind == "aiv":
+            bit = ~aiv & (aiv + 1)
+            v = bit.bit_length() - 1
+            aiv |= bit
+            cluster |= 1 << (v >> 1)
+            slots = (self._aiv_names[v],)
+        else:  # mix: one cluster's AIC and both of its AIVs
+            bit = ~cluster & (cluster + 1)
+            c = bit.bit_length() - 1
+            aic |= bit
+            aiv |= 3 << (2 * c)
+            cluster |= bit
+            slots = (self._aic_names[c], self._aiv_names[2 * c], self._aiv_names[2 * c + 1])
+        self.aic[step], self.aiv[step], self.cluster[step] = aic, aiv, cluster
+        full_c = self._full["aic"]
+        for name, full in (("aic", aic == full_c), ("aiv", aiv == self._full["aiv"]),
+                           ("mix", cluster == full_c)):
+            if full:
+                self._next[name][step] = step + 1
+        return step, slots
 
-    def _free(self, core_type: str, taken: set[str]) -> tuple[str, ...] | None:
-        for c in range(self.clusters):
-            if core_type == "aic":
-                want: tuple[str, ...] = (f"aic{c}",)
-            elif core_type == "aiv":
-                for v in (2 * c, 2 * c + 1):
-                    if f"aiv{v}" not in taken:
-                        return (f"aiv{v}",)
-                continue
-            else:  # mix: one cluster's AIC and both of its AIVs
-                want = (f"aic{c}", f"aiv{2 * c}", f"aiv{2 * c + 1}")
-            if not taken.intersection(want):
-                return want
-        return None
+    def _first_free(self, nxt: list[int], step: int) -> int:
+        """The first step at or after ``step`` with room (union-find, paths halved)."""
+        while True:
+            if step >= len(nxt):
+                self._grow(step + 1)
+            up = nxt[step]
+            if up == step:
+                return step
+            if up < len(nxt):
+                nxt[step] = nxt[up]
+            step = up
+
+    def _grow(self, steps: int) -> None:
+        for n in range(len(self.aic), steps):
+            self.aic.append(0)
+            self.aiv.append(0)
+            self.cluster.append(0)
+            for nxt in self._next.values():
+                nxt.append(n)
+
+
+class _Ranks:
+    """A set of ranks 0..n-1 (a Fenwick tree): add, and pop the k-th smallest."""
+
+    __slots__ = ("tree", "n", "count", "_top")
+
+    def __init__(self, n: int) -> None:
+        self.tree = [0] * (n + 1)
+        self.n = n
+        self.count = 0
+        self._top = 1 << n.bit_length() if n else 0
+
+    def add(self, rank: int) -> None:
+        tree, n = self.tree, self.n
+        i = rank + 1
+        while i <= n:
+            tree[i] += 1
+            i += i & -i
+        self.count += 1
+
+    def pop(self, k: int) -> int:
+        """Remove and return the k-th smallest rank (k counts from 0)."""
+        tree, n = self.tree, self.n
+        pos, step = 0, self._top
+        while step:
+            nxt = pos + step
+            if nxt <= n and tree[nxt] <= k:
+                pos = nxt
+                k -= tree[nxt]
+            step >>= 1
+        i = pos + 1
+        while i <= n:
+            tree[i] -= 1
+            i += i & -i
+        self.count -= 1
+        return pos
 
 
 class TaskGraph:
@@ -137,7 +221,7 @@ class TaskGraph:
     ) -> None:
         self.kernels = kernels or {}
         self.tasks: list[Task] = []
-        self.pending: list[Task] = []
+        self.pending: dict[int, Task] = {}  # submitted, not yet run; in submission order
         self.executed: list[int] = []
         self.cores = Cores(clusters)
         self.seed = seed
@@ -154,36 +238,59 @@ class TaskGraph:
         for direction, h in zip(kernel.directions, handles):
             if h is None or direction == OUT:
                 continue
-            for w, wid in h.root.writers:  # RAW: In / InOut wait for overlapping writers
+            # RAW: In / InOut wait for overlapping writers
+            for _, w, wid in h.root.writers.overlapping(h):
                 if wid != tid and overlaps(w, h):
                     deps[wid] = "RAW"
+        ancestors: dict[int, set[int]] = {}  # len(deps) -> ancestors, when a WAR check needs it
         for direction, h in zip(kernel.directions, handles):
             if h is None or direction == IN:
                 continue
-            root = h.root
-            kept = []
-            for w, wid in root.writers:  # WAW: the new writer follows the previous one
+            writers = h.root.writers
+            for entry in writers.overlapping(h):  # WAW: the new writer follows the previous one
+                _, w, wid = entry
                 if wid != tid and overlaps(w, h):
                     deps.setdefault(wid, "WAW")
                     if covers(h, w):
-                        continue  # superseded: later readers wait for this task instead
-                kept.append((w, wid))
-            kept.append((h, tid))
-            root.writers = kept
+                        writers.remove(entry)  # superseded: later readers wait for this task
+            writers.add(h, tid)
             if self.strict_war:
-                self._check_war(task, h)
+                self._check_war(task, h, ancestors)
         if self.strict_war:
             for direction, h in zip(kernel.directions, handles):
                 if h is not None and direction != OUT:
-                    h.root.readers.append((h, tid))
+                    h.root.readers.add(h, tid)
+        if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
+            tasks = self.tasks
+            for d in deps:
+                producer = tasks[d]
+                if not producer.done:
+                    task.waiting += 1
+                    producer.dependents.append(tid)
         self.tasks.append(task)
-        self.pending.append(task)
+        self.pending[tid] = task
         return task
 
-    def _check_war(self, task: Task, h: TensorHandle) -> None:
-        ancestors = self._ancestors(task)
-        for r, rid in h.root.readers:
-            if rid != task.id and rid not in ancestors and overlaps(r, h):
+    def _check_war(self, task: Task, h: TensorHandle, ancestors: dict[int, set[int]]) -> None:
+        """Record each earlier reader of ``h``'s range that ``task`` is not ordered after.
+
+        A reader that ``task`` is ordered after and whose window ``h`` covers is dropped:
+        every later writer of its range is ordered after ``task`` (the WAW chain through
+        the covering writers), so it can never be a hazard again."""
+        readers = h.root.readers
+        for entry in readers.overlapping(h):
+            _, r, rid = entry
+            if rid == task.id or not overlaps(r, h):
+                continue
+            if rid in task.deps:
+                ordered = True
+            else:
+                known = ancestors.get(len(task.deps))
+                if known is None:  # deps only grow while the task is submitted
+                    ancestors.clear()
+                    known = ancestors[len(task.deps)] = self._ancestors([task])
+                ordered = rid in known
+            if not ordered:
                 self.war_hazards.append(
                     {
                         "reader": rid,
@@ -194,65 +301,85 @@ class TaskGraph:
                         "writer_bytes": list(h.byte_range),
                     }
                 )
+            elif covers(h, r):
+                readers.remove(entry)
 
-    def _ancestors(self, task: Task) -> set[int]:
+    def _ancestors(self, tasks: Iterable[Task], undone: bool = False) -> set[int]:
+        """Ids of every task the given tasks wait for, directly or not (only those not
+        yet done, with ``undone``: a done task's own dependencies are done too)."""
         seen: set[int] = set()
-        stack = list(task.deps)
+        stack = [d for t in tasks for d in t.deps]
+        all_tasks = self.tasks
         while stack:
             t = stack.pop()
             if t not in seen:
+                dep = all_tasks[t]
+                if undone and dep.done:
+                    continue
                 seen.add(t)
-                stack.extend(self.tasks[t].deps)
+                stack.extend(dep.deps)
         return seen
 
     # -- execution ---------------------------------------------------------------
     def drain(self) -> None:
         """Run every pending task."""
         if self.rng is None:
-            pending, self.pending = self.pending, []
-            for task in pending:
+            pending, self.pending = self.pending, {}
+            for task in pending.values():
                 self._execute(task)
         else:
-            self._run_random(set(t.id for t in self.pending))
+            self._run_random(list(self.pending))
 
     def finish_writers(self, h: TensorHandle, include_readers: bool = False) -> None:
         """Blocking access from orchestration: run every pending task writing (and, for a
         write, also reading) an overlapping range, plus whatever those tasks wait for."""
-        targets = set()
-        for t in self.pending:
+        targets = []
+        for t in self.pending.values():
             for direction, a in zip(t.directions, t.handles):
                 if a is None or (direction == IN and not include_readers):
                     continue
                 if overlaps(a, h):
-                    targets.add(t.id)
+                    targets.append(t)
                     break
         if not targets:
             return
         if self.rng is None:
-            last = max(targets)
-            run = [t for t in self.pending if t.id <= last]
-            self.pending = [t for t in self.pending if t.id > last]
-            for task in run:
-                self._execute(task)
+            last = targets[-1].id
+            pending = self.pending
+            run = []
+            for tid in pending:
+                if tid > last:
+                    break
+                run.append(tid)
+            for tid in run:
+                self._execute(pending.pop(tid))
         else:
-            needed = set(targets)
-            for t in targets:
-                needed |= {a for a in self._ancestors(self.tasks[t]) if not self.tasks[a].done}
-            self._run_random(needed)
+            needed = {t.id for t in targets} | self._ancestors(targets, undone=True)
+            self._run_random(sorted(needed))
 
-    def _run_random(self, needed: set[int]) -> None:
+    def _run_random(self, needed: list[int]) -> None:
+        """Run the tasks ``needed`` (pending ids, ascending, closed under the pending tasks
+        they wait for), each step picking uniformly among the ready ones listed by id
+        (``rng.randrange`` over that list: the draws of ``rng.choice(ready)``)."""
         assert self.rng is not None
-        while needed:
-            ready = [
-                t for t in self.pending
-                if t.id in needed and all(self.tasks[d].done for d in t.deps)
-            ]
-            if not ready:  # pragma: no cover - deps always point backwards
+        randrange = self.rng.randrange
+        tasks = self.tasks
+        rank = {tid: i for i, tid in enumerate(needed)}
+        ready = _Ranks(len(needed))
+        for tid in needed:
+            if not tasks[tid].waiting:
+                ready.add(rank[tid])
+        for _ in range(len(needed)):
+            if not ready.count:  # pragma: no cover - deps always point backwards
                 raise SimulationError("task graph has a cycle; no task is ready")
-            task = self.rng.choice(ready)
-            needed.discard(task.id)
-            self.pending.remove(task)
+            task = tasks[needed[ready.pop(randrange(ready.count))]]
+            del self.pending[task.id]
             self._execute(task)
+            for d in task.dependents:
+                dependent = tasks[d]
+                dependent.waiting -= 1
+                if not dependent.waiting and d in rank:
+                    ready.add(rank[d])
 
     def _execute(self, task: Task) -> None:
         earliest = 0

@@ -6,12 +6,16 @@ arrays.  In arrays are exposed read-only (the caller's arrays are never mutated;
 the read-only flag turns a stray write into an error instead of a silent change);
 InOut arrays are copied in; pure Out buffers are not copied in but start
 poisoned (or zeroed, per the run's ``uninitialized`` choice); Out and InOut
-buffers are copied back into the caller's arrays when the run succeeds.
+buffers are copied back into the caller's arrays only when the run succeeds, so a
+failed run (a staging error, a run-time error, any exception) leaves every caller
+array exactly as it was.  A pure Out that the compiler proved fully written
+(``ArgInfo.fully_written``) starts as an unfilled buffer: no task can observe it.
 
-Fast path: a pure Out array that is C-contiguous, writable and shares no memory
-with any other argument is used as the staging buffer itself (poisoned in place).
-Its contents on entry are undefined by contract, so on success the result is
-identical to allocate-then-copy-back, minus an allocation and a copy.
+Caller data: ndarray subclasses (``numpy.matrix``, ``numpy.memmap``, ...) are taken
+as plain ndarrays of the same memory (``numpy.asarray``); masked arrays are refused,
+since the simulator would drop the mask.  Scalars are checked against their dtype:
+float scalars take real numbers (not strings, not bools), integer scalars take
+integers inside the dtype's range, BOOL scalars take booleans (or 0 / 1).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pytest_pypto.ir.artifact import ArgInfo, Manifest, dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
-from pytest_pypto.ir.values import UNINITIALIZED, fill_value, new_buffer
+from pytest_pypto.ir.values import UNINITIALIZED, fill_value
 from pytest_pypto.runtime.orchestrator import Orchestrator
 
 
@@ -67,12 +71,12 @@ def stage(
     dyn: dict[str, tuple[int, str, int]] = {}
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-    for position, (param, (dtype, static), value) in enumerate(
-        zip(params, _plan(manifest), arrays)
-    ):
+    for param, (dtype, static), value in zip(params, _plan(manifest), arrays):
         if param.kind == "scalar":
             entry_args.append(_scalar(manifest, param, dtype, value))
             continue
+        if value.__class__ is not np.ndarray and isinstance(value, np.ndarray):
+            value = _plain(manifest, param, value)
         # fast path: an ndarray of the right dtype and static shape; else full checks
         if not (
             static is not None
@@ -86,13 +90,12 @@ def stage(
             data = value.view() if value.flags.c_contiguous else np.ascontiguousarray(value)
             data.flags.writeable = False
         elif param.direction == "Out":
-            if value.flags.c_contiguous and value.flags.aligned and not _aliases(position, arrays):
-                data = value
-                if not param.fully_written:  # else no task can observe the poison
-                    data.fill(_fill(dtype))
+            # Never the caller's array itself: a failed run must leave it untouched.
+            if param.fully_written:  # no task can observe the initial contents
+                data = np.empty(value.shape, dtype.np)
             else:
-                data = new_buffer(value.shape, dtype)
-                copy_back.append((value, data))
+                data = np.full(value.shape, _fill(dtype), dtype.np)
+            copy_back.append((value, data))
         else:
             data = np.array(value, dtype=dtype.np, order="C", copy=True)
             copy_back.append((value, data))
@@ -128,36 +131,83 @@ def _fill(dtype: DataType) -> Any:
     return value
 
 
-def _aliases(position: int, arrays: Sequence[Any]) -> bool:
-    """Whether the array at ``position`` shares memory with any other argument."""
-    value = arrays[position]
-    return any(
-        i != position and isinstance(a, np.ndarray) and np.may_share_memory(a, value)
-        for i, a in enumerate(arrays)
-    )
+def _plain(manifest: Manifest, param: ArgInfo, value: np.ndarray) -> np.ndarray:
+    """An ndarray subclass as a plain ndarray of the same memory; masked arrays refused."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise SimulationError(
+            f"parameter '{param.name}' of '{manifest.program}' is a masked array "
+            f"(numpy.ma.MaskedArray); the simulator has no masks and would silently ignore it",
+            entry_span(manifest),
+            hint=f"pass {param.name}.filled(value) to give the masked elements a value, or "
+            f"{param.name}.data for the underlying array",
+        )
+    return np.asarray(value)
+
+
+def int_range(dtype: DataType) -> tuple[int, int]:
+    """The values an integer dtype holds (INDEX is 64-bit signed)."""
+    if dtype.kind == "uint":
+        return 0, (1 << dtype.bits) - 1
+    return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
 
 
 def _scalar(manifest: Manifest, param: ArgInfo, dtype: DataType, value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim > 0:
+    where = f"parameter '{param.name}' of '{manifest.program}' is a Scalar[{param.dtype}]"
+    span = entry_span(manifest)
+    if isinstance(value, np.ndarray):
+        if value.ndim > 0:
+            raise SimulationError(
+                f"{where}, but an array of shape {list(value.shape)} was given",
+                span,
+                hint=f"pass a Python number; the entry is {_signature(manifest)}",
+            )
+        value = value[()]  # a 0-d array: its element
+    given = f"{value!r} ({type(value).__name__})"
+    is_bool = isinstance(value, (bool, np.bool_))
+    if dtype.kind == "bool":
+        if is_bool:
+            return bool(value)
+        if isinstance(value, (int, np.integer)) and value in (0, 1):
+            return bool(value)
+        raise SimulationError(f"{where}, but {given} was given", span,
+                              hint="pass True or False")
+    if is_bool:
+        flag = bool(value)
         raise SimulationError(
-            f"parameter '{param.name}' of '{manifest.program}' is a Scalar[{param.dtype}], "
-            f"but an array of shape {list(value.shape)} was given",
-            entry_span(manifest),
-            hint=f"pass a Python number; the entry is {_signature(manifest)}",
+            f"{where}, but the bool {flag!r} was given", span,
+            hint=f"pass a number: True and False are only for Scalar[BOOL] (int({flag!r}) "
+            "if 0 or 1 is meant)",
         )
-    try:
-        if dtype.is_float:
-            return float(value)
-        if dtype.is_int:
-            return operator.index(value)
-        return bool(value)
-    except (TypeError, ValueError):
+    if isinstance(value, (str, bytes, bytearray)):
         raise SimulationError(
-            f"parameter '{param.name}' of '{manifest.program}' is a Scalar[{param.dtype}], "
-            f"but {value!r} ({type(value).__name__}) was given",
-            entry_span(manifest),
-            hint="pass an int for integer scalars and a float for float scalars",
+            f"{where}, but the string {value!r} was given", span,
+            hint="pass a number; convert text first, e.g. float(text) or int(text)",
+        )
+    if dtype.is_float:
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise SimulationError(
+                f"{where}, but {given} was given", span,
+                hint="pass a real number (int or float)",
+            ) from None
+    lo, hi = int_range(dtype)
+    holds = f"{dtype.name} holds integers in [{lo}, {hi}]"
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise SimulationError(
+            f"{where}, but {given} was given; {holds}",
+            span,
+            hint="pass an int (int(x) truncates a float; NaN and inf have no integer value)",
         ) from None
+    if not lo <= number <= hi:
+        raise SimulationError(
+            f"{where}, but {number} was given, outside its range: {holds}",
+            span,
+            hint=f"pass a value in [{lo}, {hi}], or declare the parameter with a wider dtype",
+        )
+    return number
 
 
 def _check_tensor(

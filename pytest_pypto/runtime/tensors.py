@@ -11,6 +11,8 @@ intervals (conservative: it can only add a dependency, never drop one).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -30,9 +32,10 @@ class RootBuffer:
         self.dtype = dtype
         self.name = name
         self.origin = origin  # "In" | "Out" | "InOut" (entry params) | "create_tensor"
-        # Dependency bookkeeping of the task graph: (handle, task id) per write / read.
-        self.writers: list[tuple[TensorHandle, int]] = []
-        self.readers: list[tuple[TensorHandle, int]] = []
+        # Dependency bookkeeping of the task graph: its live writers and (strict WAR
+        # checks only) its readers, each a window with the id of its task.
+        self.writers = WindowIndex()
+        self.readers = WindowIndex()
 
     def handle(self) -> TensorHandle:
         """The handle covering the whole buffer."""
@@ -152,6 +155,132 @@ def covers(a: TensorHandle, b: TensorHandle) -> bool:
             for ca, da, cb, db in zip(a.coords, a.shape, b.coords, b.shape)
         )
     return False
+
+
+# -- window index ----------------------------------------------------------------------
+
+Entry = tuple[int, "TensorHandle", int]  # (insertion number, window, task id)
+_SEQ_BITS = 40  # sort key: element offset << _SEQ_BITS | insertion number
+_CHUNK = 512  # entries per chunk of a length class's sorted run
+
+
+class WindowIndex:
+    """Windows of one root buffer, each with a task id, found by element interval.
+
+    The task graph keeps a root's live writers here (and, for strict WAR checks, its
+    readers).  `overlapping` returns every entry whose element interval [lo, hi)
+    meets the query's, in insertion order: a superset of what `overlaps` accepts
+    (the graph applies that exact test), so the result is the same as scanning a
+    list of every entry, at O(log n + k) per length class present instead of O(n).
+
+    Entries are grouped by length class ``(hi - lo).bit_length()``: in class c every
+    length is below 2**c, so an entry meeting [lo, hi) starts in (lo - 2**c, hi), one
+    contiguous run of the class's entries sorted by start.  Each class is a sorted
+    list of chunks (bounded inserts and deletes).  Empty windows meet nothing and are
+    not stored.
+    """
+
+    __slots__ = ("_classes", "_seq", "size")
+
+    def __init__(self) -> None:
+        # length class -> (chunk keys, chunk entries, last key of each chunk)
+        self._classes: dict[int, tuple[list[list[int]], list[list[Entry]], list[int]]] = {}
+        self._seq = 0
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[Entry]:
+        """Every entry, in insertion order."""
+        found = [e for _, entries, _ in self._classes.values() for run in entries for e in run]
+        found.sort(key=_first)
+        return iter(found)
+
+    def add(self, h: TensorHandle, tid: int) -> None:
+        lo, hi = h.lo, h.hi
+        if hi <= lo:
+            return
+        seq = self._seq
+        self._seq = seq + 1
+        key = (lo << _SEQ_BITS) | seq
+        entry = (seq, h, tid)
+        cls = self._classes.get((hi - lo).bit_length())
+        if cls is None:
+            self._classes[(hi - lo).bit_length()] = ([[key]], [[entry]], [key])
+            self.size += 1
+            return
+        keys, entries, maxes = cls
+        c = bisect_left(maxes, key)
+        if c == len(maxes):
+            c -= 1
+        run_keys, run = keys[c], entries[c]
+        i = bisect_left(run_keys, key)
+        run_keys.insert(i, key)
+        run.insert(i, entry)
+        maxes[c] = run_keys[-1]
+        if len(run_keys) > 2 * _CHUNK:  # split the chunk in halves
+            keys[c:c + 1] = [run_keys[:_CHUNK], run_keys[_CHUNK:]]
+            entries[c:c + 1] = [run[:_CHUNK], run[_CHUNK:]]
+            maxes[c:c + 1] = [run_keys[_CHUNK - 1], run_keys[-1]]
+        self.size += 1
+
+    def remove(self, entry: Entry) -> None:
+        """Drop an entry returned by `overlapping` (or iteration)."""
+        seq, h, _ = entry
+        length = (h.hi - h.lo).bit_length()
+        keys, entries, maxes = self._classes[length]
+        key = (h.lo << _SEQ_BITS) | seq
+        c = bisect_left(maxes, key)
+        run_keys = keys[c]
+        i = bisect_left(run_keys, key)
+        if i == len(run_keys) or run_keys[i] != key:  # pragma: no cover - caller's bug
+            raise KeyError(entry)
+        del run_keys[i]
+        del entries[c][i]
+        if run_keys:
+            maxes[c] = run_keys[-1]
+        else:
+            del keys[c], entries[c], maxes[c]
+            if not maxes:
+                del self._classes[length]
+        self.size -= 1
+
+    def overlapping(self, h: TensorHandle) -> list[Entry]:
+        """Entries whose element interval meets ``h``'s, in insertion order."""
+        lo, hi = h.lo, h.hi
+        if hi <= lo or not self.size:
+            return []
+        found: list[Entry] = []
+        stop = hi << _SEQ_BITS
+        for length, (keys, entries, maxes) in self._classes.items():
+            start = (lo - (1 << length) + 1) << _SEQ_BITS
+            c = bisect_left(maxes, start)
+            if c == len(maxes):
+                continue
+            run_keys = keys[c]
+            i = bisect_left(run_keys, start)
+            while True:
+                n = len(run_keys)
+                run = entries[c]
+                while i < n and run_keys[i] < stop:
+                    e = run[i]
+                    if e[1].hi > lo:
+                        found.append(e)
+                    i += 1
+                if i < n:
+                    break
+                c += 1
+                if c == len(keys):
+                    break
+                run_keys, i = keys[c], 0
+        if len(found) > 1:
+            found.sort(key=_first)
+        return found
+
+
+def _first(entry: Entry) -> int:
+    return entry[0]
 
 
 # -- views ---------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 One worker serves one sim platform ('a2a3sim' or 'a5sim') and refuses artifacts
 compiled for another.  A run stages the caller's arrays (`staging`), calls the
 generated orchestration with an `Orchestrator` as ``rt``, executes the recorded
-task graph (`graph`), copies Out/InOut results back and writes the executed graph
-to ``deps.json`` in a run directory.
+task graph (`graph`), copies Out/InOut results back (only when everything before
+succeeded: a failed run leaves the caller's arrays as they were) and writes the
+executed graph to ``deps.json`` in a run directory.
 
 The runtime reads artifacts and the op registry only; it never imports the
 compiler or the language.
@@ -205,6 +206,9 @@ class Worker:
             raise
         finally:
             UNINITIALIZED.reset(token)
+        if graph.war_hazards:  # before the copy-back: a warning raised as an error fails the run
+            _warn_war(manifest.program, graph.war_hazards)
+        # Only a run that succeeded reaches the caller's Out/InOut arrays (DSL.md §1.5).
         for caller, staged in copy_back:
             np.copyto(caller, staged)
 
@@ -217,8 +221,6 @@ class Worker:
             "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
             "dynamic_dims": dyn,
         }
-        if graph.war_hazards:
-            _warn_war(manifest.program, graph.war_hazards)
         outputs = {
             a.name: value
             for a, value in zip(manifest.entry_args, arrays)

@@ -134,7 +134,8 @@ def test_bad_option_is_an_error(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*lint/lint.toml [[]checks.english-only[]]: unknown option 'colour'; valid options:*",
-            "*[[]checks.no-broad-raises[]]: 'files' must be a list of strings, got '[*].py'",
+            "*[[]checks.no-broad-raises[]]: option 'files' must be a list of strings, "
+            "got '[*].py' (a string)",
         ]
     )
 

@@ -1,11 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""english-only: text files use only the allowed character ranges (English plus typography)."""
+"""english-only: text files use only the allowed character ranges (English plus typography).
+
+`ranges` lists code points or inclusive ranges, as strings (`"0x20-0x7E"`, `"0xA7"`,
+`"U+2013"`) or integer pairs (`[32, 126]`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from pytest_pypto.lint.framework import FileContext, Violation, check
+from pytest_pypto.lint.framework import FileContext, Option, Violation, check
+
+Range = str | tuple[int, int]
+_MAX_CP = 0x10FFFF
 
 # ASCII text, plus punctuation and symbols English technical prose uses: Latin-1
 # symbols, general punctuation, arrows, math operators, box drawing, Greek letters.
@@ -36,17 +43,34 @@ TEXT_FILES = [
 ]
 
 
-def parse_ranges(specs: Sequence[str]) -> list[tuple[int, int]]:
-    """'0x20-0x7E' / '0xA7' / 'U+2013' -> inclusive (lo, hi) code point pairs."""
-    out = []
-    for spec in specs:
-        lo, _, hi = spec.replace("U+", "0x").replace("u+", "0x").partition("-")
-        a = int(lo.strip(), 0)
-        b = int(hi.strip(), 0) if hi else a
-        if a > b:
-            raise ValueError(f"english-only: empty range {spec!r}")
-        out.append((a, b))
-    return sorted(out)
+def parse_ranges(specs: Sequence[Range]) -> list[tuple[int, int]]:
+    """'0x20-0x7E' / '0xA7' / 'U+2013' / [32, 126] -> inclusive (lo, hi) code point pairs.
+
+    Raises ValueError saying which entry is wrong and why (the manifest reader
+    reports it as the check's error item).
+    """
+    return sorted(_parse_range(spec) for spec in specs)
+
+
+def _parse_range(spec: Range) -> tuple[int, int]:
+    if isinstance(spec, str):
+        lo, sep, hi = spec.replace("U+", "0x").replace("u+", "0x").partition("-")
+        try:
+            a = int(lo.strip(), 0)
+            b = int(hi.strip(), 0) if sep else a
+        except ValueError:
+            raise ValueError(
+                f"{spec!r} is not a code point or range "
+                "(write '0x20-0x7E', '0xA7', 'U+2013' or [32, 126])"
+            ) from None
+    else:
+        a, b = spec
+    shown = repr(spec) if isinstance(spec, str) else f"[{a}, {b}]"
+    if not (0 <= a <= _MAX_CP and 0 <= b <= _MAX_CP):
+        raise ValueError(f"{shown} is outside the Unicode code points 0x0-0x10FFFF")
+    if a > b:
+        raise ValueError(f"{shown} is an empty range ({a:#x} > {b:#x}); write the low end first")
+    return a, b
 
 
 def _allowed(cp: int, ranges: list[tuple[int, int]]) -> bool:
@@ -59,7 +83,14 @@ def _allowed(cp: int, ranges: list[tuple[int, int]]) -> bool:
     markers=["hygiene"],
     hint="write comments, docstrings and messages in English; "
     "allow more characters with `ranges` or skip files with `exclude` in the manifest",
-    options={"ranges": DEFAULT_RANGES},
+    options={
+        "ranges": Option(
+            DEFAULT_RANGES,
+            list[Range],
+            validate=parse_ranges,
+            doc="allowed code points: '0x20-0x7E', '0xA7', 'U+2013' or [32, 126]",
+        )
+    },
 )
 def english_only(ctx: FileContext) -> Iterator[Violation]:
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pytest_pypto.lint.framework import FileContext, Violation, check
+from pytest_pypto.lint.framework import FileContext, Option, Violation, check
 
 _PREAMBLE = re.compile(r"^(#!|#.*coding[:=])")
 
@@ -26,7 +26,10 @@ def _template_regexes(template: str) -> list[re.Pattern[str]]:
     markers=["hygiene"],
     hint="start the file with the header in the manifest's license template "
     "(after a shebang or encoding line, if any)",
-    options={"template": "", "allow_empty": True},
+    options={
+        "template": Option("", str, doc="the header file, relative to the manifest"),
+        "allow_empty": Option(True, bool, doc="an empty file needs no header"),
+    },
     file_options=["template"],
 )
 def license_header(ctx: FileContext) -> Iterator[Violation]:
