@@ -10,13 +10,15 @@ bound of PyPTO's allocator (which can also fail by fragmentation).
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from dataclasses import dataclass, field
 
 from pytest_pypto.arch import ARCH_SPECS, ArchSpec
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.walk import is_tile, stmt_exprs, used_names
+from pytest_pypto.compiler.walk import Scope, is_tile, stmt_exprs, used_names
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.types import TileType, type_str
@@ -107,7 +109,9 @@ class Liveness:
         ra.members.extend(rb.members)
         return ra
 
-    def _walk(self, body: list[n.Stmt], env: dict[str, Buffer], loops: list[tuple[int, int]]) -> None:
+    def _walk(
+        self, body: list[n.Stmt], env: dict[str, Buffer] | Scope, loops: list[tuple[int, int]]
+    ) -> None:
         for stmt in body:
             for name in (u for e in stmt_exprs(stmt) for u in used_names(e)):
                 if name in env:
@@ -127,7 +131,7 @@ class Liveness:
                     if var.name in env:
                         env[res.name] = env[var.name]
             elif isinstance(stmt, n.If):
-                then_env, else_env = dict(env), dict(env)
+                then_env, else_env = Scope(env), Scope(env)
                 self._walk(stmt.then_body, then_env, loops)
                 self._walk(stmt.else_body, else_env, loops)
                 ty = _yields(stmt.then_body)
@@ -144,7 +148,7 @@ class Liveness:
                             root = self._union(root, other)
                         env[res.name] = root
 
-    def _assign(self, stmt: n.Assign, env: dict[str, Buffer]) -> None:
+    def _assign(self, stmt: n.Assign, env: dict[str, Buffer] | Scope) -> None:
         value = stmt.value
         if len(stmt.targets) != 1:
             return
@@ -181,21 +185,32 @@ def _yields(body: list[n.Stmt]) -> tuple[n.Expr, ...]:
 
 
 def assign_offsets(buffers: list[Buffer], arch: ArchSpec) -> None:
-    """First-fit offsets per space among buffers whose live ranges overlap (the listing's map)."""
-    placed: dict[str, list[Buffer]] = {}
-    for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
-        align = arch.alignment.get(buf.space, 1)
-        others = sorted(
-            (o for o in placed.get(buf.space, []) if o.start <= buf.end and buf.start <= o.end),
-            key=lambda o: o.offset,
-        )
+    """First-fit offsets per space among buffers whose live ranges overlap (the listing's map).
+
+    Buffers are placed in (start, name) order, so every placed buffer starts no later
+    than the current one and overlaps it exactly when it ends at or after the current
+    start: the candidates are the placed buffers not yet expired, kept sorted by
+    offset, and expired ones leave through a heap ordered by end.  O(n log n) plus the
+    first-fit scan over the buffers live at once.
+    """
+    active: dict[str, list[tuple[int, int, Buffer]]] = {}  # space -> sorted (offset, seq, buf)
+    ending: dict[str, list[tuple[int, int, int]]] = {}  # space -> heap of (end, offset, seq)
+    for seq, buf in enumerate(sorted(buffers, key=lambda b: (b.start, b.name))):
+        space = buf.space
+        live = active.setdefault(space, [])
+        heap = ending.setdefault(space, [])
+        while heap and heap[0][0] < buf.start:
+            _, off, old = heapq.heappop(heap)
+            del live[bisect.bisect_left(live, (off, old))]  # (off, old) sorts just before its entry
+        align = arch.alignment.get(space, 1)
         offset = 0
-        for o in others:
-            if offset + buf.nbytes <= o.offset:
+        for o_offset, _, o in live:
+            if offset + buf.nbytes <= o_offset:
                 break
-            offset = max(offset, math.ceil((o.offset + o.nbytes) / align) * align)
+            offset = max(offset, math.ceil((o_offset + o.nbytes) / align) * align)
         buf.offset = offset
-        placed.setdefault(buf.space, []).append(buf)
+        bisect.insort(live, (offset, seq, buf))  # seq is unique: buffers are never compared
+        heapq.heappush(heap, (buf.end, offset, seq))
 
 
 def _kib(nbytes: int) -> str:
@@ -226,6 +241,26 @@ def _hint(space: str, peak: int, live: list[Buffer], arch: ArchSpec) -> str:
     return ", or ".join(options)
 
 
+def _peak(buffers: list[Buffer], points: int) -> tuple[int, int]:
+    """(first program point of the maximum, maximum) of the live bytes over ``points``.
+
+    A running sum over start/end events instead of summing every buffer at every
+    point: O(points + buffers).
+    """
+    delta = [0] * (points + 1)
+    for b in buffers:
+        lo, hi = max(b.start, 0), min(b.end, points - 1)
+        if lo <= hi:
+            delta[lo] += b.nbytes
+            delta[hi + 1] -= b.nbytes
+    peak_point, peak, total = 0, 0, 0
+    for p in range(points):
+        total += delta[p]
+        if total > peak:
+            peak_point, peak = p, total
+    return peak_point, peak
+
+
 def check_capacity(program: n.Program, ctx: PassContext) -> n.Program:
     """Peak live bytes per space must fit the arch's usable capacity."""
     arch = ctx.arch
@@ -237,11 +272,7 @@ def check_capacity(program: n.Program, ctx: PassContext) -> n.Program:
         spaces = sorted({b.space for b in roots})
         for space in spaces:
             in_space = [b for b in roots if b.space == space]
-            peak_point, peak = 0, 0
-            for p in range(live.points):
-                total = sum(b.nbytes for b in in_space if b.start <= p <= b.end)
-                if total > peak:
-                    peak_point, peak = p, total
+            peak_point, peak = _peak(in_space, live.points)
             facts.peak[space] = peak
             limit = arch.capacity.get(space)
             if limit is None or peak <= limit:

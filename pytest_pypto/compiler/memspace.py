@@ -18,6 +18,7 @@ from pytest_pypto.compiler.passes import MoveRecord, PassContext
 from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.walk import (
     NameGen,
+    Scope,
     all_names,
     is_tile,
     iter_exprs,
@@ -151,9 +152,9 @@ class _Inference:
                     if src is not None:
                         self._define(res, env, Val(res.name, src.type, alias_of=src))
             elif isinstance(stmt, n.If):
-                then_env = dict(env)
+                then_env = Scope(env)
                 self.collect(stmt.then_body, then_env)
-                else_env = dict(env)
+                else_env = Scope(env)
                 self.collect(stmt.else_body, else_env)
                 yields = _final_yield(stmt.then_body)
                 for i, res in enumerate(stmt.results):
@@ -284,13 +285,13 @@ class _Inference:
                     self._fix_uses(init, env)
                     self._bind_targets((var,), env)
                 spaces = [self._space_of(var, env) for var, _ in stmt.carried]
-                stmt.body = self.rewrite(stmt.body, dict(env), spaces)
+                stmt.body = self.rewrite(stmt.body, Scope(env), spaces)
                 self._bind_targets(stmt.results, env)
             elif isinstance(stmt, n.If):
                 self._fix_uses(stmt.cond, env)
                 spaces = [self._space_of(r, env, lookup_def=True) for r in stmt.results]
-                stmt.then_body = self.rewrite(stmt.then_body, dict(env), spaces)
-                stmt.else_body = self.rewrite(stmt.else_body, dict(env), spaces)
+                stmt.then_body = self.rewrite(stmt.then_body, Scope(env), spaces)
+                stmt.else_body = self.rewrite(stmt.else_body, Scope(env), spaces)
                 self._bind_targets(stmt.results, env)
             elif isinstance(stmt, n.Yield):
                 values = []

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.walk import stmt_line
+from pytest_pypto.compiler.walk import Scope, stmt_line
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.casts import cast_chain
 from pytest_pypto.ir.dtypes import BOOL, FP32, INDEX
@@ -180,7 +180,7 @@ def run_rules(call: n.Call, ctx: PassContext, env: dict[str, Interval | None], *
 def _walk_calls(body: list[n.Stmt], env: dict[str, Interval | None], visit) -> None:
     for stmt in body:
         if isinstance(stmt, n.For):
-            inner = dict(env)
+            inner = Scope(env)
             inner[stmt.var.name] = loop_interval(stmt, env)
             _walk_calls(stmt.body, inner, visit)
             continue

@@ -108,18 +108,66 @@ def all_names(fn: n.Function) -> set[str]:
     return names
 
 
+_ABSENT = object()  # Scope: a name removed in this scope (or not found)
+
+
+class Scope:
+    """What ``dict(env)`` gives a nested body, without copying ``env``.
+
+    Reads fall through to the enclosing env (a dict or a Scope); writes and removals
+    stay in this scope.  The passes give each loop body and if arm its own env; as
+    copies, a kernel with thousands of sequential ifs or loops copied an env of
+    thousands of names for each one (quadratic), where a lookup here costs the
+    nesting depth.  The enclosing env must not change while the scope is in use
+    (every pass finishes a nested body before it touches the outer env again).
+    """
+
+    __slots__ = ("_own", "_outer")
+
+    def __init__(self, outer: Any) -> None:
+        self._own: dict[str, Any] = {}
+        self._outer = outer
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._own.get(key, _ABSENT)
+        if value is _ABSENT:
+            if key in self._own:  # removed here
+                return default
+            return self._outer.get(key, default)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._own[key] = value
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        value = self.get(key, _ABSENT)
+        self._own[key] = _ABSENT
+        return default if value is _ABSENT else value
+
+
 class NameGen:
     """Fresh, readable variable names that collide with nothing in the function."""
 
     def __init__(self, taken: set[str]) -> None:
         self.taken = set(taken)
+        self._next: dict[str, int] = {}  # base -> first suffix not yet known to be taken
 
     def fresh(self, base: str) -> str:
         base = base.rstrip("_0123456789") or "t"
-        i = 1
+        i = self._next.get(base, 1)  # smaller suffixes were taken (and `taken` only grows)
         while f"{base}_{i}" in self.taken:
             i += 1
         name = f"{base}_{i}"
+        self._next[base] = i + 1
         self.taken.add(name)
         return name
 

@@ -64,12 +64,18 @@ class Namer:
     """Unique SSA names within one function: the user's name first, then name_1, name_2..."""
 
     taken: set[str] = field(default_factory=set)
+    # base -> the suffix fresh(base) last returned; every smaller one was taken then
+    # and `taken` only grows, so the search resumes there (a name rebound 16k times
+    # would otherwise rescan t_1 ... t_16000 on every rebinding).
+    _next: dict[str, int] = field(default_factory=dict, repr=False)
 
     def fresh(self, base: str) -> str:
-        name, n = base, 0
+        n = self._next.get(base, 0)
+        name = f"{base}_{n}" if n else base
         while name in self.taken:
             n += 1
             name = f"{base}_{n}"
+        self._next[base] = n
         self.taken.add(name)
         return name
 
@@ -93,6 +99,9 @@ class FunctionContext:
         self.strict_ssa = strict_ssa
         self.local_names = local_names  # every name the body binds (shadows closures)
         self.namer = Namer()
+        self.expr_depth = 0  # ExprParser.eval nesting (expressions.MAX_EXPR_DEPTH)
+        self.expr_root: ast.AST | None = None  # the outermost expression being evaluated
+        self.block_depth = 0  # BodyParser.block nesting (statements.MAX_BLOCK_DEPTH)
 
     def span(self, node: ast.AST | None) -> Span | None:
         return self.source.span(node)
@@ -109,6 +118,25 @@ class FunctionContext:
             return ast.unparse(node)
         except Exception:  # pragma: no cover - unparse handles every parsed node
             return "..."
+
+    def written(self, node: ast.AST) -> str:
+        """A node's text as the user wrote it (whitespace runs collapsed), else `text`.
+
+        Read from the file by the node's positions, so it needs no recursion over the
+        node: a 500-term chain renders as well as `a + b`.
+        """
+        src = self.source
+        try:
+            first = src.first_line + node.lineno - 1  # type: ignore[attr-defined]
+            last = src.first_line + node.end_lineno - 1  # type: ignore[attr-defined]
+            lines = [line.encode("utf-8") for line in src.file_lines[first - 1:last]]
+            if len(lines) != last - first + 1 or not lines:
+                return self.text(node)
+            lines[-1] = lines[-1][: node.end_col_offset + src.indent]  # type: ignore[attr-defined]
+            lines[0] = lines[0][node.col_offset + src.indent:]  # type: ignore[attr-defined]
+            return " ".join(b" ".join(lines).decode("utf-8").split())
+        except (AttributeError, TypeError, UnicodeDecodeError):
+            return self.text(node)
 
 
 def assigned_names(stmts: list[ast.stmt]) -> list[str]:

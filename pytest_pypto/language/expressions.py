@@ -5,16 +5,38 @@ Values that are known while parsing (literals, closure constants, dtypes, enum
 members, lists of those, arithmetic over them) stay plain Python objects and fold;
 everything that exists only at run time is an IR expression.  Constants become
 `Const` nodes only where an IR expression is needed.
+
+Depth: left-associative operator chains (`a + b + ... + z`, the shape Python
+parses them into) and unary chains are walked iteratively, so their length costs
+no recursion.  Any other nesting (operands within operands, calls within calls)
+may go MAX_EXPR_DEPTH levels deep; beyond that is a `ParserTypeError` naming the
+limit, not Python's RecursionError.  A run-time Scalar expression deeper than
+HOIST_DEPTH is given its own Var (`partial`, an Assign before the statement), so
+the IR the compiler passes and codegen walk recursively stays shallow however
+long the chain in the source.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
-from pytest_pypto.ir.nodes import Assign, Call, Const, Expr, FuncCall, ScalarCast, Stmt, Var
+from pytest_pypto.ir.nodes import (
+    Assign,
+    BinOp,
+    Call,
+    Compare,
+    Const,
+    Expr,
+    FuncCall,
+    ScalarCast,
+    Stmt,
+    UnaryOp,
+    Var,
+)
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType
 from pytest_pypto.language import calls, scalars
 from pytest_pypto.language.calls import Arg
@@ -31,6 +53,25 @@ from pytest_pypto.language.surface import (
 _MISSING = object()
 # (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.
 _DISPATCH: dict[tuple[type, type], Any] = {}
+
+MAX_EXPR_DEPTH = 100  # nesting levels of one expression (chains excluded, see above)
+HOIST_DEPTH = 32  # deepest run-time Scalar expression kept inline in the IR
+_SCALAR_TREES = (BinOp, Compare, UnaryOp, ScalarCast)
+
+
+def deeper_than(expr: Expr, limit: int) -> bool:
+    """True if the Scalar operator tree ``expr`` nests more than ``limit`` levels."""
+    stack: list[tuple[Expr, int]] = [(expr, 1)]
+    while stack:
+        e, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(e, (BinOp, Compare)):
+            stack.append((e.lhs, depth + 1))
+            stack.append((e.rhs, depth + 1))
+        elif isinstance(e, (UnaryOp, ScalarCast)):
+            stack.append((e.operand, depth + 1))
+    return False
 
 
 class ExprParser:
@@ -58,6 +99,16 @@ class ExprParser:
         self.sink.append(Assign((var,), value, span=value.span))
         return var
 
+    def shallow(self, value: Any) -> Any:
+        """A run-time Scalar expression deeper than HOIST_DEPTH as its own Var."""
+        if self.sink is None or not isinstance(value, _SCALAR_TREES):
+            return value
+        if not deeper_than(value, HOIST_DEPTH):
+            return value
+        var = Var(self.ctx.namer.fresh("partial"), type=value.type, span=value.span)
+        self.sink.append(Assign((var,), value, span=value.span))
+        return var
+
     # ------------------------------------------------------------ dispatch
     def eval(self, node: ast.expr) -> Any:
         key = (type(self), type(node))
@@ -70,7 +121,24 @@ class ExprParser:
                 f"{type(node).__name__} expressions are not supported in kernel code",
                 node,
             )
-        return method(self, node)
+        ctx = self.ctx
+        if ctx.expr_depth == 0:
+            ctx.expr_root = node
+        elif ctx.expr_depth >= MAX_EXPR_DEPTH:
+            root = ctx.expr_root
+            raise ctx.error(
+                ParserTypeError,
+                f"the expression '{scalars.shown(ctx, root)}' nests more than {MAX_EXPR_DEPTH} "
+                "levels deep, over the nesting limit of kernel expressions",
+                root,
+                hint="name intermediate values (t = ...) to split the expression",
+            )
+        ctx.expr_depth += 1
+        try:
+            value = method(self, node)
+        finally:
+            ctx.expr_depth -= 1
+        return self.shallow(value) if isinstance(value, _SCALAR_TREES) else value
 
     def _Constant(self, node: ast.Constant) -> Any:
         if node.value is Ellipsis or isinstance(node.value, bytes):
@@ -120,21 +188,42 @@ class ExprParser:
         return tuple(self.eval(e) for e in node.elts)
 
     def _BinOp(self, node: ast.BinOp) -> Any:
-        op = scalars.BINOPS.get(type(node.op))
-        if op is None:
-            raise self.ctx.error(
-                ParserSyntaxError, f"operator {type(node.op).__name__} is not supported", node
-            )
-        return scalars.binop(self.ctx, op, self.eval(node.left), self.eval(node.right), node)
+        # `a + b + c` is BinOp(BinOp(a, b), c): walk down the left spine, then fold
+        # upwards, in the order (and with the errors) of the recursive evaluation.
+        chain: list[tuple[ast.BinOp, str]] = []
+        left: ast.expr = node
+        while isinstance(left, ast.BinOp):
+            op = scalars.BINOPS.get(type(left.op))
+            if op is None:
+                raise self.ctx.error(
+                    ParserSyntaxError, f"operator {type(left.op).__name__} is not supported",
+                    left,
+                )
+            chain.append((left, op))
+            left = left.left
+        value = self.eval(left)
+        for step, op in reversed(chain):
+            value = scalars.binop(self.ctx, op, value, self.eval(step.right), step)
+            if step is not node:
+                value = self.shallow(value)
+        return value
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Any:
-        return scalars.unary(self.ctx, node, self.eval(node.operand))
+        chain = [node]
+        while isinstance(chain[-1].operand, ast.UnaryOp):
+            chain.append(chain[-1].operand)  # type: ignore[arg-type]
+        value = self.eval(chain[-1].operand)
+        for step in reversed(chain):
+            value = scalars.unary(self.ctx, step, value)
+            if step is not node:
+                value = self.shallow(value)
+        return value
 
     def _BoolOp(self, node: ast.BoolOp) -> Any:
         op = "and" if isinstance(node.op, ast.And) else "or"
         result = self.eval(node.values[0])
         for value in node.values[1:]:
-            result = scalars.binop(self.ctx, op, result, self.eval(value), node)
+            result = self.shallow(scalars.binop(self.ctx, op, result, self.eval(value), node))
         return result
 
     def _Compare(self, node: ast.Compare) -> Any:
@@ -286,6 +375,13 @@ class ExprParser:
             raise self.ctx.error(InvalidOperationError, "pl.cast needs a dtype such as pl.FP32", node)
         value = pos[0].value
         if scalars.is_number(value):
+            if isinstance(value, float) and not math.isfinite(value) and dtype.is_int:
+                raise self.ctx.error(
+                    ParserTypeError,
+                    f"pl.cast({value!r}, pl.{dtype.name}): {value!r} has no {dtype.name} value",
+                    node,
+                    hint="cast a finite value; an infinity or NaN converts to no integer",
+                )
             if dtype.is_float:
                 return scalars.make_const(float(value), dtype, self.ctx.span(node))
             if dtype.kind == "bool":

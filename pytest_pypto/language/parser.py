@@ -333,6 +333,17 @@ class ProgramParser:
                     returns = self.check_returns(ctx, header, bp)
                 except Tier3Hit as hit:
                     unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
+                except RecursionError:
+                    # The explicit limits (MAX_EXPR_DEPTH, MAX_BLOCK_DEPTH) keep a kernel
+                    # far from this; a program decorated deep inside the caller's own
+                    # recursion can still get here, and deserves a diagnostic too.
+                    raise ctx.error(
+                        ParserSyntaxError,
+                        f"function '{name}' nests too deeply to parse: Python's recursion "
+                        "limit was reached",
+                        node,
+                        hint="split deeply nested expressions or blocks into named steps",
+                    ) from None
             finally:
                 self.in_progress.discard(name)
         fn = Function(

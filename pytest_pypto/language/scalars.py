@@ -6,11 +6,21 @@ no arithmetic.  Python literals adopt the dtype of the Scalar they meet (same
 category only), so `i * 2` stays `INT32` when `i` is.  Constant operands fold
 with the DSL's own semantics: `//` and `%` floor like Python, `/` on ints
 truncates toward zero like the generated C code.
+
+Folding has explicit limits, each a `ParserTypeError` at the user's line naming
+the limit and the expression (DSL.md §3.5): a folded integer's magnitude stays
+below 2**MAX_FOLD_BITS (64 bits beyond the widest DSL integer type, INT64/UINT64:
+room for the product of two 64-bit values, while `1 << (1 << 40)` or repeated
+squaring cannot allocate gigabytes or run for minutes); a shift count is not
+negative; a float folded from finite operands stays finite (overflow to inf, or
+an integer too large for a float, is an error, not inf).  Infinite or NaN closure
+constants (`math.inf`) fold as IEEE values.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Any
 
@@ -29,6 +39,9 @@ CMPOPS: dict[type, str] = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
 }
 TILE_HINTS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+MAX_FOLD_BITS = 128  # |folded int| < 2**128: 64 bits beyond INT64/UINT64
+_SHOWN_CHARS = 60  # how much of an offending expression a message quotes
 
 
 def literal_dtype(value: Any) -> DataType:
@@ -77,6 +90,75 @@ def fold_binop(op: str, a: Any, b: Any) -> Any:
         "or": lambda x, y: x or y,
     }
     return table[op](a, b)
+
+
+def shown(ctx: FunctionContext, node: ast.AST) -> str:
+    """The source of ``node`` for a message, cut to a readable length."""
+    text = ctx.written(node)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def _int_operands(a: Any, b: Any) -> bool:
+    return isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) \
+        and not isinstance(b, bool)
+
+
+def _fold_limit_error(ctx: FunctionContext, what: str, node: ast.AST) -> Exception:
+    return ctx.error(
+        ParserTypeError,
+        f"constant folding of '{shown(ctx, node)}' {what}, over the {MAX_FOLD_BITS}-bit "
+        "limit of folded integers",
+        node,
+        hint=f"a folded integer's magnitude stays below 2**{MAX_FOLD_BITS}; no DSL integer "
+        "type holds more than 64 bits",
+    )
+
+
+def fold(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
+    """`a op b` on two constants, within the folding limits (module docstring)."""
+    if _int_operands(a, b):
+        if op in ("<<", ">>") and b < 0:
+            raise ctx.error(
+                ParserTypeError,
+                f"constant folding of '{shown(ctx, node)}' shifts by a negative count ({b})",
+                node,
+                hint="a shift count must be 0 or more",
+            )
+        # Refuse before computing what the limit forbids: the work itself is the hazard.
+        if op == "<<" and a and a.bit_length() + b > MAX_FOLD_BITS:
+            raise _fold_limit_error(ctx, f"gives an integer of {a.bit_length() + b} bits", node)
+        if op == "*" and a and b and a.bit_length() + b.bit_length() - 1 > MAX_FOLD_BITS:
+            bits = a.bit_length() + b.bit_length() - 1
+            raise _fold_limit_error(ctx, f"gives an integer of at least {bits} bits", node)
+    try:
+        result = fold_binop(op, a, b)
+    except ZeroDivisionError:
+        raise ctx.error(ParserTypeError, "division by zero in a constant", node) from None
+    except OverflowError:
+        big = max((v for v in (a, b) if isinstance(v, int)), key=abs, default=0)
+        raise ctx.error(
+            ParserTypeError,
+            f"constant folding of '{shown(ctx, node)}' needs an integer of "
+            f"{abs(big).bit_length()} bits as a float, beyond the float range (about 1.8e308)",
+            node,
+            hint="keep float constants finite: |x| <= 1.8e308",
+        ) from None
+    if isinstance(result, bool):
+        return result
+    if isinstance(result, int):
+        if result.bit_length() > MAX_FOLD_BITS:
+            raise _fold_limit_error(ctx, f"gives an integer of {result.bit_length()} bits", node)
+    elif isinstance(result, float) and not math.isfinite(result):
+        if all(not isinstance(v, float) or math.isfinite(v) for v in (a, b)):
+            raise ctx.error(
+                ParserTypeError,
+                f"constant folding of '{shown(ctx, node)}' overflows the float range "
+                f"(the result is {result}), over the limit of finite folded floats",
+                node,
+                hint="keep float constants finite: |x| <= 1.8e308; write math.inf if an "
+                "infinity is meant",
+            )
+    return result
 
 
 def fold_compare(op: str, a: Any, b: Any) -> bool:
@@ -157,10 +239,7 @@ def binop(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
     _reject_containers(ctx, op, [a, b], node)
     if is_number(a) and is_number(b):
         if op in ("and", "or") or not (isinstance(a, bool) or isinstance(b, bool)):
-            try:
-                return fold_binop(op, a, b)
-            except ZeroDivisionError:
-                raise ctx.error(ParserTypeError, "division by zero in a constant", node) from None
+            return fold(ctx, op, a, b, node)
     ea, eb, ta, tb = _operands(ctx, op, a, b, node)
     ca, cb = category(ta), category(tb)
     if op in ("and", "or"):

@@ -20,6 +20,12 @@ from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.surface import DslFunction
 
+# Nested for / if blocks of one function (an elif is an if nested in the else arm,
+# in the IR and in the generated code alike).  Deeper nesting is a ParserSyntaxError:
+# the IR passes walk blocks recursively and the generated kernel module, one
+# indentation level per block, must stay under Python's limit of 100.
+MAX_BLOCK_DEPTH = 64
+
 
 class YieldInfo:
     """A trailing `targets = pl.yield_(values)` of a loop body or if arm."""
@@ -47,6 +53,24 @@ class BodyParser:
     # ---------------------------------------------------------------- blocks
     def block(
         self, stmts: list[ast.stmt], *, allow_yield: bool = False, allow_return: bool = False
+    ) -> YieldInfo | None:
+        ctx = self.ctx
+        if ctx.block_depth > MAX_BLOCK_DEPTH:  # the function body itself is depth 0
+            raise ctx.error(
+                ParserSyntaxError,
+                f"blocks nested more than {MAX_BLOCK_DEPTH} levels deep, over the nesting "
+                "limit of kernel code (each for and if body is a level, an elif too)",
+                stmts[0] if stmts else None,
+                hint="flatten the elif chain, or split the kernel into several functions",
+            )
+        ctx.block_depth += 1
+        try:
+            return self._block(stmts, allow_yield=allow_yield, allow_return=allow_return)
+        finally:
+            ctx.block_depth -= 1
+
+    def _block(
+        self, stmts: list[ast.stmt], *, allow_yield: bool, allow_return: bool
     ) -> YieldInfo | None:
         for i, stmt in enumerate(stmts):
             last = i == len(stmts) - 1

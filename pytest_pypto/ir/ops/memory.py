@@ -6,6 +6,7 @@ tensor writes), so they use ``execute`` rather than ``compute``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pytest_pypto.ir.ops._rules import (
@@ -404,6 +405,79 @@ register(OpSpec(
 ))
 
 
+# Largest finite value of each float format (the smallest, where it is not -max).
+_FLOAT_MAX = {
+    "FP32": 3.4028234663852886e38, "BF16": 3.3895313892515355e38, "FP16": 65504.0,
+    "FP8E4M3FN": 448.0, "FP8E5M2": 57344.0, "FP8E8M0": 2.0 ** 127, "FP4": 6.0,
+}
+_FLOAT_MIN = {"FP8E8M0": 2.0 ** -127}  # E8M0 holds powers of two only: no zero, no sign
+
+
+def _int_range(dtype: Any) -> tuple[int, int]:
+    if dtype.kind == "uint":
+        return 0, (1 << dtype.bits) - 1
+    return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+
+
+def _shown(value: int | float) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
+def _check_fill(op: str, value: int | float, dtype: Any) -> None:
+    """The fill value must be a value of ``dtype``: in its range, finite unless it has inf.
+
+    Ints: the C conversion truncates a float toward zero, and that integer must lie in
+    the dtype's range (a fill never wraps).  Floats: a value in [min, max] is rounded
+    as the device rounds it; only outside that range (rare: no numpy for the usual
+    case) is the value converted exactly as the simulator stores it, and it must not
+    overflow to inf or NaN, nor an infinity or NaN turn into something else (FP8E4M3FN
+    has no inf, FP4 neither inf nor NaN).
+    """
+    shown = _shown(value)
+    if dtype.is_int:
+        lo, hi = _int_range(dtype)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OpTypeError(
+                f"The operator {op} requires a finite fill value for {dtype.name} (range "
+                f"[{lo}, {hi}]), but got {shown}",
+                f"an infinity or NaN has no {dtype.name} value (a float literal beyond about "
+                "1.8e308, such as 1e400, is inf); fill with a value in the range",
+            )
+        if not lo <= int(value) <= hi:
+            raise OpTypeError(
+                f"The operator {op} requires a fill value within the range of {dtype.name} "
+                f"[{lo}, {hi}], but got {shown}",
+                f"fill with a value in [{lo}, {hi}], or use a wider dtype",
+            )
+        return
+    hi_f = _FLOAT_MAX.get(dtype.name)
+    if not dtype.is_float or hi_f is None:
+        return
+    lo_f = _FLOAT_MIN.get(dtype.name, -hi_f)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond every float format
+        x = math.inf if value > 0 else -math.inf
+        stored = None
+    else:
+        if lo_f <= x <= hi_f:
+            return
+        from pytest_pypto.ir.apply import scalar_to_dtype
+
+        stored = scalar_to_dtype(x, dtype)
+        same = (math.isnan(x) and math.isnan(stored)) or (math.isinf(x) and stored == x)
+        if same or (math.isfinite(x) and math.isfinite(stored)):
+            return  # an IEEE special kept, or a value rounding onto the range's edge
+    becomes = f", which {dtype.name} stores as {stored!r}" if stored is not None else ""
+    raise OpTypeError(
+        f"The operator {op} requires a fill value within the range of {dtype.name} "
+        f"[{lo_f!r}, {hi_f!r}], but got {shown}{becomes}",
+        "fill with a value in the range, or use a wider dtype",
+    )
+
+
 def _full_type(info: CallInfo) -> TileType:
     shape = static_shape(info, "shape", info.values.get("shape"))
     dtype = info.values.get("dtype")
@@ -415,6 +489,7 @@ def _full_type(info: CallInfo) -> TileType:
             f"The operator {info.op} requires a literal int or float value, but got {value!r}",
             "fill with a constant, then pl.adds a Scalar if the value is dynamic",
         )
+    _check_fill(info.op, value, dtype)
     if dtype.is_int and isinstance(value, float) and value != int(value):
         info.warnings.append(f"{info.op}: {value} truncates to {int(value)} in {dtype.name}")
     return TileType(shape, dtype)
