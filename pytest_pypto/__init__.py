@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.config import BackendType, ExecutionMode, RunConfig
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BackendType",

@@ -41,6 +41,7 @@ from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
 
 PREAMBLE_HELPERS = '''
+from pytest_pypto.ir.dtypes import round_float as _round_float
 
 def _idiv(a, b):
     """Integer division truncating toward zero (C semantics of the DSL's int `/`)."""
@@ -206,16 +207,18 @@ class Emitter:
             if e.op == "/":
                 category = _category(e)
                 if category == "float":
-                    return f"({a} / {b})"
+                    return _rounded(e, f"({a} / {b})")
                 return f"_idiv({a}, {b})" if category == "int" else f"_div({a}, {b})"
-            return f"({a} {e.op} {b})"
+            return _rounded(e, f"({a} {e.op} {b})")
         if isinstance(e, n.Compare):
             return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
         if isinstance(e, n.UnaryOp):
             return f"({UNARY.get(e.op, e.op)}{self.expr(e.operand)})"
         if isinstance(e, n.ScalarCast):
             dt = e.dtype
-            conv = "bool" if dt.name == "BOOL" else "float" if dt.is_float else "int"
+            if dt.is_float:
+                return f"_round_float(float({self.expr(e.operand)}), {dt.name!r})"
+            conv = "bool" if dt.name == "BOOL" else "int"
             return f"{conv}({self.expr(e.operand)})"
         if isinstance(e, (tuple, list)):
             items = [self.expr(v) for v in e]
@@ -282,6 +285,17 @@ def _user_span(s: n.Stmt) -> n.Span | None:
     """Where a statement's error should point: its value's call when it has one."""
     value = s.value if isinstance(s, n.Assign) else s.expr if isinstance(s, n.ExprStmt) else None
     return getattr(value, "span", None) or s.span
+
+
+def _rounded(e: n.BinOp, code: str) -> str:
+    """An FP32 Scalar operation's result rounded to FP32 (DSL.md §3.5: each step of an
+    FP32 expression is FP32, not the host's float64).  FP16/BF16-typed expressions (a
+    literal adopts the Scalar's dtype) keep float64 steps: whether the generated code
+    promotes them to FP32 as C++ does is an open contract question."""
+    t = e.type
+    if isinstance(t, ScalarType) and t.dtype.name == "FP32" and e.op not in ("max", "min"):
+        return f"_round_float({code}, 'FP32')"
+    return code
 
 
 def _category(e: n.BinOp) -> str | None:

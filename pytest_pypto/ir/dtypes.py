@@ -98,3 +98,12 @@ def dtype_by_name(name: str) -> DataType:
         return DTYPES[name]
     except KeyError:
         raise KeyError(f"unknown dtype {name!r}; valid: {', '.join(DTYPES)}") from None
+
+
+def round_float(value: float, name: str) -> float:
+    """``value`` rounded (to nearest, ties to even) to the float dtype ``name``, as a
+    Python float: what a Scalar of that dtype holds (DSL.md §3.5; an overflow is inf)."""
+    import numpy
+
+    with numpy.errstate(over="ignore"):
+        return float(numpy.asarray(value, dtype=numpy.float64).astype(DTYPES[name].np))

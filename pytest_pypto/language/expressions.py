@@ -22,7 +22,7 @@ import ast
 import math
 from typing import Any
 
-from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.dtypes import DataType, round_float
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import (
     Assign,
@@ -353,7 +353,7 @@ class ExprParser:
                 node,
             )
         if dtype.is_float:
-            value = float(value)
+            value = round_float(float(value), dtype.name)  # the constant its dtype holds
         elif dtype.kind == "bool":
             value = bool(value)
         return scalars.make_const(value, dtype, self.ctx.span(node))

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.ir.artifact import ArgInfo, Manifest, dim_label
-from pytest_pypto.ir.dtypes import DataType, dtype_by_name
+from pytest_pypto.ir.dtypes import DataType, dtype_by_name, round_float
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.ir.values import UNINITIALIZED, fill_value
@@ -185,7 +185,7 @@ def _scalar(manifest: Manifest, param: ArgInfo, dtype: DataType, value: Any) -> 
         )
     if dtype.is_float:
         try:
-            return float(value)
+            return round_float(float(value), dtype.name)  # what a Scalar[dtype] holds
         except (TypeError, ValueError, OverflowError):
             raise SimulationError(
                 f"{where}, but {given} was given", span,

@@ -108,12 +108,9 @@ def make_arrays(prog: Program) -> dict[str, Any]:
     for p in prog.entry:
         if p.kind == "scalar":
             value = prog.scalars[p.name]
-            # Toolchain bug (report: scalar staging): a Python float bound to a
-            # pl.Scalar[FP16/BF16/FP32] entry parameter reaches the kernel unrounded.
-            # FP16/BF16 scalars are passed as numpy scalars of their dtype (already
-            # rounded) until that is fixed; FP32 values are exact FP32 numbers.
-            typed = prog.numpy_scalars or p.dtype in ("FP16", "BF16")
-            out[p.name] = NP[p.dtype](value) if typed else value
+            # A Python float bound to a Scalar[FP16/BF16] is rounded to it by staging
+            # (was a toolchain bug: it reached the kernel unrounded); both forms go in.
+            out[p.name] = NP[p.dtype](value) if prog.numpy_scalars else value
             continue
         rows = prog.dyn[p.rows] if isinstance(p.rows, str) else p.rows
         shape = (rows, p.cols)

@@ -152,8 +152,7 @@ def _pick(draw: st.DrawFn, pool: list[Tile], ok: Callable[[Tile], bool]) -> Tile
 
 def fill_values(dtype: str, exact: bool = False) -> st.SearchStrategy[float | int]:
     """Literal fill values ``dtype`` holds (tile.full rejects others); ``exact``: only
-    values it represents exactly.  Toolchain bug (report: typed constants): a float
-    ``pl.const(v, FP16/BF16)`` keeps v unrounded, so pl.const only gets exact values."""
+    values it represents exactly."""
     if is_float(dtype):
         return st.sampled_from([v for v in FLOAT_LITS if (dtype != "FP16" or abs(v) <= 65504)
                                 and (not exact or float(np.float32(v).astype(NP[dtype])) == v)])
@@ -293,11 +292,6 @@ def scalar_operands(draw: st.DrawFn, dtype: str, scalars: list[Param]) -> dict[s
     is FP32 or INDEX, DSL.md 3.5), or a typed ``pl.const``."""
     params = [p for p in scalars if is_float(p.dtype) == is_float(dtype)]
     kind = draw(st.sampled_from(("lit", "param", "expr", "const")))
-    if kind == "expr" and is_float(dtype):
-        # Toolchain bug (report: scalar arithmetic): FP32 Scalar arithmetic is evaluated
-        # in float64 ((alpha / 3.0) - 0.1 with alpha = 0.5 gives 0.06666666, FP32 gives
-        # 0.06666667); float expressions stay out until it is fixed.
-        kind = "param"
     if kind in ("param", "expr") and params:
         p = draw(st.sampled_from(params))
         if kind == "param":
@@ -314,7 +308,7 @@ def scalar_operands(draw: st.DrawFn, dtype: str, scalars: list[Param]) -> dict[s
         return {"operand": text, "param": p.name, "terms": tuple(terms)}
     if kind == "const":
         cdt = draw(st.sampled_from(FLOATS if is_float(dtype) else ("INT32", "INT16", "INT8")))
-        value = draw(fill_values(cdt, exact=True))
+        value = draw(fill_values(cdt))  # pl.const rounds to its dtype (was a bug)
         return {"operand": f"pl.const({value!r}, pl.{cdt})", "value": value, "const": cdt}
     value = draw(st.sampled_from(FLOAT_LITS if is_float(dtype) else INT_LITS))
     return {"operand": repr(value), "value": value}
