@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lint_kit import project
 
 from pytest_pypto.lint import manifest as manifest_mod
 from pytest_pypto.lint.files import GlobError, glob_problem, match
@@ -24,17 +25,6 @@ from pytest_pypto.lint.options import describe, mismatch
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = "import pytest\n\n\ndef test_it():\n    with pytest.raises(ValueError):\n        int('x')\n"
-
-
-def project(pytester: pytest.Pytester, manifest: str, files: dict[str, str] | None = None) -> None:
-    """A temp project: pyproject (fixes the rootdir), lint/lint.toml and `files` by path."""
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\naddopts = '--strict-markers'\n")
-    (pytester.path / "lint").mkdir(exist_ok=True)
-    (pytester.path / "lint" / "lint.toml").write_text(textwrap.dedent(manifest))
-    for name, text in (files or {}).items():
-        path = pytester.path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 def lit(text: str) -> str:

@@ -9,6 +9,7 @@ import subprocess
 import textwrap
 
 import pytest
+from lint_kit import project
 
 BAD = """\
 import pytest
@@ -20,17 +21,6 @@ def test_it():
 """
 GOOD = BAD.replace("Exception", "ValueError")
 HEADER = "# SPDX-License-Identifier: Apache-2.0\n"
-
-
-def project(pytester: pytest.Pytester, manifest: str, files: dict[str, str] | None = None) -> None:
-    """A temp project: pyproject (fixes the rootdir), lint/lint.toml and `files` by path."""
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\naddopts = '--strict-markers'\n")
-    (pytester.path / "lint").mkdir(exist_ok=True)
-    (pytester.path / "lint" / "lint.toml").write_text(textwrap.dedent(manifest))
-    for name, text in (files or {}).items():
-        path = pytester.path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 RAISES = "[checks.no-broad-raises]\n"
