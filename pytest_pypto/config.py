@@ -16,7 +16,7 @@ no effect on it (README, "Migrating a PyPTO suite").
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pytest_pypto.arch import (
@@ -31,27 +31,9 @@ __all__ = ["PYPTO_ONLY_FIELDS", "BackendType", "ExecutionMode", "RunConfig"]
 
 UNINITIALIZED_CHOICES = ("poison", "zero")
 
-# PyPTO's RunConfig fields that select something the bundled toolchain does not model:
-# accepted, stored, recorded where they would apply, no effect on the simulator.
-PYPTO_ONLY_FIELDS: tuple[str, ...] = (
-    "strategy",
-    "memory_planner",
-    "enable_chip_swimlane",
-    "enable_dump_args",
-    "enable_pmu",
-    "enable_scope_stats",
-    "compile_profiling",
-    "diagnostic_phase",
-    "disabled_diagnostics",
-    "golden_data_dir",
-    "aicpu_thread_num",
-    "ring_task_window",
-    "ring_heap",
-    "ring_dep_pool",
-    "distributed_config",
-    "analyze_auto_scopes_for_deps",
-    "dump_ptoas_passes",
-)
+# Marks PyPTO's RunConfig fields that select something the bundled toolchain does not
+# model: accepted, stored, recorded where they would apply, no effect on the simulator.
+_ACCEPTED = {"pypto_only": True}
 
 # Older PyPTO spellings of the same fields.
 _ALIASES = {"enable_l2_swimlane": "enable_chip_swimlane", "dump_args": "enable_dump_args"}
@@ -87,24 +69,24 @@ class RunConfig:
     sim_clusters: int | None = None
     # PyPTO's dependency capture: the simulator always records its task graph (deps.json).
     enable_dep_gen: bool = False
-    # PyPTO_ONLY_FIELDS: accepted, no effect on the simulator.
-    strategy: Any = None
-    memory_planner: Any = None
-    enable_chip_swimlane: int = 0
-    enable_dump_args: int = 0
-    enable_pmu: int = 0
-    enable_scope_stats: bool = False
-    compile_profiling: bool = False
-    diagnostic_phase: Any = None
-    disabled_diagnostics: Any = None
-    golden_data_dir: str | None = None
-    aicpu_thread_num: int | None = None
-    ring_task_window: Any = None
-    ring_heap: Any = None
-    ring_dep_pool: Any = None
-    distributed_config: Any = None
-    analyze_auto_scopes_for_deps: bool = False
-    dump_ptoas_passes: bool = False
+    # Accepted without effect on the simulator (PYPTO_ONLY_FIELDS).
+    strategy: Any = field(default=None, metadata=_ACCEPTED)
+    memory_planner: Any = field(default=None, metadata=_ACCEPTED)
+    enable_chip_swimlane: int = field(default=0, metadata=_ACCEPTED)
+    enable_dump_args: int = field(default=0, metadata=_ACCEPTED)
+    enable_pmu: int = field(default=0, metadata=_ACCEPTED)
+    enable_scope_stats: bool = field(default=False, metadata=_ACCEPTED)
+    compile_profiling: bool = field(default=False, metadata=_ACCEPTED)
+    diagnostic_phase: Any = field(default=None, metadata=_ACCEPTED)
+    disabled_diagnostics: Any = field(default=None, metadata=_ACCEPTED)
+    golden_data_dir: str | None = field(default=None, metadata=_ACCEPTED)
+    aicpu_thread_num: int | None = field(default=None, metadata=_ACCEPTED)
+    ring_task_window: Any = field(default=None, metadata=_ACCEPTED)
+    ring_heap: Any = field(default=None, metadata=_ACCEPTED)
+    ring_dep_pool: Any = field(default=None, metadata=_ACCEPTED)
+    distributed_config: Any = field(default=None, metadata=_ACCEPTED)
+    analyze_auto_scopes_for_deps: bool = field(default=False, metadata=_ACCEPTED)
+    dump_ptoas_passes: bool = field(default=False, metadata=_ACCEPTED)
 
     def __post_init__(self) -> None:
         if (self.rtol is None) != (self.atol is None):
@@ -160,7 +142,7 @@ class RunConfig:
 
     def accepted_without_effect(self) -> dict[str, Any]:
         """PyPTO-only selections that differ from their defaults (recorded in artifacts)."""
-        defaults = {f.name: f.default for f in fields(self) if f.name in PYPTO_ONLY_FIELDS}
+        defaults = {f.name: f.default for f in fields(self) if f.metadata.get("pypto_only")}
         return {
             name: _plain(getattr(self, name))
             for name, default in defaults.items()
@@ -182,6 +164,10 @@ def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
         )
     return parse_platform(platform)
 
+
+PYPTO_ONLY_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(RunConfig) if f.metadata.get("pypto_only")
+)
 
 _dataclass_init = RunConfig.__init__
 

@@ -46,10 +46,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_pypto.harness.options import SETTINGS_KEY, resolve
 
     config.stash[SETTINGS_KEY] = resolve(config)
-    if config.stash[SETTINGS_KEY].alias:  # before collection imports any test module
-        from pytest_pypto.compat.alias import configure as configure_alias
-
-        configure_alias(config)
     config.pluginmanager.register(_CacheHooks(), "pypto-compile-cache")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         config.pluginmanager.register(_LedgerHooks(), "pypto-ledger")
@@ -87,8 +83,7 @@ class _CacheHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         from pytest_pypto.harness.session import CACHE_OUTPUT
 
-        counts = list(getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, ()))
-        hits, misses, damaged = (counts + [0, 0, 0])[:3]
+        hits, misses, damaged = getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, (0, 0, 0))
         self.hits += hits
         self.misses += misses
         self.damaged += damaged

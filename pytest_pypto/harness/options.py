@@ -296,8 +296,15 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(opt.ini, f"{opt.help} (same as {opt.flag})", type="string", default="")
 
 
-def _raw(config: pytest.Config, opt: Option, env: Mapping[str, str]) -> tuple[str | None, str]:
-    value = config.getoption(opt.dest, None)
+def _raw(
+    config: pytest.Config, opt: Option, env: Mapping[str, str], namespace: Any = None
+) -> tuple[str | None, str]:
+    """(value, where it came from) by precedence; ``namespace``: parsed arguments to read
+    instead of ``config.option`` (before the full parse)."""
+    if namespace is not None:
+        value = getattr(namespace, opt.dest, None)
+    else:
+        value = config.getoption(opt.dest, None)
     if value is not None:
         return value, "the command line"
     if env.get(opt.env):
@@ -312,13 +319,10 @@ def early_switch(config: pytest.Config, name: str, env: Mapping[str, str] | None
     """A switch as seen before conftests load (pytest_load_initial_conftests): the
     command line as parsed so far, then env, then ini.  A bad value reads as off here;
     `resolve` reports it later as a usage error."""
-    env = os.environ if env is None else env
     opt = next(o for o in OPTIONS if o.name == name)
-    value = getattr(config.known_args_namespace, opt.dest, None)
-    if value is None:
-        value = env.get(opt.env) or config.getini(opt.ini) or False
+    raw, _ = _raw(config, opt, os.environ if env is None else env, config.known_args_namespace)
     try:
-        return parse_bool(value)
+        return parse_bool(raw or False)
     except ValueError:
         return False
 

@@ -187,16 +187,10 @@ _TORCH_FACTORIES = ("randn", "rand", "zeros", "ones")
 class TensorSpec(_native.TensorSpec):
     """PyPTO's ``TensorSpec(name, shape, dtype, init_value=None, is_output=False)``.
 
-    ``dtype`` may be a `DataType` member, a DSL dtype, a torch or numpy dtype;
-    ``pypto_dtype`` keeps what was given.  Inputs are built with PyPTO's rules (the
-    module docstring), then held as numpy arrays of the DSL dtype.
+    ``dtype`` may be a `DataType` member, a DSL dtype, a torch or numpy dtype (the
+    native spec resolves each).  Inputs are built with PyPTO's rules (the module
+    docstring), then held as numpy arrays of the DSL dtype.
     """
-
-    def __post_init__(self) -> None:
-        self.pypto_dtype = self.dtype
-        if isinstance(self.dtype, DataType):
-            self.dtype = self.dtype.dsl
-        super().__post_init__()
 
     def create(self, rng: Any) -> Any:
         import numpy as np
@@ -250,28 +244,14 @@ def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
     return torch.from_numpy(array.astype(np.float64)).to(want)
 
 
-def numpy_of(tensor: Any) -> Any:
-    """A numpy copy of a torch tensor in its own dtype (fp8 formats through ml_dtypes)."""
-    import numpy as np
-    import torch
-
-    from pytest_pypto.harness.tensors import torch_to_numpy
-
-    t = tensor.detach().cpu().contiguous()
-    name = str(t.dtype).removeprefix("torch.")
-    if name.startswith("float8"):
-        import ml_dtypes
-
-        return t.view(torch.uint8).numpy().view(np.dtype(getattr(ml_dtypes, name))).copy()
-    return torch_to_numpy(t)
-
-
 def from_torch(tensor: Any, np_dtype: Any, name: str, shape: Sequence[int]) -> Any:
     """``tensor`` as a numpy array of ``np_dtype`` broadcast to ``shape``: bit for bit
     between integers of one width (PyPTO's unsigned-as-signed), by value otherwise."""
     import numpy as np
 
-    array = numpy_of(tensor)
+    from pytest_pypto.harness.tensors import torch_to_numpy
+
+    array = torch_to_numpy(tensor)
     if array.dtype != np_dtype:
         same_ints = array.dtype.kind in "iu" and np_dtype.kind in "iu"
         if same_ints and array.dtype.itemsize == np_dtype.itemsize:
@@ -307,7 +287,6 @@ class PTOTestCase(_native.PTOTestCase, abc.ABC):
     @abc.abstractmethod
     def compute_expected(self, tensors: dict[str, Any], params: dict[str, Any] | None = None) -> None: ...
 
-    golden_arrays = "torch"  # compute_expected receives torch tensors
     equal_nan = True  # PyPTO: a NaN in the golden is a don't-care
 
     def __init__(
@@ -362,15 +341,6 @@ class PTOTestCase(_native.PTOTestCase, abc.ABC):
         if self._scalar_specs is None:
             self._scalar_specs = self.define_scalars()
         return self._scalar_specs
-
-    def compile_selections(self) -> dict[str, Any]:
-        """What this case selects that the bundled toolchain accepts without effect."""
-        chosen = {
-            "strategy": self._override_strategy,
-            "memory_planner": self.get_memory_planner(),
-            "enable_pypto_l0c_double_buffer": self.get_enable_pypto_l0c_double_buffer(),
-        }
-        return {k: getattr(v, "name", v) for k, v in chosen.items() if v is not None}
 
     def _harness_inputs(self, rng: Any, seed: int | None) -> Any:
         """PyPTO's inputs, with torch's global generator seeded by the test's seed

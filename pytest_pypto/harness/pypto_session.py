@@ -98,16 +98,9 @@ def case_platform(case: Any, item: Any, fallback: str) -> str:
 def session_config(pconfig: pytest.Config, platform: str, dfx: Mapping[str, str]) -> Any:
     """PyPTO's session ``test_config``: the cell's RunConfig with the session's options
     and PyPTO's DFX switches (``--enable-dep-gen``, ...) in their fields."""
-    from pytest_pypto.config import RunConfig
-    from pytest_pypto.harness.session import settings
+    from pytest_pypto.harness.session import config_of
 
-    s = settings(pconfig)
-    config = RunConfig(
-        platform=platform,
-        codegen_only=s.codegen_only,
-        save_kernels=s.save_kernels,
-        dump_passes=s.dump_passes,
-    )
+    config = config_of(pconfig, None, platform)
     for option, field in dfx.items():
         value = getattr(pconfig.option, option, None)
         if value:
@@ -147,8 +140,8 @@ def runner_for_case(
     config = config_of(pconfig, node, platform)
     for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen"):
         setattr(config, name, getattr(session, name))
-    selections = getattr(case, "get_memory_planner", None)
-    if callable(selections) and selections() is not None:
-        config.memory_planner = selections()
+    planner = case.get_memory_planner() if hasattr(case, "get_memory_planner") else None
+    if planner is not None:  # the case's own selection wins over the session's
+        config.memory_planner = planner
     return runner_of(pconfig, node, config)
 

@@ -149,15 +149,18 @@ def config_for(request: pytest.FixtureRequest, platform: str) -> Any:
     return config_of(request.config, request.node, platform, device=device)
 
 
-def config_of(config: pytest.Config, node: Any, platform: str, *, device: Any = None) -> Any:
-    """The RunConfig of test item ``node`` on ``platform`` with the session's options."""
+def config_of(
+    config: pytest.Config, node: Any, platform: str, *, device: Any = None
+) -> Any:
+    """The RunConfig of test item ``node`` on ``platform`` with the session's options
+    (``node`` None: a session-wide config, with no test seed or artifact directory)."""
     from pytest_pypto.config import RunConfig
 
     s = settings(config)
-    keep = s.save_kernels or s.dump_passes  # a dump is only useful where it can be read
+    keep = node is not None and (s.save_kernels or s.dump_passes)  # dumps must be readable
     return RunConfig(
         platform=platform,
-        seed=seed_of(config, node),
+        seed=seed_of(config, node) if node is not None else None,
         device_id=device,
         codegen_only=s.codegen_only,
         save_kernels=s.save_kernels,

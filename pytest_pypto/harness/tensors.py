@@ -19,15 +19,9 @@ def is_torch(value: Any) -> bool:
 
 
 def torch_to_numpy(tensor: Any) -> np.ndarray:
-    """A numpy copy of a torch tensor; bfloat16 becomes ml_dtypes.bfloat16 bit for bit."""
-    import torch
-
-    t = tensor.detach().cpu()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
-    return t.numpy().copy()
+    """A numpy copy of a torch tensor in its own dtype (bf16 and fp8 bit for bit, as
+    ml_dtypes types)."""
+    return torch_view(tensor.detach().cpu().contiguous()).copy()
 
 
 def to_numpy(value: Any, dtype: Any = None) -> np.ndarray:
