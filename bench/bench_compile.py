@@ -1,6 +1,7 @@
 """Parse and compile time of long straight-line kernels, 1k / 4k / 16k ops side by side.
 
     .venv/bin/python bench/bench_compile.py [--ops 1000,4000,16000] [--repeat 3] [--platform a5sim]
+        [--style tile|tensor]
 
 Each kernel is generated as source text (one InCore function: two loads, then a
 chain of ``pl.add`` / ``pl.mul`` / ``pl.adds`` / ``pl.sub`` on the running tile, a
@@ -33,8 +34,15 @@ TARGET_SECONDS = 3.0
 _CHAIN = ("t = pl.add(t, b)", "t = pl.mul(t, a)", "t = pl.adds(t, 1.0)", "t = pl.sub(t, b)")
 
 
-def kernel_source(n_ops: int) -> str:
-    """A program whose InCore kernel makes ``n_ops`` op calls in one straight line."""
+def kernel_source(n_ops: int, style: str = "tile") -> str:
+    """A program whose InCore kernel makes ``n_ops`` op calls in one straight line.
+
+    ``style`` "tensor": the chain is of tensor-level ops on the parameters (each one
+    lowered by compiler/tensor_lowering into a local tensor, loads, the tile op and a
+    store), so the passes after the lowering see about five times as many statements.
+    """
+    if style == "tensor":
+        return _tensor_kernel_source(n_ops)
     sig = (
         "self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Tensor[[16, 64], pl.FP32], "
         "out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]"
@@ -65,11 +73,42 @@ def kernel_source(n_ops: int) -> str:
     return "\n".join(lines)
 
 
-def import_program(n_ops: int, directory: Path) -> tuple[Any, float]:
+def _tensor_kernel_source(n_ops: int) -> str:
+    sig = (
+        "self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Tensor[[16, 64], pl.FP32], "
+        "out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]"
+    )
+    chain = ("t = pl.add(t, y)", "t = pl.mul(t, x)", "t = pl.adds(t, 1.0)", "t = pl.sub(t, y)")
+    lines = [
+        "import pytest_pypto.language as pl",
+        "",
+        "",
+        "@pl.program",
+        "class Long:",
+        "    @pl.function(type=pl.FunctionType.InCore)",
+        f"    def k({sig}) -> pl.Tensor[[16, 64], pl.FP32]:",
+        "        t = pl.add(x, y)",
+    ]
+    lines += [f"        {chain[i % len(chain)]}" for i in range(n_ops - 3)]
+    lines += [
+        "        r = pl.load(t, [0, 0], [16, 64])",
+        "        out = pl.store(r, [0, 0], out)",
+        "        return out",
+        "",
+        "    @pl.function(type=pl.FunctionType.Orchestration)",
+        f"    def main({sig}) -> pl.Tensor[[16, 64], pl.FP32]:",
+        "        out = self.k(x, y, out)",
+        "        return out",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def import_program(n_ops: int, directory: Path, style: str = "tile") -> tuple[Any, float]:
     """Write the kernel to a file, import it; (the program, seconds the import took)."""
-    name = f"bench_compile_long_{n_ops}"
+    name = f"bench_compile_long_{style}_{n_ops}"
     path = directory / f"{name}.py"
-    path.write_text(kernel_source(n_ops), encoding="utf-8")
+    path.write_text(kernel_source(n_ops, style), encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -103,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="1000,4000,16000", help="comma-separated op counts")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--platform", default="a5sim")
+    parser.add_argument("--style", choices=("tile", "tensor"), default="tile",
+                        help="a chain of tile ops, or of tensor-level ops (lowered to tiles)")
     args = parser.parse_args(argv)
     config = RunConfig(platform=args.platform)
     sizes = [int(s) for s in args.ops.split(",")]
@@ -111,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         for n_ops in sizes:
             work = Path(tmp) / str(n_ops)
             work.mkdir()
-            program, t_parse = import_program(n_ops, work)
+            program, t_parse = import_program(n_ops, work, args.style)
             t_compile, t_cpu = time_compile(program, config, args.repeat, work)
             rows.append((n_ops, t_parse, t_compile, t_cpu))
     print(f"{'ops':>6} {'parse (s)':>10} {'us/op':>7} {'x 1st':>6} "
@@ -127,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{TARGET_OPS}-op compile {at_target[0]:.2f} s (target < {TARGET_SECONDS:.0f} s)"
         if at_target else f"no {TARGET_OPS}-op row (target: it compiles in < {TARGET_SECONDS:.0f} s)"
     )
-    print(f"{verdict}; platform {args.platform}; compile is the median of {args.repeat} runs, "
+    print(f"{verdict}; {args.style} ops; platform {args.platform}; compile is the median of {args.repeat} runs, "
           "parse is one import; 'x 1st' is time per op relative to the first row "
           "(about 1 when linear)")
     return 0

@@ -134,6 +134,10 @@ class ArchSpec:
     tri_rejected_dtypes: tuple[str, ...]
     sels_src_dtypes: tuple[str, ...]
     mgather_fp8: bool
+    # Vector ops whose element dtypes differ per arch (pto-isa per-target checks): op family
+    # -> the dtypes this arch's instruction takes.  Families absent take every dtype their
+    # type rule admits.
+    vec_op_dtypes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _ro({}))
     unvalidated_combos: tuple[str, ...] = field(default=())
 
     @property
@@ -217,6 +221,20 @@ A2A3 = ArchSpec(
     tri_rejected_dtypes=("INT8", "UINT8", "BF16"),
     sels_src_dtypes=("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
     mgather_fp8=False,
+    vec_op_dtypes=_ro(
+        {
+            "cmp": ("INT32", "FP16", "FP32"),
+            "cmps": ("INT16", "UINT16", "INT32", "FP16", "FP32"),
+            "and": ("INT8", "UINT8", "INT16", "UINT16"),
+            "or": ("INT8", "UINT8", "INT16", "UINT16"),
+            "xor": ("INT8", "UINT8", "INT16", "UINT16"),
+            "shift": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"),
+            "fmod": ("INT16", "INT32", "FP16", "FP32"),
+            "rem": ("INT16", "INT32", "FP16", "FP32"),
+            "part": ("INT16", "INT32", "FP16", "FP32"),
+            "prelu_tmp": ("UINT8",),
+        }
+    ),
     unvalidated_combos=(
         "subs:INT8",
         "subs:BF16",
@@ -308,6 +326,19 @@ A5 = ArchSpec(
     tri_rejected_dtypes=(),
     sels_src_dtypes=("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32", "INT8", "UINT8"),
     mgather_fp8=True,
+    vec_op_dtypes=_ro(
+        {
+            "cmp": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
+            "cmps": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
+            "and": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"),
+            "or": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"),
+            "xor": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"),
+            "shift": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"),
+            "fmod": ("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
+            "rem": ("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
+            "part": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32", "BF16"),
+        }
+    ),
     unvalidated_combos=(),
 )
 

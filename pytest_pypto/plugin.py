@@ -47,6 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.stash[SETTINGS_KEY] = resolve(config)
     config.pluginmanager.register(_CacheHooks(), "pypto-compile-cache")
+    from pytest_pypto.harness.jit import bind_session
+
+    bind_session(config)  # @pl.jit / CompiledProgram calls: this session's cache and cell
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         config.pluginmanager.register(_LedgerHooks(), "pypto-ledger")
         from pytest_pypto.harness.session import compile_cache
@@ -60,6 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 ),
                 stacklevel=2,
             )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from pytest_pypto.harness.jit import unbind_session
+
+    unbind_session(config)
 
 
 class _CacheHooks:

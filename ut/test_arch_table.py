@@ -81,6 +81,18 @@ EXPECTED = {
         tri_rejected_dtypes={"INT8", "UINT8", "BF16"},
         sels_src_dtypes={"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
         mgather_fp8=False,
+        vec_op_dtypes={  # pto-isa a2a3 per-instruction dtype checks
+            "cmp": {"INT32", "FP16", "FP32"},
+            "cmps": {"INT16", "UINT16", "INT32", "FP16", "FP32"},
+            "and": {"INT8", "UINT8", "INT16", "UINT16"},
+            "or": {"INT8", "UINT8", "INT16", "UINT16"},
+            "xor": {"INT8", "UINT8", "INT16", "UINT16"},
+            "shift": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"},
+            "fmod": {"INT16", "INT32", "FP16", "FP32"},
+            "rem": {"INT16", "INT32", "FP16", "FP32"},
+            "part": {"INT16", "INT32", "FP16", "FP32"},
+            "prelu_tmp": {"UINT8"},  # TPRELU's bit-mask scratch
+        },
         unvalidated_combos={
             "subs:INT8",
             "subs:BF16",
@@ -170,6 +182,18 @@ EXPECTED = {
         tri_rejected_dtypes=set(),
         sels_src_dtypes={"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32", "INT8", "UINT8"},
         mgather_fp8=True,
+        vec_op_dtypes={  # pto-isa a5 per-instruction dtype checks
+            "cmp": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
+            "cmps": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
+            "and": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"},
+            "or": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"},
+            "xor": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"},
+            "shift": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"},
+            "fmod": {"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
+            "rem": {"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
+            "part": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32",
+                     "BF16"},
+        },
         unvalidated_combos=set(),
     ),
 }

@@ -27,6 +27,7 @@ from pytest_pypto.compiler import (
     directions,
     memspace,
     structure,
+    tensor_lowering,
     typecheck,
 )
 from pytest_pypto.compiler.codegen import kernel_source, orchestration_source
@@ -56,6 +57,7 @@ PASSES: list[Pass] = [
     Pass("select_entry", structure.select_entry),
     Pass("check_placement", structure.check_placement),
     Pass("flatten_calls", structure.flatten_calls),
+    Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops),
     Pass("check_directions", directions.check_directions),
     Pass("infer_memory_spaces", memspace.infer_memory_spaces),
     Pass("check_types_for_arch", typecheck.check_types_for_arch),

@@ -33,12 +33,12 @@ from pytest_pypto.compiler.batching import (
     window,
 )
 from pytest_pypto.compiler.directions import returned_params
-from pytest_pypto.compiler.walk import is_tile, iter_exprs, iter_stmts, stmt_exprs
+from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import CompileError
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
-from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
+from pytest_pypto.ir.types import DynExpr, DynVar, ScalarType, TensorType, TileType
 
 PREAMBLE_HELPERS = '''
 from pytest_pypto.ir.dtypes import round_float as _round_float
@@ -68,6 +68,12 @@ RT_METHODS = {
     "write": ("write", 3),
     "dim": ("dim", 2),
 }
+# Ops reading the kernel's launch (ir/ops/spmd.py): the generated kernel takes a hidden
+# ``_launch=(block index, block count)`` argument, which a pl.spmd launch passes per block.
+LAUNCH_OPS = frozenset(
+    {"tile.get_block_idx", "tile.get_block_num", "tensor.get_block_idx", "tensor.get_block_num"}
+)
+LAUNCH_PARAM = "_launch"
 UNARY = {"-": "-", "neg": "-", "USub": "-", "not": "not ", "Not": "not ", "~": "~", "Invert": "~"}
 
 
@@ -130,6 +136,7 @@ class Emitter:
         self.dtypes: set[str] = set()
         self.dyn_sources: dict[DynVar, tuple[str, int]] = {}  # -> (param local, axis)
         self.dyn_used: dict[DynVar, str] = {}  # DynVars read in the body -> their local
+        self.loop_vars: list[tuple[n.Var, ...]] = []  # enclosing loops' iteration variables
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -150,8 +157,11 @@ class Emitter:
 
     def dyn_local(self, d: DynVar, span: n.Span | None = None) -> str:
         local = self.dyn_used.get(d)
+        if local is None and d not in self.dyn_sources and isinstance(d, DynExpr):
+            parts = [p if isinstance(p, int) else self.dyn_local(p, span) for p in (d.lhs, d.rhs)]
+            return f"({parts[0]} {d.op} {parts[1]})"  # a composite dim from its parts
         if local is None:
-            if d not in self.dyn_sources:
+            if d not in self.dyn_sources and not self.solve_dyn(d):
                 raise CompileError(
                     f"dynamic dimension '{d.name}' is used as a value, but no tensor parameter "
                     f"of this function has it in its shape",
@@ -163,6 +173,25 @@ class Emitter:
             self.dyn_used[d] = local
         return local
 
+    def solve_dyn(self, d: DynVar) -> bool:
+        """Read ``d`` off a parameter dim ``d * k``, ``d + k`` or ``d - k`` (PyPTO's
+        composite dims) when no parameter dim is ``d`` itself."""
+        for e, (local, axis) in list(self.dyn_sources.items()):
+            if not isinstance(e, DynExpr) or e.op not in ("*", "+", "-"):
+                continue
+            for var, k, var_left in ((e.lhs, e.rhs, True), (e.rhs, e.lhs, False)):
+                if var is d and isinstance(k, int) and not (e.op == "*" and k == 0):
+                    src = self.dyn_binding(local, axis)
+                    if e.op == "*":
+                        code = f"{src} // {k}"
+                    elif e.op == "+":
+                        code = f"{src} - {k}"
+                    else:
+                        code = f"{src} + {k}" if var_left else f"{k} - {src}"
+                    self.dyn_sources[d] = (f"({code})", -1)
+                    return True
+        return False
+
     def dyn_binding(self, local: str, axis: int) -> str:
         """Source of one dynamic dim read from a parameter (kernels: numpy views)."""
         return f"{local}.shape[{axis}]"
@@ -170,12 +199,16 @@ class Emitter:
     def prepend_dyn_bindings(self, depth: int, span: n.Span | None) -> None:
         """Bind the dynamic dims the body used, at the top of the function."""
         lines = [
-            "    " * depth + f"{local} = {self.dyn_binding(*self.dyn_sources[d])}"
+            "    " * depth + f"{local} = {self._dyn_source(d)}"
             for d, local in self.dyn_used.items()
         ]
         self.lines[:0] = lines
         self.spans[:0] = [span] * len(lines)
         self.scalars[:0] = [()] * len(lines)
+
+    def _dyn_source(self, d: DynVar) -> str:
+        local, axis = self.dyn_sources[d]
+        return local if axis == -1 else self.dyn_binding(local, axis)  # -1: solve_dyn's code
 
     def tables(self, first_line: int) -> list[str]:
         """The trailing ``SPANS``/``SCALARS`` tables; ``first_line``: the module line of
@@ -253,11 +286,23 @@ class Emitter:
         elif isinstance(s, n.For):
             for var, init in s.carried:
                 self.emit(depth, f"{self.names(var.name)} = {self.expr(init)}")
-            bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
-            self.emit(depth, f"for {self.names(s.var.name)} in range({bounds}):")
-            self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
+            if isinstance(s, n.While):
+                self.emit(depth, f"while {self.expr(s.cond)}:")
+            else:
+                bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
+                self.emit(depth, f"for {self.names(s.var.name)} in range({bounds}):")
+            iter_vars = tuple(v for v, _ in s.carried)
+            self.loop_vars.append(iter_vars)
+            self.body(s.body, depth + 1, iter_vars)
+            self.loop_vars.pop()
             for res, (var, _) in zip(s.results, s.carried):
                 self.emit(depth, f"{self.names(res.name)} = {self.names(var.name)}")
+        elif isinstance(s, n.LoopJump):
+            targets = self.loop_vars[-1] if self.loop_vars else ()
+            if targets and s.values:
+                lhs = ", ".join(self.names(v.name) for v in targets)
+                self.emit(depth, f"{lhs} = {', '.join(self.expr(v) for v in s.values)}")
+            self.emit(depth, "break" if isinstance(s, n.Break) else "continue")
         elif isinstance(s, n.If):
             self.emit(depth, f"if {self.expr(s.cond)}:")
             self.body(s.then_body, depth + 1, s.results)
@@ -340,6 +385,7 @@ class KernelEmitter(Emitter):
         self.loops = 0
         self.folded: set[int] = set()  # id(Assign) whose value a fused store computes
         self.folded_values: dict[str, n.Call] = {}  # its target name -> the value call
+        self.uses_launch = False  # the body reads its block index / count (LAUNCH_OPS)
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -367,6 +413,9 @@ class KernelEmitter(Emitter):
         if isinstance(e, n.FuncCall):
             raise AssertionError("InCore -> InCore calls are rejected before codegen")
         assert isinstance(e, n.Call)
+        if e.op in LAUNCH_OPS:
+            self.uses_launch = True
+            return f"{self.op_local(e.op)}({LAUNCH_PARAM}, out=None)"
         if self.batch is not None:
             plan, count = self.batch
             access = plan.accesses.get(id(e))
@@ -526,6 +575,7 @@ class KernelEmitter(Emitter):
                 f"{name} = TileType({t.shape!r}, {t.dtype.name}, {t.space!r}, {tuple(t.valid)!r}, "
                 f"{t.pad!r})"
             )
+        launch = [f"{LAUNCH_PARAM}=(0, 1)"] if self.uses_launch else []
         out = [
             f"# {header}",
             '"""Generated by pytest-pypto; do not edit.  Kernel ABI: see pytest_pypto.ir.artifact."""',
@@ -539,7 +589,7 @@ class KernelEmitter(Emitter):
             "def make(bind):",
             *[f"    {local} = bind({op!r})" for op, local in self.ops.items()],
             "",
-            f"    def {fname}({', '.join(params)}):",
+            f"    def {fname}({', '.join(params + launch)}):",
         ]
         return _with_tables(self, out, fname)
 
@@ -566,6 +616,10 @@ class OrchestrationEmitter(Emitter):
         super().__init__()
         self.program = program
         self.registry = registry
+        self.launch_kernels = {
+            f.name for f in program.functions.values()
+            if any(isinstance(e, n.Call) and e.op in LAUNCH_OPS for _, e in iter_calls(f.body))
+        }
         self.returns = {
             f.name: returned_params(f) for f in program.functions.values() if f.kind == "InCore"
         }
@@ -593,7 +647,12 @@ class OrchestrationEmitter(Emitter):
             packed = "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
             rets = self.returns.get(e.callee, [])
             ret = "(" + ", ".join(map(str, rets)) + ("," if len(rets) == 1 else "") + ")"
-            return f"rt.submit({e.callee!r}, {packed}, returns={ret})"
+            launch = ""
+            if e.blocks is not None:
+                launch = f", blocks={self.expr(e.blocks)}"
+                if e.callee in self.launch_kernels:
+                    launch += ", launch=True"
+            return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch})"
         assert isinstance(e, n.Call)
         method, count = RT_METHODS[e.op.rpartition(".")[2]]
         return f"rt.{method}({self._rt_args(e, count)})"

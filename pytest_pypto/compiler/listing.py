@@ -44,7 +44,8 @@ def render_expr(e: n.Expr) -> str:
         ]
         return f"{e.op}({', '.join(args)})"
     if isinstance(e, n.FuncCall):
-        return f"self.{e.callee}({', '.join(render_expr(a) for a in e.args)})"
+        launch = f" [spmd {render_expr(e.blocks)}]" if e.blocks is not None else ""
+        return f"self.{e.callee}({', '.join(render_expr(a) for a in e.args)}){launch}"
     if isinstance(e, (n.BinOp, n.Compare)):
         if e.op in ("max", "min"):
             return f"{e.op}({render_expr(e.lhs)}, {render_expr(e.rhs)})"
@@ -74,10 +75,10 @@ def render_body(body: list[n.Stmt], depth: int = 1) -> list[str]:
         elif isinstance(s, n.For):
             carried = ", ".join(f"{v.name}={render_expr(i)}" for v, i in s.carried)
             extra = f" carry({carried})" if carried else ""
-            out.append(
-                f"{_line(s)} |{pad}for {s.var.name} in pl.{s.kind}({render_expr(s.start)}, "
-                f"{render_expr(s.stop)}, {render_expr(s.step)}){extra}:"
-            )
+            head = (f"while {render_expr(s.cond)}" if isinstance(s, n.While) else
+                    f"for {s.var.name} in pl.{s.kind}({render_expr(s.start)}, "
+                    f"{render_expr(s.stop)}, {render_expr(s.step)})")
+            out.append(f"{_line(s)} |{pad}{head}{extra}:")
             out.extend(render_body(s.body, depth + 1))
             if s.results:
                 out.append(f"{_line(s)} |{pad}-> {', '.join(r.name for r in s.results)}")
@@ -89,6 +90,10 @@ def render_body(body: list[n.Stmt], depth: int = 1) -> list[str]:
                 out.extend(render_body(s.else_body, depth + 1))
             if s.results:
                 out.append(f"{_line(s)} |{pad}-> {', '.join(r.name for r in s.results)}")
+        elif isinstance(s, n.LoopJump):
+            word = "break" if isinstance(s, n.Break) else "continue"
+            vals = ", ".join(render_expr(v) for v in s.values)
+            out.append(f"{_line(s)} |{pad}{word}" + (f" with {vals}" if vals else ""))
         elif isinstance(s, n.Yield):
             out.append(f"{_line(s)} |{pad}yield {', '.join(render_expr(v) for v in s.values)}")
         elif isinstance(s, n.Return):

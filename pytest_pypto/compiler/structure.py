@@ -175,7 +175,7 @@ def _hoist_stmt(stmt: n.Stmt, hoisted: list[n.Stmt], names: NameGen) -> None:
         stmt.value = _hoist_children(stmt.value, hoisted, names, top=True)
     elif isinstance(stmt, n.ExprStmt):
         stmt.expr = _hoist_children(stmt.expr, hoisted, names, top=True)
-    elif isinstance(stmt, (n.Yield, n.Return)):
+    elif isinstance(stmt, (n.Yield, n.Return, n.LoopJump)):
         stmt.values = tuple(_hoist_children(v, hoisted, names) for v in stmt.values)
     elif isinstance(stmt, n.For):
         stmt.start = _hoist_children(stmt.start, hoisted, names)

@@ -35,7 +35,7 @@ def stmt_exprs(stmt: n.Stmt) -> list[n.Expr]:
         return [stmt.value]
     if isinstance(stmt, n.ExprStmt):
         return [stmt.expr]
-    if isinstance(stmt, (n.Yield, n.Return)):
+    if isinstance(stmt, (n.Yield, n.Return, n.LoopJump)):
         return list(stmt.values)
     if isinstance(stmt, n.For):
         return [stmt.start, stmt.stop, stmt.step, *(init for _, init in stmt.carried)]

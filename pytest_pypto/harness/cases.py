@@ -258,13 +258,16 @@ class PTOTestCase:
     """Base class of a PyPTO-style case; subclasses override the four methods.
 
     Class attributes ``rtol``/``atol`` (both or neither) override the per-dtype
-    tolerances; ``equal_nan = True`` makes NaN in a golden a don't-care.
+    tolerances; ``equal_nan = True`` makes NaN in a golden a don't-care;
+    ``outputs_in = True`` starts pure Out tensors with their built values (init_value
+    or default) instead of poison.
     """
 
     __test__ = False
     rtol: float | None = None
     atol: float | None = None
     equal_nan: bool = False
+    outputs_in: bool = False
 
     def __init__(self, config: Any = None, **kwargs: Any) -> None:
         # PyPTO cases pass a RunConfig and/or platform=/backend_type=; the cell of the

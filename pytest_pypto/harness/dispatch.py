@@ -54,14 +54,16 @@ def worker_for(platform: str) -> Worker:
 
 
 def run(
-    program_or_compiled: Any, *arrays: Any, config: RunConfig = _DEFAULT
+    program_or_compiled: Any, *arrays: Any, config: RunConfig = _DEFAULT,
+    outputs_in: bool = False,
 ) -> SimRun | CompiledProgram:
     """Run a kernel program on ``config.platform`` with ``arrays`` bound to the entry's params.
 
     ``program_or_compiled`` is a parsed program (``@pl.program``; compiled here with
     ``config``), a `CompiledProgram`, or an artifact directory.  Out/InOut arrays
     (numpy arrays or CPU torch tensors) receive the results in place; the returned `SimRun` also holds them by name, the
-    executed task graph and the path of its ``deps.json``.  With
+    executed task graph and the path of its ``deps.json``.  ``outputs_in``: pure Out
+    arrays start with the caller's data instead of poison (PyPTO's cases).  With
     ``config.codegen_only`` nothing is dispatched and the `CompiledProgram` is returned.
     """
     if isinstance(program_or_compiled, (CompiledProgram, str, os.PathLike)):
@@ -73,7 +75,7 @@ def run(
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
         return compiled
     arrays = tuple(_at_boundary(a) for a in arrays)
-    return worker_for(config.platform).run(compiled, *arrays, config=config)
+    return worker_for(config.platform).run(compiled, *arrays, config=config, outputs_in=outputs_in)
 
 
 def _at_boundary(value: Any) -> Any:

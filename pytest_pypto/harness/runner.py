@@ -123,12 +123,13 @@ class Runner:
         self.kept = target.resolve()
         return self.kept
 
-    def run(self, program: Any, *arrays: Any) -> Any:
+    def run(self, program: Any, *arrays: Any, outputs_in: bool = False) -> Any:
         """Run ``program`` (or a `CompiledProgram`) with ``arrays`` on this cell's simulator.
 
         Returns the simulator's `SimRun` (outputs written in place), or the
         `CompiledProgram` under ``--pypto-codegen-only``.  Given a `PTOTestCase`,
-        returns its `RunResult` instead of raising.
+        returns its `RunResult` instead of raising.  ``outputs_in``: pure Out arrays
+        are copied in (their data is the buffer's start) instead of poisoned.
         """
         __tracebackhide__ = True
         from pytest_pypto.harness.cases import PTOTestCase
@@ -147,12 +148,12 @@ class Runner:
         self._last_arrays = arrays
         if self._lease is None or self.config.device_id is not None:
             with _classified("runtime-error"):
-                return dispatch(compiled, *arrays, config=self.config)
+                return dispatch(compiled, *arrays, config=self.config, outputs_in=outputs_in)
         import dataclasses
 
         with self._lease() as device, _classified("runtime-error"):
             config = dataclasses.replace(self.config, device_id=device)
-            return dispatch(compiled, *arrays, config=config)
+            return dispatch(compiled, *arrays, config=config, outputs_in=outputs_in)
 
     def check(self, case: Any) -> Any:
         """Build the case's inputs, run, compare every output; raise with the full report.
@@ -198,7 +199,7 @@ class Runner:
         args = [tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs]
         try:
             if not self.config.codegen_only:
-                self.run(compiled, *args)
+                self.run(compiled, *args, outputs_in=case.outputs_in)
         except Exception as exc:
             kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": tensors})
             _add_context(exc, (*self.context, *_kept_line(kept)))

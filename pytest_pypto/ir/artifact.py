@@ -23,6 +23,10 @@ Kernel ABI (``kernels/<name>.py``)::
             return (<returned Out/InOut tensors>,)   # or () when it returns nothing
         return <name>
 
+A kernel that reads its block index (`pl.get_block_idx()` / `pl.get_block_num()`)
+takes one more, keyword argument ``_launch=(0, 1)``: (block index, block count) of
+the `pl.spmd` launch running it, passed to the block-identity ops.
+
 ``bind(op_name)`` is supplied by the simulator and returns a callable
 ``f(*operands, out=<TileType or None>, **static_attrs)``: value operands
 positionally in the op's parameter order, static parameters as keywords, and
@@ -46,7 +50,9 @@ Orchestration ABI (``orchestration.py``)::
 
 ``rt.submit`` records one task: per argument its direction from the manifest and
 its byte range; it returns the arguments at positions ``returns`` (a single value
-when there is one, a tuple otherwise).  ``name=`` labels the tensor in deps.json.
+when there is one, a tuple otherwise).  ``rt.submit(..., blocks=n, launch=True)`` is a
+`pl.spmd(n)` launch: n tasks sharing the dependencies of the first, block i called
+with ``_launch=(i, n)`` when ``launch`` (the kernel reads its block index).  ``name=`` labels the tensor in deps.json.
 
 Optional, both modules: a module-level ``SPANS = {<generated line>: (file, line,
 col)}`` maps generated lines to the user's source, so run-time errors (a dynamic
@@ -286,3 +292,34 @@ class CompiledProgram:
     @property
     def program_name(self) -> str:
         return self.manifest.program
+
+    # PyPTO's CompiledProgram surface: called with arrays, it runs on the simulator.
+    @property
+    def output_dir(self) -> Path:
+        """PyPTO's name for the artifact directory."""
+        return self.artifact_dir
+
+    @property
+    def param_names(self) -> list[str]:
+        """The entry's parameters, in call order."""
+        return [a.name for a in self.manifest.entry_args]
+
+    @property
+    def output_indices(self) -> list[int]:
+        """Positions of the pure Out parameters (allocated by a return-style call)."""
+        return [i for i, a in enumerate(self.manifest.entry_args)
+                if a.kind == "tensor" and a.direction == "Out"]
+
+    @property
+    def has_return(self) -> bool:
+        """Whether the entry returns values (so a return-style call is possible)."""
+        return bool(self.manifest.entry_returns)
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        """Run with PyPTO's conventions: every argument given (in place; returns None),
+        or only the inputs (return style: the Out tensors are allocated and returned).
+        Runs on ``config``'s platform, else this artifact's."""
+        __tracebackhide__ = True
+        from pytest_pypto.ir.launch import launcher
+
+        return launcher().call(self, args, config)

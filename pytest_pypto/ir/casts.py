@@ -32,59 +32,100 @@ def mode_name(mode: Any) -> str:
     )
 
 
-def _bits(name: str) -> int:
+def _dtype(name: str) -> DataType | None:
     try:
-        return dtype_by_name(name).bits
+        return dtype_by_name(name)
     except KeyError:
-        return 0
+        return None
 
 
-def _is_float(name: str) -> bool:
-    try:
-        return dtype_by_name(name).is_float
-    except KeyError:
+# Significand and exponent bits of the float formats an intermediate may be judged by.
+_FLOAT_FORMAT = {"FP32": (24, 8), "FP16": (11, 5), "BF16": (8, 8)}
+
+
+def _value_bits(dt: DataType) -> int:
+    return dt.bits if dt.kind == "uint" else dt.bits - 1
+
+
+def _narrows(mid: str, dst: str) -> bool:
+    """Whether ``mid`` as an intermediate could lose values the destination can hold.
+
+    PyPTO's cast legalization refuses such hops even when a chain through them exists
+    (a2a3 INT16 -> INT32 would have to pass FP16 or FP32, whose significands are shorter
+    than INT32's value bits), so the pair is unreachable rather than silently lossy.
+    """
+    m, d = _dtype(mid), _dtype(dst)
+    if m is None or d is None or mid == dst:
         return False
+    if m.is_int and d.is_float:
+        return True
+    if m.is_float and d.is_float:
+        fm, fd = _FLOAT_FORMAT.get(mid), _FLOAT_FORMAT.get(dst)
+        return bool(fm and fd) and (fm[0] < fd[0] or fm[1] < fd[1])
+    if m.is_float and d.is_int:
+        fm = _FLOAT_FORMAT.get(mid)
+        return fm is not None and fm[0] < _value_bits(d)
+    if m.is_int and d.is_int:
+        return (m.kind == "uint" and d.kind != "uint") or _value_bits(m) < _value_bits(d)
+    return False
 
 
-def _hop_rank(prev: str, mid: str) -> int:
-    """Tie-break of one intermediate: same-width float first, then a width change."""
-    if _is_float(mid) and _bits(mid) == _bits(prev):
+def _hop_cost(a: str, b: str) -> int:
+    """Tie-break of one hop: int -> same-width float 0, float -> float 1, anything else 2."""
+    da, db = _dtype(a), _dtype(b)
+    if da is None or db is None:
+        return 2
+    if not da.is_float and db.is_float and da.bits == db.bits:
         return 0
-    if _bits(mid) != _bits(prev):
-        return 1
-    return 2
+    return 1 if da.is_float and db.is_float else 2
+
+
+def _same_width_float(name: str) -> str | None:
+    dt = _dtype(name)
+    if dt is None or dt.is_float:
+        return None
+    return {32: "FP32", 16: "FP16"}.get(dt.bits)
 
 
 def cast_chain(arch: Any, src: str, dst: str) -> list[str] | None:
     """Shortest chain of native casts from ``src`` to ``dst`` on ``arch`` (names, both ends
-    included), or None when unreachable.  ``[src, dst]`` for a native pair; ``[src]`` for
-    src == dst.  Ties prefer a same-width float intermediate, then a width change, then
-    names in alphabetical order, so the choice is deterministic."""
+    included), or None when unreachable; ``[src, dst]`` for a native pair, ``[src]`` for
+    src == dst.  This is PyPTO's legalization (ARCH.md §5): a breadth-first search over
+    the native table that never passes an intermediate narrower than the destination
+    (`_narrows`); among equally short chains the lowest summed `_hop_cost` wins, then
+    the first found, visiting an integer's same-width float first, then table order."""
     if src == dst:
         return [src]
     graph = arch.native_casts
-    # BFS layer by layer, keeping every shortest path, then pick the best by rank.
-    paths: list[list[str]] = [[src]]
-    seen = {src}
-    while paths:
-        done = [p + [dst] for p in paths if dst in graph.get(p[-1], ())]
-        if done:
-            return min(done, key=_chain_key)
-        layer: list[list[str]] = []
-        reached: set[str] = set()
-        for p in paths:
-            for nxt in graph.get(p[-1], ()):
-                if nxt not in seen:
-                    layer.append(p + [nxt])
-                    reached.add(nxt)
-        seen |= reached
-        paths = layer
-    return None
-
-
-def _chain_key(chain: list[str]) -> tuple[Any, ...]:
-    ranks = tuple(_hop_rank(a, b) for a, b in zip(chain[:-2], chain[1:-1]))
-    return ranks, tuple(chain)
+    if dst in graph.get(src, ()):
+        return [src, dst]
+    best: dict[str, tuple[int, int, str | None]] = {src: (0, 0, None)}  # dist, cost, parent
+    queue = [src]
+    for cur in queue:  # the list grows while it is walked: a FIFO queue
+        dist, cost, _ = best[cur]
+        nexts = list(graph.get(cur, ()))
+        first = _same_width_float(cur)
+        if first in nexts:
+            nexts.remove(first)
+            nexts.insert(0, first)
+        for nxt in nexts:
+            if nxt != dst and _narrows(nxt, dst):
+                continue
+            entry = (dist + 1, cost + _hop_cost(cur, nxt), cur)
+            seen = best.get(nxt)
+            if seen is None:
+                best[nxt] = entry
+                queue.append(nxt)
+            elif seen[0] == entry[0] and entry[1] < seen[1]:
+                best[nxt] = entry
+    if dst not in best:
+        return None
+    chain = [dst]
+    while chain[-1] != src:
+        parent = best[chain[-1]][2]
+        assert parent is not None
+        chain.append(parent)
+    return chain[::-1]
 
 
 # -------------------------------------------------------------------- numerics

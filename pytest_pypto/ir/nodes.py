@@ -95,10 +95,15 @@ class Call(Expr):
 
 @dataclass(eq=False)
 class FuncCall(Expr):
-    """`self.f(args...)`: from Orchestration each such call is one task."""
+    """`self.f(args...)`: from Orchestration each such call is one task.
+
+    `blocks` (an INDEX Scalar expression) makes it one `pl.spmd(n)` launch: n tasks
+    of the same kernel and arguments, block i reading i from `pl.get_block_idx()`.
+    """
 
     callee: str
     args: tuple[Expr, ...] = ()
+    blocks: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -183,6 +188,37 @@ class For(Stmt):
     results: tuple[Var, ...] = ()
     kind: str = "range"
     attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class While(For):
+    """`while cond:` / `for (x,) in pl.while_(init_values=...)` with `pl.cond(...)`.
+
+    The condition is carried: `cond` is one of the iteration variables (a BOOL), its
+    initial value computed before the loop and its next one before each `Yield`
+    (and each `Continue`), so the loop needs no statements of its own to test it.
+    `var`, `start`, `stop` and `step` are unused placeholders (kind "while").
+    """
+
+    cond: Var | None = None
+
+
+@dataclass(eq=False)
+class LoopJump(Stmt):
+    """`break` / `continue`: assigns `values` to the innermost loop's iteration
+    variables (its carried names' current values), then leaves the iteration."""
+
+    values: tuple[Expr, ...] = ()
+
+
+@dataclass(eq=False)
+class Break(LoopJump):
+    """`break`: the loop's results are `values`."""
+
+
+@dataclass(eq=False)
+class Continue(LoopJump):
+    """`continue`: the next iteration starts from `values`."""
 
 
 @dataclass(eq=False)

@@ -19,6 +19,7 @@ from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.nodes import (
     Assign,
     BinOp,
+    Break,
     Call,
     Compare,
     Const,
@@ -29,15 +30,18 @@ from pytest_pypto.ir.nodes import (
     FuncCall,
     Function,
     If,
+    LoopJump,
     Program,
     Return,
     ScalarCast,
     Stmt,
     UnaryOp,
     Var,
+    While,
     Yield,
 )
 from pytest_pypto.ir.types import (
+    DynExpr,
     DynVar,
     ScalarType,
     TensorType,
@@ -56,6 +60,8 @@ class _Printer:
 
     # ---------------------------------------------------------------- atoms
     def dim(self, d: Any) -> str:
+        if isinstance(d, DynExpr):
+            return f"({self.dim(d.lhs)}{d.op}{self.dim(d.rhs)})"
         if isinstance(d, DynVar):
             key = id(d)
             if key not in self.dyn:
@@ -112,7 +118,8 @@ class _Printer:
             args = ", ".join(f"{k}={self.static(v)}" for k, v in e.args)
             return f"{e.op}({args})"
         if isinstance(e, FuncCall):
-            return f"call @{e.callee}({', '.join(self.expr(a) for a in e.args)})"
+            launch = f" spmd({self.expr(e.blocks)})" if e.blocks is not None else ""
+            return f"call @{e.callee}({', '.join(self.expr(a) for a in e.args)}){launch}"
         if isinstance(e, BinOp):
             if e.op in ("max", "min"):
                 return f"{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)}):{self.type(e.type)}"
@@ -149,12 +156,17 @@ class _Printer:
             self.emit(depth, "yield " + ", ".join(self.expr(v) for v in s.values))
         elif isinstance(s, Return):
             self.emit(depth, "return " + ", ".join(self.expr(v) for v in s.values))
+        elif isinstance(s, LoopJump):
+            word = "break" if isinstance(s, Break) else "continue"
+            self.emit(depth, word + "".join(f" {self.expr(v)}," for v in s.values))
         elif isinstance(s, For):
             attrs = "".join(f", {k}={self.static(s.attrs[k])}" for k in sorted(s.attrs))
             head = (
                 f"for {self.defn(s.var)} in {s.kind}({self.expr(s.start)}, {self.expr(s.stop)}, "
                 f"{self.expr(s.step)}{attrs})"
             )
+            if isinstance(s, While):
+                head = f"while {self.expr(s.cond)}"
             if s.carried:
                 head += " carry (" + ", ".join(
                     f"{self.defn(v)} = {self.expr(init)}" for v, init in s.carried

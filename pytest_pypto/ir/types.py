@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
 
@@ -68,6 +69,116 @@ class DynVar:
 
     def __hash__(self) -> int:
         return hash(("DynVar", self.uid))
+
+    # `M * 2`, `M // TM`, `M + 1`: shape expressions (PyPTO's composite dims).
+    def __add__(self, other: object) -> DynExpr:
+        return DynExpr.make("+", self, other)
+
+    def __radd__(self, other: object) -> DynExpr:
+        return DynExpr.make("+", other, self)
+
+    def __sub__(self, other: object) -> DynExpr:
+        return DynExpr.make("-", self, other)
+
+    def __rsub__(self, other: object) -> DynExpr:
+        return DynExpr.make("-", other, self)
+
+    def __mul__(self, other: object) -> DynExpr:
+        return DynExpr.make("*", self, other)
+
+    def __rmul__(self, other: object) -> DynExpr:
+        return DynExpr.make("*", other, self)
+
+    def __floordiv__(self, other: object) -> DynExpr:
+        return DynExpr.make("//", self, other)
+
+    def __rfloordiv__(self, other: object) -> DynExpr:
+        return DynExpr.make("//", other, self)
+
+    def __mod__(self, other: object) -> DynExpr:
+        return DynExpr.make("%", self, other)
+
+    def __rmod__(self, other: object) -> DynExpr:
+        return DynExpr.make("%", other, self)
+
+
+DYN_OPS = ("+", "-", "*", "//", "%")
+
+
+@dataclass(frozen=True, eq=False)
+class DynExpr(DynVar):
+    """A dimension computed from `pl.dynamic` dims and ints (`M * 2`, `M // TM`).
+
+    Equal when structurally equal (same op, same DynVar objects, same ints), so two
+    annotations spelling `M * 2` denote one dimension.  It binds no variable itself:
+    its value is evaluated from the DynVars it names.
+    """
+
+    op: str = "+"
+    lhs: Any = 0
+    rhs: Any = 0
+
+    @staticmethod
+    def make(op: str, lhs: object, rhs: object) -> DynExpr:
+        for side in (lhs, rhs):
+            if not (isinstance(side, DynVar) or (isinstance(side, int) and not isinstance(side, bool))):
+                return NotImplemented  # type: ignore[return-value]
+        return DynExpr(f"({_dim_text(lhs)} {op} {_dim_text(rhs)})", op=op, lhs=lhs, rhs=rhs)
+
+    def __repr__(self) -> str:
+        return self.name[1:-1]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.op, _dim_key(self.lhs), _dim_key(self.rhs))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DynExpr) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(("DynExpr",) + self._key())
+
+    def dyn_vars(self) -> list[DynVar]:
+        """The plain DynVars this expression reads, left to right, once each."""
+        found: list[DynVar] = []
+        for side in (self.lhs, self.rhs):
+            for v in side.dyn_vars() if isinstance(side, DynExpr) else (
+                    [side] if isinstance(side, DynVar) else []):
+                if v not in found:
+                    found.append(v)
+        return found
+
+    def evaluate(self, values: dict[DynVar, int]) -> int:
+        """The value under ``values`` (a DynVar missing from it raises KeyError)."""
+        a, b = (_dim_value(s, values) for s in (self.lhs, self.rhs))
+        if self.op == "+":
+            return a + b
+        if self.op == "-":
+            return a - b
+        if self.op == "*":
+            return a * b
+        if self.op == "//":
+            return a // b
+        return a % b
+
+
+def _dim_text(d: object) -> str:
+    return d.name if isinstance(d, DynVar) else str(d)
+
+
+def _dim_key(d: object) -> object:
+    if isinstance(d, DynExpr):
+        return d._key()
+    if isinstance(d, DynVar):
+        return ("var", d.uid)
+    return d
+
+
+def _dim_value(d: object, values: dict[DynVar, int]) -> int:
+    if isinstance(d, DynExpr):
+        return d.evaluate(values)
+    if isinstance(d, DynVar):
+        return values[d]
+    return int(d)  # type: ignore[call-overload]
 
 
 Dim = int | DynVar

@@ -52,8 +52,13 @@ from pytest_pypto.language.surface import (
     Tensor,
     Tile,
     Tuple,
+    at,
+    cross_core_slot,
     function,
+    split,
+    spmd,
 )
+from pytest_pypto.language.jit import InlineFunction, JITFunction, inline, jit
 from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
 
 Mem = MemorySpace
@@ -64,8 +69,9 @@ __all__ = [
     "UINT64", "DataType", "DynVar", "MemorySpace", "Mem", "AtomicType", "FunctionType", "Level",
     "PadValue", "SplitMode", "Tensor", "Tile", "Scalar", "Out", "InOut", "Tuple", "function",
     "program", "dynamic", "NotRunnable", "range", "parallel", "unroll", "pipeline", "yield_",
+    "while_", "cond",
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
-    "tensor", "DN", "ND", "NZ",
+    "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
 ]
 
 
@@ -109,6 +115,8 @@ parallel = DslFunction("parallel", "`for i in pl.parallel(...)`: iterations asse
 unroll = DslFunction("unroll", "`for i in pl.unroll(...)`: literal bounds, unrolled.")
 pipeline = DslFunction("pipeline", "`for i in pl.pipeline(..., stage=F)`.")
 yield_ = DslFunction("yield_", "Values carried out of a loop iteration or an if arm.")
+while_ = DslFunction("while_", "`for (x,) in pl.while_(init_values=(x0,)):` a while loop.")
+cond = DslFunction("cond", "`pl.cond(c)`: the condition, first statement of a pl.while_ body.")
 create_tensor = DslFunction("create_tensor", "`pl.create_tensor(shape, dtype, init_value=None)`.")
 const = DslFunction("const", "`pl.const(value, dtype)`: a typed constant.")
 static_assert = DslFunction("static_assert", "`pl.static_assert(cond, msg)` at parse time.")
@@ -138,7 +146,7 @@ def __getattr__(name: str) -> Any:
     if stub is None:
         from pytest_pypto.ir.registry import REGISTRY
 
-        if not any(s.level == "tile" for s in REGISTRY.by_namespace("", name)):
+        if not REGISTRY.by_namespace("", name):  # tile ops and tensor-level ones (pl.full)
             raise AttributeError(
                 f"module 'pytest_pypto.language' has no attribute {name!r} "
                 f"(no op of the bundled toolchain is spelled pl.{name})"

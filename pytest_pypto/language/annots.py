@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.nodes import Expr
 from pytest_pypto.ir.types import (
     Direction,
     DynVar,
@@ -85,6 +86,11 @@ def _dims(ctx: FunctionContext, value: Any, node: ast.AST, *, static: bool) -> t
     for d in value:
         if isinstance(d, DynVar) and not static:
             dims.append(d)
+        elif not static and isinstance(d, Expr) and isinstance(d.type, ScalarType) \
+                and d.type.dtype.is_int:
+            # PyPTO: a run-time Scalar as a tensor dim (`pl.Tensor[[q, n_cfg], ...]` on a
+            # create_tensor / slice result): a dim known only when the program runs.
+            dims.append(DynVar(getattr(d, "name", "dim")))
         elif isinstance(d, int) and not isinstance(d, bool) and d > 0:
             dims.append(d)
         elif isinstance(d, DynVar):
@@ -176,7 +182,9 @@ def check(
             check(ctx, a, v, f"{subject} (item {i})", node)
         return
     adt, vdt = ann.dtype, value.dtype  # type: ignore[attr-defined]
-    if adt is not vdt:
+    # PyPTO: INDEX (loop variables, dims) agrees with every integer dtype, both ways.
+    index_int = "INDEX" in (adt.name, vdt.name) and adt.is_int and vdt.is_int
+    if adt is not vdt and not index_int:
         raise ctx.error(
             ParserTypeError,
             f"Type annotation for {subject} says dtype {adt.name}, but the value has dtype "

@@ -2,9 +2,10 @@
 """Op calls: bind arguments to an op's ParamSpecs, dispatch, and type the result.
 
 `pl.X(...)` dispatches by operand kind (DSL.md §4): Tile operands select the tile
-op, a number or Scalar as the right operand selects its `scalar_form`, Tensor
-operands would select the tensor-level op (not in this toolchain slice yet), and
-mixing Tensor and Tile operands is an error.  Static parameters are evaluated at
+op, Tensor operands the tensor-level op (an explicit ``tensor.X`` entry, else the
+form derived from the tile entry: `ir.tensor_forms`), a number or Scalar as the
+right operand selects the `scalar_form`, and mixing Tensor and Tile operands is an
+error.  Static parameters are evaluated at
 parse time; the op's `type_rule` then types the call, and an `OpRuleError` becomes
 the parser error class that matches it, pointing at the call.
 """
@@ -16,6 +17,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserError, ParserTypeError
 from pytest_pypto.ir.nodes import Call, Const, Expr
@@ -42,23 +44,50 @@ class Arg:
 
 
 def resolve_tile_op(ctx: FunctionContext, namespace: str, name: str, node: ast.AST) -> OpSpec:
-    """The tile op reachable as `pl.<name>` / `pl.tile.<name>`."""
+    """The op reachable as `pl.<name>` / `pl.tile.<name>` (tile level) or `pl.tensor.<name>`."""
     if namespace == "tensor":
-        raise tensor_level(ctx, name, node)
+        spec = tensor_entry(name)
+        if spec is None:
+            raise tensor_level(ctx, name, node)
+        return spec
+    spec = tile_entry(namespace, name)
+    if spec is None:
+        spec = tensor_entry(name) if not namespace else None
+        if spec is None:
+            prefix = f"pl.{namespace}." if namespace else "pl."
+            raise ctx.error(
+                InvalidOperationError, f"{prefix}{name} is not an op of the bundled toolchain",
+                node,
+            )
+    return spec
+
+
+def tile_entry(namespace: str, name: str) -> OpSpec | None:
+    """The tile-level entry spelled `pl.<name>` / `pl.tile.<name>`, if any."""
     specs = [s for s in REGISTRY.by_namespace(namespace, name) if s.level == "tile"]
-    if not specs:
-        prefix = f"pl.{namespace}." if namespace else "pl."
-        raise ctx.error(
-            InvalidOperationError, f"{prefix}{name} is not an op of the bundled toolchain", node
-        )
     exact = [s for s in specs if s.short_name == name]
-    return (exact or specs)[0]
+    return (exact or specs or [None])[0]
+
+
+def tensor_entry(name: str) -> OpSpec | None:
+    """The tensor-level op `pl.tensor.<name>`: an explicit entry (by name, else by
+    spelling), else the form derived from the tile entry (ir.tensor_forms)."""
+    explicit = REGISTRY.get(f"tensor.{name}")
+    if explicit is None:
+        explicit = next((s for s in REGISTRY.by_namespace("tensor", name)
+                         if s.level == "tensor"), None)
+    if explicit is not None:
+        return explicit
+    tile = tile_entry("tile", name)
+    if tile is not None and tile.short_name != name:
+        return None
+    return tensor_forms.resolve(REGISTRY, name)
 
 
 def tensor_level(ctx: FunctionContext, name: str, node: ast.AST) -> ParserError:
     return ctx.error(
         InvalidOperationError,
-        f"tensor-level op pl.tensor.{name} is not supported by the bundled toolchain yet",
+        f"pl.{name} has no tensor-level form in the bundled toolchain (pl.tensor.{name})",
         node,
         hint="load the tensor into a tile with pl.load and use the tile op",
     )
@@ -110,32 +139,189 @@ def _kind_of(value: Any) -> str:
     return "static"
 
 
+def _operand_kinds(spec: OpSpec, pos: list[Arg], kw: dict[str, Arg]) -> list[str]:
+    """Kinds (Tensor, Tile, Scalar...) of the arguments given for ``spec``'s operand params,
+    read off positions and keywords without binding (the level decides the signature)."""
+    positional = [p for p in spec.params if not p.keyword_only]
+    kinds = []
+    for p in spec.params:
+        if p.kind not in ("tile", "tile_or_scalar", "tensor") or p.name in tensor_forms.SCRATCH_PARAMS:
+            continue
+        if spec.level == "tile" and p.kind == "tensor":
+            continue  # load/store address a tensor: not a dispatching operand
+        arg = next((kw[k] for k in (p.name, *p.aliases) if k in kw), None)
+        if arg is None and p in positional and positional.index(p) < len(pos):
+            arg = pos[positional.index(p)]
+        if arg is not None:
+            kinds.append(_kind_of(arg.value))
+    return kinds
+
+
 def op_call(
     ctx: FunctionContext, namespace: str, name: str, pos: list[Arg], kw: dict[str, Arg],
     node: ast.Call,
 ) -> Call:
-    """Bind, dispatch and type one `pl.X(...)` / `pl.tile.X(...)` op call."""
+    """Bind, dispatch and type one `pl.X(...)` / `pl.tile.X(...)` / `pl.tensor.X(...)` call.
+
+    `pl.X` on Tensor operands selects the tensor-level op (DSL.md §4 dispatch): an
+    explicit `tensor.X` entry or the form derived from the tile entry; a keyword of
+    the other level raises unless it has its default value (PyPTO's rule).
+    """
     spec = resolve_tile_op(ctx, namespace, name, node)
     display = f"pl.{namespace + '.' if namespace else ''}{name}"
+    if spec.level == "tile" and not namespace:
+        kinds = _operand_kinds(spec, pos, kw)
+        if "Tensor" in kinds and "Tile" in kinds:
+            raise ctx.error(
+                InvalidOperationError, f"pl.{name}: Tensor and Tile operands cannot be mixed",
+                node, hint="pl.load the tensor into a tile first",
+            )
+        if "Tensor" in kinds:
+            tensor_spec = tensor_entry(name)
+            if tensor_spec is None:
+                raise tensor_level(ctx, name, node)
+            spec = tensor_spec
+    out_dtype = None
+    if spec.level == "tensor":
+        pos, kw = _drop_tile_only(ctx, spec, tile_entry("tile", name), display, pos, kw, node)
+    elif spec.level == "tile":
+        kw, out_dtype = _drop_tensor_only(ctx, spec, tensor_entry(name), display, kw)
     bound = bind(ctx, spec, display, pos, kw, node)
-    operand_params = [p for p in spec.params if p.kind in ("tile", "tile_or_scalar")]
-    kinds = [_kind_of(bound[p.name].value) for p in operand_params if p.name in bound]
-    if "Tensor" in kinds and "Tile" in kinds:
-        raise ctx.error(
-            InvalidOperationError, f"pl.{name}: Tensor and Tile operands cannot be mixed", node,
-            hint="pl.load the tensor into a tile first",
-        )
-    if "Tensor" in kinds:
-        raise tensor_level(ctx, name, node)
-    tile_params = [p for p in spec.params if p.kind == "tile"]
-    if spec.scalar_form and len(tile_params) >= 2 and tile_params[1].name in bound:
-        rhs = bound[tile_params[1].name].value
+    operands = [p for p in spec.params if p.kind in ("tile", "tensor")]
+    if spec.scalar_form and len(operands) >= 2 and operands[1].name in bound:
+        rhs = bound[operands[1].name].value
         if _kind_of(rhs) == "Scalar":
-            scalar_spec = REGISTRY[spec.scalar_form]
-            bound = _rebind(spec, scalar_spec, bound)
-            bound = bind(ctx, scalar_spec, display, [], bound, node)
+            scalar_spec = _scalar_spec(spec)
+            carried = _rebind(spec, scalar_spec, bound)
+            lost = [k for k, a in bound.items() if all(a is not b for b in carried.values())
+                    and getattr(a.value, "value", a.value) not in (None, False)]
+            if lost:  # e.g. pl.div(t, 2.0, high_precision=True): divs has no such mode
+                raise ctx.error(
+                    InvalidOperationError,
+                    f"{display}: '{lost[0]}' needs a Tile {operands[1].name}; the scalar form "
+                    f"{scalar_spec.name} has no such parameter", bound[lost[0]].node,
+                    hint=f"pass a Tile as {operands[1].name}, or drop '{lost[0]}'",
+                )
+            bound = bind(ctx, scalar_spec, display, [], carried, node)
             spec = scalar_spec
-    return build_call(ctx, spec, display, bound, node)
+    call = build_call(ctx, spec, display, bound, node)
+    if spec.level == "tile" and out_dtype is not None:
+        _check_out_dtype(ctx, display, call, out_dtype)
+    return call
+
+
+def _scalar_spec(spec: OpSpec) -> OpSpec:
+    if spec.level == "tensor" and spec.scalar_form not in REGISTRY:
+        found = tensor_forms.resolve(REGISTRY, spec.scalar_form.split(".", 1)[1])
+        if found is not None:
+            return found
+    return REGISTRY[spec.scalar_form]
+
+
+def _drop_tile_only(
+    ctx: FunctionContext, spec: OpSpec, tile_spec: OpSpec | None, display: str,
+    pos: list[Arg], kw: dict[str, Arg], node: ast.AST,
+) -> tuple[list[Arg], dict[str, Arg]]:
+    """Tile-only scratch operands (``tmp``, ``tmp_tile``) on a tensor-level call: None is
+    accepted and dropped, anything else raises (the lowering allocates the scratch)."""
+    if tile_spec is None:
+        return pos, kw
+    names = {p.name for p in spec.params}
+    scratch = {p.name for p in tensor_forms.scratch_params(tile_spec)} - names
+    if not scratch:
+        return pos, kw
+    extra: dict[str, Arg] = {}
+    tile_positional = [p.name for p in tile_spec.params if not p.keyword_only]
+    own_positional = [p for p in spec.params if not p.keyword_only]
+    if len(pos) > len(own_positional):
+        surplus = [(tile_positional[i] if i < len(tile_positional) else None, a)
+                   for i, a in enumerate(pos) if i >= len(own_positional)]
+        if all(name in scratch for name, _ in surplus):
+            extra.update({name: a for name, a in surplus})  # type: ignore[misc]
+            pos = pos[:len(own_positional)]
+    kept = {}
+    for key, a in kw.items():
+        if key in scratch:
+            extra[key] = a
+        else:
+            kept[key] = a
+    for key, a in extra.items():
+        if a.value is None:
+            continue
+        raise ctx.error(
+            InvalidOperationError,
+            f"{display}: Tensor inputs must not pass {key}: the scratch tile is allocated "
+            "during the tensor-to-tile lowering",
+            a.node, hint=f"drop {key}=, or load the operands into tiles and call "
+                         f"pl.tile.{tile_spec.short_name}",
+        )
+    return pos, kept
+
+
+def _drop_tensor_only(
+    ctx: FunctionContext, spec: OpSpec, tensor_spec: OpSpec | None, display: str,
+    kw: dict[str, Arg],
+) -> tuple[dict[str, Arg], Any]:
+    """Tensor-only keywords on a tile-level call: the default value is accepted and
+    dropped; ``out_dtype`` is kept aside to be checked against the deduced dtype;
+    anything else raises (DSL.md §4 dispatch)."""
+    if tensor_spec is None:
+        return kw, None
+    names = {p.name for p in spec.params}
+    kept, out_dtype = {}, None
+    for key, a in kw.items():
+        if key in names:
+            kept[key] = a
+            continue
+        try:
+            p = tensor_spec.param(key)
+        except KeyError:
+            kept[key] = a  # unknown everywhere: bind reports it
+            continue
+        if key == "out_dtype" and a.value is not None:
+            out_dtype = a
+        elif not _is_default(a.value, p.default):
+            raise ctx.error(
+                InvalidOperationError,
+                f"{display}: '{key}' is not supported for Tile operands",
+                a.node,
+                hint=_TILE_REMEDY.get(key, f"'{key}' exists only for Tensor operands"),
+            )
+    return kept, out_dtype
+
+
+_TILE_REMEDY = {
+    "a_trans": "at tile level a transposed operand is a view: pass "
+               "pl.tile.transpose_view(...) of the Mat tile instead",
+    "b_trans": "at tile level a transposed operand is a view: pass "
+               "pl.tile.transpose_view(...) of the Mat tile instead",
+    "c_matrix_nz": "a tile matmul's result layout is fixed by its Acc tile",
+}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if isinstance(value, Const):
+        value = value.value
+    if isinstance(value, enum.Enum):
+        value = value.value
+    return type(value) is type(default) and value == default
+
+
+def _check_out_dtype(ctx: FunctionContext, display: str, call: Call, arg: Arg) -> None:
+    """A tile matmul's dtype is its accumulator's: ``out_dtype`` may only repeat it."""
+    want = arg.value
+    got = getattr(call.type, "dtype", None)
+    if not isinstance(want, DataType):
+        raise ctx.error(InvalidOperationError, f"{display}: out_dtype must be a dtype such as "
+                        f"pl.FP32, but got {_show(want)}", arg.node)
+    if got is not None and want.name != got.name:
+        raise ctx.error(
+            InvalidOperationError,
+            f"{display}: out_dtype={want.name} is not supported for Tile operands: the result "
+            f"is the {got.name} accumulator",
+            arg.node,
+            hint=f"drop out_dtype=, or pl.cast the result to pl.{want.name} on the vector side",
+        )
 
 
 def _rebind(old: OpSpec, new: OpSpec, bound: dict[str, Arg]) -> dict[str, Arg]:
@@ -192,6 +378,8 @@ def call_info(spec: OpSpec, call: Call) -> CallInfo:
         value = call.arg(p.name)
         if p.kind in VALUE_KINDS:
             types[p.name] = value.type if isinstance(value, Expr) else None
+            if isinstance(value, Const):  # literal Scalars, as the compile-time CallInfo has them
+                values[p.name] = value.value
         elif p.kind == "index_list":
             values[p.name] = (
                 None if value is None

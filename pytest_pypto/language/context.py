@@ -102,6 +102,11 @@ class FunctionContext:
         self.expr_depth = 0  # ExprParser.eval nesting (expressions.MAX_EXPR_DEPTH)
         self.expr_root: ast.AST | None = None  # the outermost expression being evaluated
         self.block_depth = 0  # BodyParser.block nesting (statements.MAX_BLOCK_DEPTH)
+        self.loops: list[Any] = []  # enclosing loops, innermost last (loops.LoopFrame)
+        # (block, index) per enclosing block: the statement being parsed is block[index],
+        # so what runs after it is block[index + 1:] at every level (loops.used_later).
+        self.continuations: list[tuple[list[ast.stmt], int]] = []
+        self.last_loads: dict[int, tuple[list[ast.stmt], dict[str, int]]] = {}
 
     def span(self, node: ast.AST | None) -> Span | None:
         return self.source.span(node)

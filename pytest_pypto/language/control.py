@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Expr, For, If, Stmt, Var, Yield
 from pytest_pypto.ir.types import DynVar, ScalarType, TileType, Type
-from pytest_pypto.language import scalars
+from pytest_pypto.language import loops, scalars
 from pytest_pypto.language.annots import type_difference
 from pytest_pypto.language.context import Unavailable, assigned_names
 from pytest_pypto.language.surface import ITERATORS, DslFunction
@@ -88,6 +88,12 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
     ctx = bp.ctx
     if node.orelse:
         raise ctx.error(ParserSyntaxError, "for ... else is not supported", node)
+    it = node.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "while_":
+        target = bp.ep.eval(it.func)
+        if isinstance(target, DslFunction) and target.name == "while_":
+            loops.while_for(bp, node, it)
+            return
     kind, pos, kw = _iterator(bp, node)
     bounds = [_bound(bp, kind, a) for a in pos]
     start, stop, step = (
@@ -148,6 +154,9 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
             hint="carry it explicitly: for i, (x,) in pl.range(..., init_values=(x0,)) with "
             "x_next = pl.yield_(...)",
         )
+    # PyPTO: a plain loop's body names leak; the ones read later are carried out.
+    escapes = [] if "init_values" in kw else loops.escaping(
+        bp, node.body, {loop_target.id, *implicit})
 
     loop_var = Var(ctx.namer.fresh(loop_target.id), type=ScalarType(scalars.dtypes.INDEX),
                    span=ctx.span(loop_target))
@@ -157,45 +166,49 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
     iter_vars = [
         Var(ctx.namer.fresh(n), type=e.type, span=ctx.span(node)) for n, e in zip(names, init_exprs)
     ]
+    placeholders = loops.escape_vars(bp, escapes, node)
+    inherited = [bp.env.get(n) for n in escapes]
+    before = dict(bp.env)
     body_env = dict(bp.env)
     body_env[loop_target.id] = loop_var
     body_env.update(zip(names, iter_vars))
+    body_env.update(zip(escapes, placeholders))
     body: list[Stmt] = []
     child = bp.child(body_env, body)
-    yinfo = child.block(node.body, allow_yield=True)
-    if explicit_names and yinfo is None:
-        raise ctx.error(
-            ParserSyntaxError, "a loop with init_values must end with pl.yield_(...)", node
-        )
+    frame = loops.LoopFrame(kind, names + escapes, iter_vars + [p.var for p in placeholders])
+    ctx.loops.append(frame)
+    try:
+        yinfo = child.block(node.body, allow_yield=True)
+    finally:
+        ctx.loops.pop()
     if yinfo is not None and not explicit_names:
         raise ctx.error(
             ParserSyntaxError, "pl.yield_ in a loop without init_values", yinfo.node,
             hint="add init_values=(...) to the loop",
         )
-    explicit_values = yinfo.values if yinfo else []
-    if len(explicit_values) != len(explicit_names):
+    if yinfo is not None and yinfo.targets is None:
+        raise ctx.error(
+            ParserSyntaxError,
+            "Loop with init_values requires an assignment-form pl.yield_(...) - the LHS "
+            "supplies the post-loop binding name",
+            yinfo.node,
+            hint="write x_next = pl.yield_(updated) and refer to x_next after the loop",
+        )
+    if yinfo is not None and len(yinfo.values) != len(explicit_names):
         raise ctx.error(
             ParserTypeError,
-            f"pl.yield_ yields {len(explicit_values)} values, but the loop carries "
+            f"pl.yield_ yields {len(yinfo.values)} values, but the loop carries "
             f"{len(explicit_names)}",
-            yinfo.node if yinfo else node,
+            yinfo.node,
         )
-    yields = list(explicit_values)
-    yields += [child.materialize(body_env[n], child.last_bound.get(n, node)) for n in implicit]
-    for name, var, value in zip(names, iter_vars, yields):
-        diff = type_difference(var.type, value.type)
-        if diff:
-            where = yinfo.node if name in explicit_names and yinfo else child.last_bound.get(name, node)
-            raise ctx.error(
-                ParserTypeError,
-                f"loop-carried value '{name}' changes type across iterations ({diff})",
-                where,
-                hint="a carried value keeps one kind, dtype, shape and memory space",
-            )
+    names, iter_vars, init_exprs, yields = finish_carried(
+        bp, child, node, names, iter_vars, init_exprs, yinfo, escapes, placeholders,
+        inherited, before, frame)
     body.append(Yield(tuple(yields), span=ctx.span(yinfo.node if yinfo else node)))
+    loops.fill_jumps(ctx, frame, names, iter_vars)
 
     out_names = list(yinfo.targets) if (yinfo and yinfo.targets) else [f"{n}_out" for n in explicit_names]
-    out_names += implicit
+    out_names += names[len(explicit_names):]
     results = tuple(
         Var(ctx.namer.fresh(n), type=v.type, span=ctx.span(node)) for n, v in zip(out_names, iter_vars)
     )
@@ -205,23 +218,56 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
             f"(line {ctx.source.line_of(node)})",
             hint="carry the value you need out of the loop in a variable defined before it",
         )
-    for n in body_names:
-        if n not in bp.env or isinstance(bp.env[n], Unavailable):
-            bp.env[n] = Unavailable(
-                f"'{n}' is defined inside the loop at line {ctx.source.line_of(node)} and is "
-                "not visible after it",
-                hint="define it before the loop so that the loop carries it",
-            )
-    for n, r in zip(out_names, results):
-        if n in implicit or (yinfo is not None and yinfo.targets is not None):
-            if n not in implicit:
-                bp.check_rebind(n, node)
-            bp.env[n] = r
-            bp.last_bound[n] = node
     bp.out.append(
         For(loop_var, start, stop, step, body, carried=tuple(zip(iter_vars, init_exprs)),
             results=results, kind=kind, attrs=attrs, span=ctx.span(node))
     )
+    loops.bind_results(bp, node, body_names, names, out_names, results, explicit_names, yinfo)
+
+
+def finish_carried(
+    bp: BodyParser, child: BodyParser, node: ast.stmt, names: list[str], iter_vars: list[Var],
+    inits: list[Expr], yinfo: YieldInfo | None, escapes: list[str],
+    placeholders: list[Any], inherited: list[Any], before: dict[str, Any], frame: Any,
+) -> tuple[list[str], list[Var], list[Expr], list[Expr]]:
+    """The next values of a loop's carried names (explicit, implicit, then escaping ones
+    that got a value), type-checked; returns the final (names, iter vars, inits, yields)."""
+    ctx = bp.ctx
+    n_explicit = len(yinfo.values) if yinfo else 0
+    explicit = names[:n_explicit] if yinfo else []
+    yields: list[Expr] = list(yinfo.values) if yinfo else []
+    for name in names[len(yields):]:
+        value = loops.value_of(child.env.get(name))
+        if isinstance(value, Unavailable) or value is None:
+            raise ctx.error(
+                ParserTypeError,
+                f"loop-carried value '{name}' has no value at the end of the loop body",
+                node, hint=f"assign '{name}' on every path through the loop",
+            )
+        yields.append(child.materialize(value, child.last_bound.get(name, node)))
+    for name, holder, outer in zip(escapes, placeholders, inherited):
+        value = loops.value_of(child.env.get(name))
+        typed = value.type if isinstance(value, Expr) else loops.jump_type(frame, name)
+        if isinstance(value, Unavailable) or value is None or typed is None:
+            continue  # never given a value on the way out: stays invisible after the loop
+        loops.settle_types(holder.var, value if isinstance(value, Expr) else None)
+        holder.var.type = holder.var.type or typed
+        names = names + [name]
+        iter_vars = iter_vars + [holder.var]
+        inits = inits + [loops.escape_init(bp, before, name, holder.var.type, outer, node)]
+        yields.append(child.materialize(value, child.last_bound.get(name, node)))
+    for name, var, value in zip(names, iter_vars, yields):
+        loops.settle_types(var, value)
+        diff = type_difference(var.type, value.type)
+        if diff:
+            where = yinfo.node if name in explicit and yinfo else child.last_bound.get(name, node)
+            raise ctx.error(
+                ParserTypeError,
+                f"loop-carried value '{name}' changes type across iterations ({diff})",
+                where,
+                hint="a carried value keeps one kind, dtype, shape and memory space",
+            )
+    return names, iter_vars, inits, yields
 
 
 def _merge_type(a: Type | None, b: Type | None) -> Type | None:
@@ -252,6 +298,16 @@ def stmt_If(bp: BodyParser, node: ast.If) -> None:
         yinfo = child.block(stmts, allow_yield=True) if stmts else None
         arms.append((env, out, yinfo, child))
     (then_env, then_out, then_y, then_bp), (else_env, else_out, else_y, else_bp) = arms
+    if then_bp.terminated and else_bp.terminated:  # both arms break / continue
+        bp.out.append(If(cond, then_out, else_out, span=ctx.span(node)))
+        bp.terminated = True
+        return
+    # An arm ending in break/continue never reaches the merge: it contributes the
+    # values from before the if (its Yield, after the jump, never runs).
+    if then_bp.terminated:
+        then_env = dict(bp.env)
+    if else_bp.terminated:
+        else_env = dict(bp.env)
     if (then_y is None) != (else_y is None):
         bad = then_y or else_y
         raise ctx.error(
@@ -277,9 +333,11 @@ def stmt_If(bp: BodyParser, node: ast.If) -> None:
     ]
     merged: list[str] = []
     for n in candidates:
-        t, e = then_env.get(n), else_env.get(n)
+        t, e = loops.value_of(then_env.get(n)), loops.value_of(else_env.get(n))
         in_both = n in then_env and n in else_env and not isinstance(t, Unavailable) \
             and not isinstance(e, Unavailable)
+        if in_both:
+            loops.settle_types(t, e)
         if not in_both:
             bp.env[n] = Unavailable(
                 f"'{n}' is defined in only one arm of the if at line {ctx.source.line_of(node)}",

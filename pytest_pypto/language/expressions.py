@@ -281,8 +281,11 @@ class ExprParser:
             and func.value.id == "self"
         ):
             pos, kw = self.args_of(node)
-            return self.ctx.program.call(self.ctx, func.attr, pos, kw, node)
+            return self.ctx.program.call(self.ctx, func.attr, pos, kw, node, self.sink)
         target = self.eval(func)
+        if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
+            pos, kw = self.args_of(node)
+            return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)
         if isinstance(target, OpStub):
             pos, kw = self.args_of(node)
             if target.op_name == "cast" and target.namespace == "" and pos:
@@ -305,6 +308,15 @@ class ExprParser:
             raise self.ctx.error(
                 ParserSyntaxError, f"pl.{name}(...) is only valid as the iterator of a for loop",
                 node,
+            )
+        if name in ("cond", "while_"):
+            raise self.ctx.error(
+                ParserSyntaxError,
+                "pl.cond() can only be the first statement in a pl.while_() loop body"
+                if name == "cond" else "pl.while_(...) is only valid as the iterator of a for loop",
+                node,
+                hint="for (x,) in pl.while_(init_values=(x0,)):\n    pl.cond(x < n)\n    "
+                "x_next = pl.yield_(x + 1)",
             )
         if name == "yield_":
             raise self.ctx.error(

@@ -1,23 +1,80 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`self.f(args...)`: calls between functions of a program (DSL.md §1.3).
+"""Calls between functions (DSL.md §1.3): checked calls, inlining and templates.
 
-Arity, and per argument the kind, dtype, rank and static dims are checked against
-the callee's signature; `pl.dynamic` dims of the callee unify with the actual dims
+``self.f(args...)`` to an InCore function from orchestration is a task: arity, and
+per argument the kind, dtype, rank and static dims are checked against the
+callee's signature; `pl.dynamic` dims of the callee unify with the actual dims
 (one DynVar binds one dim across all parameters), and the callee's return types
 are specialized with those bindings.
+
+Other calls are **spliced** at parse time (PyPTO's InlineFunctions pass, done
+while parsing): an `Inline` function (`@pl.function(type=pl.FunctionType.Inline)`,
+`@pl.inline`, `@pl.jit.inline`), an `Opaque` function, and an InCore function
+called from InCore code.  The callee's body is parsed into the caller's statement
+list with its parameters bound to the argument values; its locals get fresh names
+in the caller, and its diagnostics point at the callee's own lines.
+
+Templates (language/templates.py) are functions defined outside the program class
+and called by name (`@pl.inline` functions, `@pl.jit.*` dependencies).  Their bare
+`pl.Tensor` parameters take the argument's type: a template called as a task is
+added to the program once per distinct argument signature.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Any
+import copy
+from typing import TYPE_CHECKING, Any
 
-from pytest_pypto.ir.errors import InvalidOperationError, ParserTypeError
-from pytest_pypto.ir.nodes import Expr, FuncCall, Param
-from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TupleType, Type, type_str
-from pytest_pypto.language import scalars
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.nodes import Expr, FuncCall, Param, Program, Stmt, Unsupported
+from pytest_pypto.ir.types import (
+    Direction,
+    DynVar,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+    Type,
+    type_str,
+)
+from pytest_pypto.language import annots, scalars
 from pytest_pypto.language.calls import Arg
-from pytest_pypto.language.context import FunctionContext
+from pytest_pypto.language.context import FunctionContext, Tier3Hit, all_bound_names
+from pytest_pypto.language.statements import BodyParser
+from pytest_pypto.language.surface import AnnotationForm, Tensor
+from pytest_pypto.language.templates import Template, specialize_body, with_self
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_pypto.language.parser import Header, ProgramParser
+
+# Callee kinds whose calls are spliced, by caller kind ("*": from any caller).
+_SPLICED = {"Inline": "*", "Opaque": "*", "InCore": "InCore"}
+
+
+def splices(caller_kind: str, callee_kind: str) -> bool:
+    """Whether a call from a ``caller_kind`` function to a ``callee_kind`` one is inlined."""
+    rule = _SPLICED.get(callee_kind)
+    return rule == "*" or rule == caller_kind
+
+
+def generic_param(form: Any) -> tuple[Type | None, Direction] | None:
+    """A parameter annotation a template or inline function may leave open.
+
+    A bare `pl.Tensor` (and `pl.Out[pl.Tensor]` / `pl.InOut[pl.Tensor]`) takes its
+    type from the argument; a bare dtype (`pl.INDEX`) is `pl.Scalar[pl.INDEX]`, as
+    PyPTO's JIT reads it.  None: a full annotation (parsed as usual).
+    """
+    if form is Tensor:
+        return None, Direction.IN
+    if isinstance(form, AnnotationForm) and form.form in ("Out", "InOut"):
+        inner = form.args[0] if isinstance(form.args, tuple) else form.args
+        if inner is Tensor:
+            return None, Direction.OUT if form.form == "Out" else Direction.INOUT
+    if isinstance(form, DataType):
+        return ScalarType(form), Direction.SCALAR
+    return None
 
 
 def _subst(t: Type, binding: dict[DynVar, Any]) -> Type:
@@ -29,12 +86,11 @@ def _subst(t: Type, binding: dict[DynVar, Any]) -> Type:
     return t
 
 
-def check_call(
-    ctx: FunctionContext, name: str, params: list[Param], returns: tuple[Type, ...],
-    pos: list[Arg], kw: dict[str, Arg], node: ast.Call,
-) -> FuncCall:
-    """A typed FuncCall, after checking the arguments against ``params``."""
-    display = f"self.{name}(...)"
+def bind_args(
+    ctx: FunctionContext, display: str, params: list[Param], pos: list[Arg],
+    kw: dict[str, Arg], node: ast.Call,
+) -> list[Arg]:
+    """The arguments in parameter order (arity and keywords checked)."""
     if len(pos) > len(params):
         raise ctx.error(
             InvalidOperationError,
@@ -59,6 +115,16 @@ def check_call(
             f"{display} takes {len(params)} arguments; missing {', '.join(map(repr, missing))}",
             node,
         )
+    return bound  # type: ignore[return-value]
+
+
+def check_call(
+    ctx: FunctionContext, name: str, params: list[Param], returns: tuple[Type, ...],
+    pos: list[Arg], kw: dict[str, Arg], node: ast.Call, display: str | None = None,
+) -> FuncCall:
+    """A typed FuncCall, after checking the arguments against ``params``."""
+    display = display or f"self.{name}(...)"
+    bound = bind_args(ctx, display, params, pos, kw, node)
     binding: dict[DynVar, Any] = {}
     bound_by: dict[DynVar, str] = {}
     args: list[Expr] = []
@@ -143,3 +209,269 @@ def _check_arg(
 
 def _show(value: Any) -> str:
     return type_str(value.type) if isinstance(value, Expr) else repr(value)
+
+
+# ------------------------------------------------------------------ splicing
+class _SplicedBody(BodyParser):
+    """The body of a spliced callee: its `return` hands values back, emits nothing."""
+
+    def parse_return(self, stmt: ast.Return) -> None:
+        if stmt.value is None:
+            nodes: list[ast.expr] = []
+        elif isinstance(stmt.value, ast.Tuple):
+            nodes = list(stmt.value.elts)
+        else:
+            nodes = [stmt.value]
+        values = []
+        for n in nodes:
+            value = self.ep.eval(n)
+            values.append(self.ep.hoist(value, n) if isinstance(value, Expr) else value)
+        self.returned = (values, stmt)
+
+
+# Context attributes the callee gets its own value of; the rest (counters others keep
+# on the context, the namer) are the caller's, carried back after the splice.
+_OWN = frozenset({"source", "namespace", "local_names", "strict_ssa", "expr_root", "expr_depth"})
+
+
+def _callee_context(
+    ctx: FunctionContext, source: Any, namespace: dict[str, Any], node: ast.FunctionDef,
+    strict: bool,
+) -> FunctionContext:
+    cctx = copy.copy(ctx)  # the caller's function name, namer and program
+    cctx.source = source
+    cctx.namespace = namespace
+    cctx.local_names = set(all_bound_names(node) - {"self"})
+    cctx.strict_ssa = strict
+    return cctx
+
+
+def _carry_back(ctx: FunctionContext, cctx: FunctionContext) -> None:
+    for key, value in vars(cctx).items():
+        if key not in _OWN:
+            setattr(ctx, key, value)
+
+
+def _splice_value(
+    ctx: FunctionContext, p: Param, arg: Arg, where: str,
+    binding: dict[DynVar, Any], bound_by: dict[DynVar, str],
+) -> Any:
+    """What parameter ``p`` of a spliced callee stands for: the argument itself, checked."""
+    value, node = arg.value, arg.node
+    if p.type is None:  # open: any value, a tensor when annotated bare pl.Tensor
+        if p.direction is not Direction.SCALAR and p.direction is not None and not (
+            isinstance(value, Expr) and isinstance(value.type, TensorType)
+        ):
+            raise ctx.error(ParserTypeError, f"{where} must be a Tensor, but got {_show(value)}",
+                            node)
+        return value
+    if isinstance(p.type, TileType):
+        if not (isinstance(value, Expr) and isinstance(value.type, TileType)):
+            raise ctx.error(ParserTypeError, f"{where} must be a Tile, but got {_show(value)}",
+                            node)
+        annots.check(ctx, p.type, value.type, where, node)
+        return value
+    checked = _check_arg(ctx, p, arg, where, binding, bound_by)
+    if isinstance(p.type, ScalarType) and scalars.is_number(value):
+        return value  # a literal stays a parse-time constant (it folds in the body)
+    return checked
+
+
+def splice(
+    parser: ProgramParser, ctx: FunctionContext, name: str, header: Header,
+    pos: list[Arg], kw: dict[str, Arg], node: ast.Call, sink: list[Stmt] | None,
+    display: str | None = None,
+) -> Any:
+    """Parse ``header``'s body at the call site ``node``; its return value(s)."""
+    display = display or f"self.{name}(...)"
+    if sink is None:
+        raise ctx.error(
+            InvalidOperationError, f"{display} cannot be called here: it is inlined", node
+        )
+    if name in parser.splicing:
+        chain = " -> ".join([*parser.splicing[parser.splicing.index(name):], name])
+        raise ctx.error(
+            ParserSyntaxError,
+            f"{display} is recursive ({chain}); inlined calls cannot recurse",
+            node,
+        )
+    bound = bind_args(ctx, display, header.params, pos, kw, node)
+    binding: dict[DynVar, Any] = {}
+    bound_by: dict[DynVar, str] = {}
+    env: dict[str, Any] = {}
+    types: dict[str, Type] = {}
+    for i, (p, arg) in enumerate(zip(header.params, bound)):
+        where = f"argument '{p.name}' of {display} (position {i})"
+        value = _splice_value(ctx, p, arg, where, binding, bound_by)
+        env[p.name] = value
+        if isinstance(value, Expr) and isinstance(value.type, (TensorType, TileType)):
+            types[p.name] = value.type
+    source = header.source or parser.source
+    namespace = header.namespace if header.namespace is not None else parser.namespace
+    body, namespace = specialize_body(header.node, types, namespace)
+    cctx = _callee_context(ctx, source, namespace, body, header.strict_ssa)
+    bp = _SplicedBody(cctx, env, sink)
+    parser.splicing.append(name)
+    try:
+        bp.block(body.body, allow_return=True)
+    finally:
+        parser.splicing.pop()
+        _carry_back(ctx, cctx)
+    if bp.returned is None:
+        if header.returns:
+            raise cctx.error(
+                ParserSyntaxError, f"function '{name}' declares a return type but does not return",
+                header.node,
+            )
+        return None
+    values, ret = bp.returned
+    if header.returns is not None:
+        if len(header.returns) != len(values):
+            raise cctx.error(
+                ParserTypeError,
+                f"function '{name}' declares {len(header.returns)} return values but returns "
+                f"{len(values)}",
+                ret,
+            )
+        for i, (ann, value) in enumerate(zip(header.returns, values)):
+            got = value.type if isinstance(value, Expr) else None
+            if isinstance(got, (TensorType, TileType, ScalarType)):
+                annots.check(cctx, _subst(ann, binding), got, f"return value {i} of '{name}'", ret)
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+# ----------------------------------------------------------------- templates
+def template_header(parser: ProgramParser, template: Template) -> Header:
+    """The (possibly generic) signature of ``template``, parsed once per program."""
+    from pytest_pypto.language.expressions import ExprParser
+    from pytest_pypto.language.parser import Header
+
+    found = parser.template_headers.get(id(template))
+    if found is not None:
+        return found
+    node = with_self(template.node)
+    header = Header(
+        node, kind=template.kind, strict_ssa=template.strict_ssa, decorated=True,
+        source=template.source, namespace=template.namespace, open_params=True,
+    )
+    ctx = FunctionContext(template.source, template.namespace, template.name, parser, False,
+                          set())
+    tier3 = _tier3_of(template)
+    if tier3 is not None:
+        header.unsupported = Unsupported(tier3[0], tier3[1], template.source.span(template.node))
+    else:
+        try:
+            parser.signature(ctx, ExprParser(ctx, {}), node, header)
+        except Tier3Hit as hit:
+            header.unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
+    parser.template_headers[id(template)] = header
+    parser.keep_alive.append(template)
+    return header
+
+
+def _tier3_of(template: Template) -> tuple[str, str] | None:
+    """The Tier 3 construct of a standalone function's decorator, if any."""
+    if template.kind not in ("Inline", "InCore", "Opaque", "Orchestration"):
+        return f"pl.FunctionType.{template.kind}", "tier 3: hand-written cross-core kernels"
+    for key in ("attrs", "auto_scope", "external_source"):
+        if key in template.extra:
+            return f"pl.function({key}=...)", "tier 3: function attributes"
+    return None
+
+
+def call_template(
+    parser: ProgramParser, ctx: FunctionContext, template: Template,
+    pos: list[Arg], kw: dict[str, Arg], node: ast.Call, sink: list[Stmt] | None,
+) -> Any:
+    """``f(args...)`` of a function defined outside the class: spliced, or a task."""
+    display = f"{template.name}(...)"
+    header = template_header(parser, template)
+    if header.unsupported is not None:
+        raise Tier3Hit(header.unsupported.construct, header.unsupported.reason, node)
+    caller = parser.headers[ctx.function_name].kind
+    if splices(caller, header.kind):
+        return splice(parser, ctx, template.name, header, pos, kw, node, sink, display)
+    name = _specialized(parser, ctx, template, header, pos, kw, node, display)
+    concrete = parser.headers[name]
+    if name in parser.in_progress:
+        raise ctx.error(
+            ParserSyntaxError, f"{display} is recursive; calls between functions cannot recurse",
+            node,
+        )
+    returns = concrete.returns
+    if returns is None:
+        returns = parser.functions[name].returns
+    return check_call(ctx, name, concrete.params, returns, pos, kw, node, display)
+
+
+def _specialized(
+    parser: ProgramParser, ctx: FunctionContext, template: Template, header: Header,
+    pos: list[Arg], kw: dict[str, Arg], node: ast.Call, display: str,
+) -> str:
+    """The program function for ``template`` at these argument types (added once)."""
+    from pytest_pypto.language.parser import Header
+
+    bound = bind_args(ctx, display, header.params, pos, kw, node)
+    params: list[Param] = []
+    for i, (p, arg) in enumerate(zip(header.params, bound)):
+        if p.type is not None:
+            params.append(p)
+            continue
+        value = arg.value
+        if not (isinstance(value, Expr) and isinstance(value.type, TensorType)):
+            what = "must be a Tensor" if p.direction is not None else "needs a type annotation"
+            raise ctx.error(
+                ParserTypeError,
+                f"argument '{p.name}' of {display} (position {i}) {what}, but got {_show(value)}",
+                arg.node,
+                hint="annotate scalar parameters as pl.Scalar[dtype]",
+            )
+        params.append(Param(p.name, value.type, p.direction or Direction.IN, span=p.span))
+    key = (id(template), tuple((p.type, p.direction) for p in params))
+    name = parser.specialized.get(key)
+    if name is not None:
+        return name
+    name, k = template.name, 0
+    while name in parser.headers:
+        k += 1
+        name = f"{template.name}_{k}"
+    types = {p.name: p.type for p in params}
+    body, namespace = specialize_body(template.node, types, template.namespace)
+    parser.headers[name] = Header(
+        with_self(body), kind=header.kind, strict_ssa=header.strict_ssa, params=params,
+        returns=header.returns, unsupported=header.unsupported, decorated=True,
+        source=template.source, namespace=namespace,
+    )
+    parser.specialized[key] = name
+    parser.function(name)  # parsed now: the class's own functions were listed before it
+    return name
+
+
+def program_from_template(
+    template: Template, params: list[Param], constants: dict[str, Any], kind: str
+) -> Program:
+    """A program whose entry is ``template`` with ``params`` (a `@pl.jit` specialisation).
+
+    ``constants``: scalar parameters whose value is folded into the body.  Functions it
+    calls by name (templates) join the program as they are met.
+    """
+    from pytest_pypto.language.expressions import ExprParser
+    from pytest_pypto.language.parser import Header, ProgramParser
+
+    parser = ProgramParser(template.source, template.namespace)
+    types = {p.name: p.type for p in params}
+    body, namespace = specialize_body(template.node, types, template.namespace, constants)
+    node = with_self(body)
+    header = Header(node, kind=kind, params=params, decorated=True,
+                    source=template.source, namespace=namespace)
+    if template.node.returns is not None:
+        ctx = FunctionContext(template.source, namespace, template.name, parser, False, set())
+        t, _ = annots.to_type(ctx, ExprParser(ctx, {}).eval(template.node.returns),
+                              template.node.returns)
+        header.returns = t.items if isinstance(t, TupleType) else (t,)
+    parser.headers[template.name] = header
+    parser.function(template.name)
+    functions = {n: parser.functions[n] for n in parser.headers if n in parser.functions}
+    source = template.source
+    return Program(template.name, functions, source.file,
+                   span=source.span(template.node), source_lines=source.file_lines)

@@ -29,6 +29,7 @@ from pytest_pypto.language.context import (
     all_bound_names,
 )
 from pytest_pypto.language.expressions import ExprParser
+from pytest_pypto.language import funcalls
 from pytest_pypto.language.funcalls import check_call
 from pytest_pypto.language.statements import BodyParser
 
@@ -44,6 +45,11 @@ class Header:
     returns: tuple[Type, ...] | None = None  # None: not annotated
     unsupported: Unsupported | None = None
     decorated: bool = False  # carries @pl.function
+    # A function from outside the class (language/templates.py): where its body is
+    # and what it resolves names in; None: the program's.
+    source: SourceMap | None = None
+    namespace: dict[str, Any] | None = None
+    open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
 
 
 def parse_program(
@@ -172,6 +178,15 @@ def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
     return file, classdef, SourceMap(file, first_line, indent, file_lines)
 
 
+def _self_calls(classdef: ast.ClassDef) -> set[str]:
+    """Names called as ``self.<name>(...)`` anywhere in the class."""
+    return {
+        n.func.attr for n in ast.walk(classdef)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+    }
+
+
 class ProgramParser:
     """Parses the functions of one program class; answers `self.f(...)` calls."""
 
@@ -187,6 +202,15 @@ class ProgramParser:
         self.headers: dict[str, Header] = {}
         self.functions: dict[str, Function] = {}
         self.in_progress: set[str] = set()
+        # Inlining and templates (language/funcalls.py): the callees being spliced,
+        # template signatures, and the program function of each specialisation.
+        self.splicing: list[str] = []
+        self.template_headers: dict[int, Header] = {}
+        self.specialized: dict[tuple[Any, ...], str] = {}
+        self.keep_alive: list[Any] = []
+        # Functions outlined from `with pl.at` / `pl.spmd` regions -> the function they
+        # came from (language/outline.py registers their headers while parsing).
+        self.outlined: dict[str, str] = {}
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -194,12 +218,22 @@ class ProgramParser:
                 header = self.header(node)
                 if header is not None:
                     self.headers[node.name] = header
-        for name in self.headers:
-            self.function(name)
-        return {name: self.functions[name] for name in self.headers}
+        # Inline functions, and Opaque ones some function calls, are spliced where called
+        # (funcalls.splice): they never become functions of the program.
+        called = _self_calls(classdef)
+        for name in list(self.headers):
+            kind = self.headers[name].kind
+            if kind != "Inline" and not (kind == "Opaque" and name in called):
+                self.function(name)
+        return {name: self.functions[name] for name in self.headers if name in self.functions}
 
     def context(self, name: str, strict: bool, local_names: set[str]) -> FunctionContext:
-        return FunctionContext(self.source, self.namespace, name, self, strict, local_names)
+        header = self.headers.get(name)
+        source = header.source if header is not None and header.source else self.source
+        namespace = self.namespace
+        if header is not None and header.namespace is not None:
+            namespace = header.namespace
+        return FunctionContext(source, namespace, name, self, strict, local_names)
 
     # ---------------------------------------------------------- signatures
     def header(self, node: ast.FunctionDef) -> Header | None:
@@ -242,14 +276,8 @@ class ProgramParser:
                         ParserTypeError, "type= must be a pl.FunctionType member", kw.value
                     )
                 header.kind = kind.value
-                if kind.value in surface.TIER2_FUNCTION_TYPES:
-                    raise ctx.error(
-                        InvalidOperationError,
-                        f"pl.FunctionType.{kind.value} is not supported by the bundled "
-                        "toolchain yet (tier 2: inline functions)",
-                        kw.value,
-                    )
-                if kind.value not in surface.TIER1_FUNCTION_TYPES:
+                header.open_params = kind.value == "Inline"
+                if kind.value not in surface.TIER1_FUNCTION_TYPES | {"Inline"}:
                     raise Tier3Hit(
                         f"pl.FunctionType.{kind.value}", "tier 3: hand-written cross-core kernels",
                         kw.value,
@@ -281,15 +309,22 @@ class ProgramParser:
         if not a.args or a.args[0].arg != "self":
             raise ctx.error(ParserSyntaxError, f"function '{node.name}' must take self first", node)
         for arg in a.args[1:]:
+            if arg.annotation is None and header.open_params:
+                header.params.append(Param(arg.arg, None, None, span=ctx.span(arg)))  # type: ignore[arg-type]
+                continue
             if arg.annotation is None:
                 raise ctx.error(
                     ParserTypeError, f"parameter '{arg.arg}' needs a type annotation", arg,
                     hint="annotate it as pl.Tensor[[...], dtype] or pl.Scalar[dtype]",
                 )
-            t, direction = annots.to_type(
-                ctx, ep.eval(arg.annotation), arg.annotation, param=True
-            )
-            if isinstance(t, TileType):
+            form = ep.eval(arg.annotation)
+            open_form = funcalls.generic_param(form) if header.open_params else None
+            if open_form is not None:  # bare pl.Tensor / dtype: typed by the call site
+                t_open, d_open = open_form
+                header.params.append(Param(arg.arg, t_open, d_open, span=ctx.span(arg)))  # type: ignore[arg-type]
+                continue
+            t, direction = annots.to_type(ctx, form, arg.annotation, param=True)
+            if isinstance(t, TileType) and not header.open_params:
                 raise ctx.error(
                     ParserTypeError,
                     f"parameter '{arg.arg}' is a Tile; tiles are never parameters of a kernel "
@@ -384,8 +419,9 @@ class ProgramParser:
 
     # ---------------------------------------------------------------- calls
     def call(self, ctx: FunctionContext, name: str, pos: list[Any], kw: dict[str, Any],
-             node: ast.Call) -> Any:
-        """`self.name(...)` from the function of ``ctx``: a checked FuncCall."""
+             node: ast.Call, sink: list[Stmt] | None = None) -> Any:
+        """`self.name(...)` from the function of ``ctx``: a checked FuncCall, or the
+        callee's body spliced into ``sink`` (Inline, Opaque, InCore from InCore)."""
         header = self.headers.get(name)
         if header is None:
             raise ctx.error(
@@ -396,16 +432,8 @@ class ProgramParser:
         if header.unsupported is not None:
             raise Tier3Hit(header.unsupported.construct, header.unsupported.reason, node)
         caller = self.headers[ctx.function_name].kind
-        if header.kind == "Opaque" or (caller == "InCore" and header.kind == "InCore"):
-            what = "an Opaque function" if header.kind == "Opaque" else "InCore from InCore"
-            raise ctx.error(
-                InvalidOperationError,
-                f"self.{name}(...) calls {what}, which is not supported by the bundled "
-                "toolchain yet (tier 2: inlined calls)",
-                node,
-                hint=f"declare '{name}' @pl.function(type=pl.FunctionType.InCore) and call it "
-                "from the Orchestration function",
-            )
+        if funcalls.splices(caller, header.kind):
+            return funcalls.splice(self, ctx, name, header, pos, kw, node, sink)
         returns = header.returns
         if returns is None:
             if name in self.in_progress:
@@ -426,3 +454,7 @@ class ProgramParser:
             )
         return check_call(ctx, name, header.params, returns, pos, kw, node)
 
+    def call_template(self, ctx: FunctionContext, target: Any, pos: list[Any],
+                      kw: dict[str, Any], node: ast.Call, sink: list[Stmt] | None) -> Any:
+        """``f(...)`` of a `@pl.inline` / `@pl.jit.*` function: see funcalls.call_template."""
+        return funcalls.call_template(self, ctx, target.pl_template(), pos, kw, node, sink)

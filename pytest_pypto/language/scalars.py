@@ -27,8 +27,8 @@ from typing import Any
 from pytest_pypto.ir import dtypes
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
-from pytest_pypto.ir.nodes import BinOp, Compare, Const, DynDim, Expr, UnaryOp
-from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
+from pytest_pypto.ir.nodes import BinOp, Compare, Const, DynDim, Expr, ScalarCast, UnaryOp
+from pytest_pypto.ir.types import DYN_OPS, DynExpr, DynVar, ScalarType, TensorType, TileType
 from pytest_pypto.language.context import FunctionContext
 
 BINOPS: dict[type, str] = {
@@ -237,6 +237,11 @@ def _wider(ta: DataType, tb: DataType) -> DataType:
 def binop(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
     """`a op b` on Scalars or constants (op in BINOPS values, "max", "min", "and", "or")."""
     _reject_containers(ctx, op, [a, b], node)
+    if op in DYN_OPS and _dim_like(a) and _dim_like(b) and (
+            isinstance(a, DynVar) or isinstance(b, DynVar)):
+        if op in ("//", "%") and b == 0:
+            raise ctx.error(ParserTypeError, "division by zero in a dimension expression", node)
+        return DynExpr.make(op, a, b)  # `M * 2`: a shape expression (PyPTO composite dim)
     if is_number(a) and is_number(b):
         if op in ("and", "or") or not (isinstance(a, bool) or isinstance(b, bool)):
             return fold(ctx, op, a, b, node)
@@ -268,6 +273,10 @@ def binop(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
     if op in ("<<", ">>") and ca != "int":
         raise ctx.error(ParserTypeError, f"operator {op} needs integer Scalars", node)
     return BinOp(op, ea, eb, type=ScalarType(_wider(ta, tb)), span=ctx.span(node))
+
+
+def _dim_like(v: Any) -> bool:
+    return isinstance(v, DynVar) or (isinstance(v, int) and not isinstance(v, bool))
 
 
 def compare(ctx: FunctionContext, op: str, a: Any, b: Any, node: ast.AST) -> Any:
@@ -312,3 +321,19 @@ def unary(ctx: FunctionContext, node: ast.UnaryOp, value: Any) -> Any:
             node,
         )
     return UnaryOp(op, expr, type=ScalarType(dtype), span=ctx.span(node))
+
+
+def retype_index(value: Any, ann: Any, span: Any = None) -> Any:
+    """An INDEX Scalar under an integer `pl.Scalar[...]` annotation takes the annotated dtype.
+
+    PyPTO lets the annotation override an INDEX value's type (`n: pl.Scalar[pl.INT64] =
+    pl.tensor.dim(x, 0)`); the value converts as a C integer cast would.
+    """
+    if not (isinstance(ann, ScalarType) and ann.dtype.is_int and ann.dtype.name != "INDEX"):
+        return value
+    if isinstance(value, DynVar):
+        value = as_scalar_expr(value, span)
+    if isinstance(value, Expr) and isinstance(value.type, ScalarType) \
+            and value.type.dtype.name == "INDEX":
+        return ScalarCast(value, ann.dtype, type=ScalarType(ann.dtype), span=span)
+    return value

@@ -46,6 +46,7 @@ class BodyParser:
         self.ep = ExprParser(ctx, env, out)
         self.last_bound: dict[str, ast.AST] = {}
         self.returned: tuple[list[Expr], ast.Return] | None = None
+        self.terminated = False  # the block ended in break/continue (loops.py)
 
     def child(self, env: dict[str, Any], out: list[Stmt]) -> BodyParser:
         return BodyParser(self.ctx, env, out)
@@ -74,6 +75,14 @@ class BodyParser:
     ) -> YieldInfo | None:
         for i, stmt in enumerate(stmts):
             last = i == len(stmts) - 1
+            if self.terminated:
+                raise self.ctx.error(
+                    ParserSyntaxError,
+                    "this statement is unreachable: it follows a break or continue in the "
+                    "same block",
+                    stmt,
+                    hint="remove it, or move the break/continue into an if",
+                )
             if self.is_yield(stmt):
                 if not (allow_yield and last):
                     raise self.ctx.error(
@@ -91,11 +100,15 @@ class BodyParser:
                     )
                 self.parse_return(stmt)
                 continue
-            self.stmt(stmt)
+            self.ctx.continuations.append((stmts, i))
+            try:
+                self.stmt(stmt)
+            finally:
+                self.ctx.continuations.pop()
         return None
 
     def is_yield(self, stmt: ast.stmt) -> bool:
-        call = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+        call = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
         if not isinstance(call, ast.Call):
             return False
         func = call.func
@@ -111,6 +124,15 @@ class BodyParser:
             raise self.ctx.error(InvalidOperationError, "pl.yield_ takes positional values", call)
         values = [self.materialize(self.ep.eval(a), a) for a in call.args]
         targets = None
+        if isinstance(stmt, ast.AnnAssign):  # `r: pl.Scalar[pl.INT64] = pl.yield_(v)`
+            if not isinstance(stmt.target, ast.Name) or len(values) != 1:
+                raise self.ctx.error(
+                    ParserSyntaxError, "an annotated pl.yield_ binds one name to one value", stmt
+                )
+            ann, _ = annots.to_type(self.ctx, self.ep.eval(stmt.annotation), stmt.annotation)
+            values[0] = scalars.retype_index(values[0], ann, self.ctx.span(stmt.value))
+            annots.check(self.ctx, ann, values[0].type, f"'{stmt.target.id}'", stmt)
+            return YieldInfo(values, [stmt.target.id], stmt)
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1:
                 raise self.ctx.error(ParserSyntaxError, "chained assignment", stmt)
@@ -189,6 +211,7 @@ class BodyParser:
         if scalars.is_number(value) and isinstance(ann, ScalarType):
             if scalars.category(scalars.literal_dtype(value)) == scalars.category(ann.dtype):
                 value = scalars.make_const(value, ann.dtype, self.ctx.span(stmt.value))
+        value = scalars.retype_index(value, ann, self.ctx.span(stmt.value))
         value_type = self.type_of(value)
         if isinstance(ann, TileType) and ann.space and isinstance(value, Call):
             self.apply_space(value, ann.space, name, stmt)
@@ -207,32 +230,40 @@ class BodyParser:
         self.bind(stmt.target.id, value, stmt)
 
     def _With(self, stmt: ast.With) -> None:
-        for item in stmt.items:
-            ctx_expr = item.context_expr
-            func = ctx_expr.func if isinstance(ctx_expr, ast.Call) else ctx_expr
-            self.ep.eval(func)  # pl.at / pl.manual_scope ... raise or record here
+        from pytest_pypto.language import launch, outline
+        from pytest_pypto.language.surface import at
+
+        kind = outline.region_kind(self, stmt)  # pl.manual_scope ... raise or record here
+        if kind is at:
+            outline.parse_at(self, stmt)
+            return
+        if kind is not None:
+            launch.parse_spmd_with(self, stmt)
+            return
         raise self.ctx.error(
             ParserSyntaxError,
-            "with statements are not supported in kernel code (only with pl.at(...))",
+            "with statements are not supported in kernel code (only with pl.at(...) and "
+            "with pl.spmd(...))",
             stmt,
         )
+
+    def _For(self, stmt: ast.For) -> None:
+        from pytest_pypto.language import control, launch
+
+        if launch.is_spmd_loop(self, stmt):
+            launch.parse_spmd_loop(self, stmt)
+            return
+        control.stmt_For(self, stmt)
 
     def _While(self, stmt: ast.While) -> None:
-        raise self.ctx.error(
-            ParserSyntaxError,
-            "Python while loops are not supported in kernel code; iterate with one of "
-            "pl.range / pl.parallel / pl.unroll / pl.pipeline",
-            stmt,
-            hint="for i in pl.range(n): ...",
-        )
+        from pytest_pypto.language import loops
+
+        loops.stmt_While(self, stmt)
 
     def _Break(self, stmt: ast.stmt) -> None:
-        word = type(stmt).__name__.lower()
-        raise self.ctx.error(
-            ParserSyntaxError,
-            f"'{word}' is not supported by the bundled toolchain yet (tier 2)",
-            stmt,
-        )
+        from pytest_pypto.language import loops
+
+        loops.jump(self, stmt)
 
     _Continue = _Break
 

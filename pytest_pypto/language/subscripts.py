@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Subscript sugar (DSL.md §3.4) and `pl.create_tensor`.
+"""Subscript sugar (DSL.md §3.4, PyPTO's numpy-style rules) and `pl.create_tensor`.
 
-`x[a:b, c:d]` is `pl.slice`, `x[i, j]` is `pl.read`, `dst[a:b, c:d] = src` is
-`dst = pl.assemble(dst, src, [a, c])` and `dst[i, j] = v` is `pl.write`.  Each maps
-to the registry op of that name; where the registry has none yet, the sugar says
-so instead of guessing.
+Reads: `x[i, j]` with every axis indexed is `pl.read`; anything else is `pl.slice`
+(a scalar index keeps a unit axis at that offset and drops it, missing trailing axes
+are whole).  Writes: `dst[...] = src` is `dst = pl.assemble(dst, src, offsets)`, the
+source of the same kind as dst and reshaped up over dropped axes; an element write
+`dst[i, j] = v` is rejected as PyPTO rejects it (use `pl.write`).
 """
 
 from __future__ import annotations
@@ -25,95 +26,191 @@ if TYPE_CHECKING:
     from pytest_pypto.language.expressions import ExprParser
 
 
-def window(ep: ExprParser, base: Expr, node: ast.Subscript) -> tuple[str, Any, Any]:
-    """("slice", shape, offsets) for slice subscripts, ("index", indices, None) for indices."""
+def _indices(node: ast.Subscript) -> list[ast.expr]:
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _level(base: Expr) -> str:
+    return "tensor" if isinstance(base.type, TensorType) else "tile"
+
+
+def _extent(ep: ExprParser, s: ast.Slice, lower: Any, upper: Any, node: ast.AST) -> Any:
+    """upper - lower, folded; `a:a + N` gives N even when `a` is dynamic."""
+    if (
+        s.lower is not None
+        and isinstance(s.upper, ast.BinOp)
+        and isinstance(s.upper.op, ast.Add)
+        and ast.dump(s.upper.left) == ast.dump(s.lower)
+    ):
+        return ep.eval(s.upper.right)
+    return scalars.binop(ep.ctx, "-", upper, lower, node)
+
+
+def _is_const(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def window(ep: ExprParser, base: Expr, node: ast.Subscript) -> tuple[list, list, list, list | None]:
+    """(shape, offsets, drop_dims, valid_shape) of a subscript window, PyPTO's numpy rules:
+    a scalar index keeps a unit axis at that offset and drops it, a slice keeps its axis
+    (no step), dims past the indices are whole.  Tile windows have static extents (a
+    dynamic upper bound narrows valid_shape instead) and constant lower bounds."""
     ctx = ep.ctx
+    level = _level(base)
     shape = base.type.shape  # type: ignore[union-attr]
-    elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-    is_slice = [isinstance(e, ast.Slice) for e in elts]
-    if any(is_slice) and not all(is_slice):
-        raise ctx.error(
-            InvalidOperationError,
-            "mixed index/slice subscripts (rank-dropping) are not supported by the bundled "
-            "toolchain yet (tier 2)",
-            node,
-            hint="slice every dimension, e.g. x[i:i + 1, a:b]",
-        )
-    if len(elts) > len(shape) or (not any(is_slice) and len(elts) != len(shape)):
-        raise ctx.error(
-            InvalidOperationError,
-            f"subscript has {len(elts)} indices for a rank-{len(shape)} value",
-            node,
-        )
-    if not any(is_slice):
-        return "index", [ep.eval(e) for e in elts], None
-    extents, offsets = [], []
+    elts = _indices(node)
+    extents: list[Any] = []
+    offsets: list[Any] = []
+    valid: list[Any] = []
+    drop: list[int] = []
+    dynamic_valid = False
     for d, dim in enumerate(shape):
-        s = elts[d] if d < len(elts) else ast.Slice()
-        assert isinstance(s, ast.Slice)
-        if s.step is not None:
-            raise ctx.error(InvalidOperationError, "slices with a step are not supported", s)
-        lower = 0 if s.lower is None else ep.eval(s.lower)
-        if s.upper is None:
-            if not isinstance(dim, int):
-                raise ctx.error(
-                    ParserTypeError,
-                    f"dimension {d} is dynamic: write the slice end explicitly", node,
-                )
-            extent: Any = scalars.binop(ctx, "-", dim, lower, node)
-        elif (
-            s.lower is not None
-            and isinstance(s.upper, ast.BinOp)
-            and isinstance(s.upper.op, ast.Add)
-            and ast.dump(s.upper.left) == ast.dump(s.lower)
-        ):
-            extent = ep.eval(s.upper.right)
+        e = elts[d] if d < len(elts) else ast.Slice()
+        if not isinstance(e, ast.Slice):
+            offsets.append(ep.eval(e))
+            extents.append(1)
+            valid.append(1)
+            drop.append(d)
+            continue
+        if e.step is not None:
+            raise ctx.error(
+                InvalidOperationError, f"slices with a step are not supported in {level} subscripts",
+                e, hint="write x[start:stop] without a step",
+            )
+        lower = 0 if e.lower is None else ep.eval(e.lower)
+        upper = dim if e.upper is None else ep.eval(e.upper)
+        if level == "tile" and not _is_const(lower):
+            raise ctx.error(
+                InvalidOperationError, "dynamic lower bounds are not supported in tile subscripts",
+                e, hint="use a constant lower bound, or pl.tile.slice(t, shape, [offsets...])",
+            )
+        extent = _extent(ep, e, lower, upper, node)
+        if level == "tile" and not _is_const(extent):
+            extent, dynamic_valid = dim - lower, True
+            valid.append(scalars.binop(ctx, "-", upper, lower, node))
         else:
-            extent = scalars.binop(ctx, "-", ep.eval(s.upper), lower, node)
-        if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+            valid.append(extent)
+        if _is_const(extent) and extent <= 0:
             raise ctx.error(
                 ParserTypeError,
-                f"the extent of dimension {d} of this slice must be a positive constant",
+                f"the extent of dimension {d} of this subscript must be positive, but it is "
+                f"{extent}",
                 node,
-                hint="write it as x[a:a + N] with a constant N",
+                hint="keep upper > lower inside the source's shape",
             )
         extents.append(extent)
         offsets.append(lower)
-    return "slice", extents, offsets
+    return extents, offsets, drop, valid if dynamic_valid else None
 
 
-def _sugar_op(ep: ExprParser, base: Expr, name: str, args: list[Arg], node: ast.AST) -> Call:
+def _check_count(ep: ExprParser, base: Expr, node: ast.Subscript) -> list[ast.expr]:
+    elts = _indices(node)
+    rank = len(base.type.shape)  # type: ignore[union-attr]
+    if len(elts) > rank:
+        raise ep.ctx.error(
+            ParserTypeError,
+            f"{_level(base).capitalize()} subscript has {len(elts)} indices but the "
+            f"{_level(base)} is {rank}D",
+            node,
+            hint=f"give at most {rank} indices",
+        )
+    return elts
+
+
+def _op(ep: ExprParser, op: str, args: list[Arg], kw: dict[str, Arg], node: ast.AST) -> Call:
+    """Bind and type a call of registry op ``op`` for a subscript."""
     ctx = ep.ctx
-    if isinstance(base.type, TensorType):
-        raise calls.tensor_level(ctx, name, node)
-    if not any(s.level == "tile" for s in REGISTRY.by_namespace("tile", name)):
+    if op not in REGISTRY:
         raise ctx.error(
             InvalidOperationError,
-            f"subscript '{ctx.text(node)}' means pl.{name}, which is not supported by the "
-            "bundled toolchain yet",
+            f"subscript '{ctx.text(node)}' means {op}, which the bundled toolchain does not have",
             node,
         )
-    return calls.op_call(ctx, "tile", name, args, {}, node)  # type: ignore[arg-type]
+    spec = REGISTRY[op]
+    display = "pl." + op
+    return calls.build_call(ctx, spec, display, calls.bind(ctx, spec, display, args, kw, node),
+                            node)
 
 
 def read_subscript(ep: ExprParser, base: Expr, node: ast.Subscript) -> Call:
-    kind, first, offsets = window(ep, base, node)
-    if kind == "index":
-        return _sugar_op(ep, base, "read", [Arg(base, node.value), Arg(first, node)], node)
-    return _sugar_op(
-        ep, base, "slice", [Arg(base, node.value), Arg(first, node), Arg(offsets, node)], node
-    )
+    """`x[i, j]` (every axis indexed) reads an element; anything else is a slice view."""
+    elts = _check_count(ep, base, node)
+    level = _level(base)
+    rank = len(base.type.shape)  # type: ignore[union-attr]
+    if len(elts) == rank and not any(isinstance(e, ast.Slice) for e in elts):
+        indices = [ep.eval(e) for e in elts]
+        return _op(ep, f"{level}.read", [Arg(base, node.value), Arg(indices, node)], {}, node)
+    extents, offsets, drop, valid = window(ep, base, node)
+    kw = {}
+    if drop:
+        kw["drop_dims"] = Arg(drop, node)
+    if valid is not None:
+        kw["valid_shape"] = Arg(valid, node)
+    args = [Arg(base, node.value), Arg(extents, node), Arg(offsets, node)]
+    return _op(ep, f"{level}.slice", args, kw, node)
 
 
 def write_subscript(ep: ExprParser, base: Expr, node: ast.Subscript, value: Any,
                     value_node: ast.AST) -> Call:
-    """The op call for `base[...] = value` (assemble or write)."""
-    kind, first, offsets = window(ep, base, node)
-    if kind == "index":
-        args = [Arg(base, node.value), Arg(first, node), Arg(value, value_node)]
-        return _sugar_op(ep, base, "write", args, node)
-    args = [Arg(base, node.value), Arg(value, value_node), Arg(offsets, node)]
-    return _sugar_op(ep, base, "assemble", args, node)
+    """The call for `dst[...] = src`: `pl.assemble(dst, src, offsets)` (the caller rebinds
+    dst).  Scalar indices drop their axes from the window, so the source may have fewer
+    axes; it is reshaped up to the window's rank.  PyPTO has no element-write subscript."""
+    ctx = ep.ctx
+    level = _level(base)
+    elts = _check_count(ep, base, node)
+    rank = len(base.type.shape)  # type: ignore[union-attr]
+    if len(elts) == rank and not any(isinstance(e, ast.Slice) for e in elts):
+        raise ctx.error(
+            InvalidOperationError,
+            f"element-write 'dst[i, j] = value' is not supported for {level} targets",
+            node,
+            hint="write pl.write(dst, [i, j], value), or assign a window: dst[i:i + 1, j:j + 1] = t",
+        )
+    extents, offsets, drop, _ = window(ep, base, node)
+    want = "Tensor" if level == "tensor" else "Tile"
+    src_type = getattr(value, "type", None)
+    if not (isinstance(value, Expr) and getattr(src_type, "kind", None) == want):
+        got = getattr(src_type, "kind", None) or type(value).__name__
+        raise ctx.error(
+            ParserTypeError,
+            f"subscript-write source must also be a {want}, but got {got}",
+            value_node,
+            hint=f"the right-hand side of dst[...] = src must be a {want} of the window's shape"
+            + (" (pl.store a tile into a tensor)" if want == "Tensor" else ""),
+        )
+    kept = [d for d in range(rank) if d not in drop]
+    natural = len(kept)
+    src_shape = list(src_type.shape)  # type: ignore[union-attr]
+    allowed = {natural, max(2, natural)} if level == "tile" else {natural}
+    if len(src_shape) not in allowed:
+        raise ctx.error(
+            ParserTypeError,
+            f"subscript-write source must be {natural}D to match the window, but it is "
+            f"{len(src_shape)}D",
+            value_node,
+            hint="a scalar index removes its axis from the window; the source's rank must match "
+            "the remaining axes",
+        )
+    lead = len(src_shape) - natural
+    want_extents = [1] * lead + [extents[d] for d in kept]
+    src_valid = getattr(src_type, "valid", None) or src_shape
+    for axis, (w, s, v) in enumerate(zip(want_extents, src_shape, src_valid)):
+        if _is_const(w) and _is_const(s) and w != s and v != w:
+            raise ctx.error(
+                ParserTypeError,
+                f"subscript-write shape mismatch on source axis {axis}: the window expects {w} "
+                f"elements, the source has {s}",
+                value_node,
+                hint="make the source's shape (or valid shape) match the window",
+            )
+    source = value
+    if len(src_shape) != rank:
+        it = iter(src_shape[lead:])
+        lifted = [1 if d in drop else next(it) for d in range(rank)]
+        source = _op(ep, f"{level}.reshape", [Arg(value, value_node), Arg(lifted, value_node)],
+                     {}, value_node)
+    args = [Arg(base, node.value), Arg(source, value_node), Arg(offsets, node)]
+    return _op(ep, f"{level}.assemble", args, {}, node)
 
 
 def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Call:

@@ -50,12 +50,23 @@ class PadValue(enum.Enum):
 
 
 class Level(enum.Enum):
-    """`pl.at(level=...)`: only CORE_GROUP is in scope (Tier 1), the rest is Tier 3."""
+    """`pl.at(level=...)`: only CORE_GROUP is in scope (Tier 1), the rest is Tier 3.
 
-    CORE_GROUP = "CORE_GROUP"
+    PyPTO's hierarchy levels, so that a program naming another level parses and is
+    reported as Tier 3 rather than as a misspelt attribute.
+    """
+
+    AIV = "AIV"
+    AIC = "AIC"
     CORE = "CORE"
+    CORE_GROUP = "CORE_GROUP"
+    CHIP_DIE = "CHIP_DIE"
     CHIP = "CHIP"
     HOST = "HOST"
+    CLUSTER_0 = "CLUSTER_0"
+    CLUSTER_1 = "CLUSTER_1"
+    CLUSTER_2 = "CLUSTER_2"
+    GLOBAL = "GLOBAL"
 
 
 class SplitMode(enum.Enum):
@@ -174,6 +185,22 @@ class Unsupported:
         return f"pl.{self.name}"
 
 
+# Region constructs (language/outline.py): recognised by identity in `with` / `for`.
+at = DslFunction(
+    "at", "`with pl.at(level=pl.Level.CORE_GROUP, name_hint=..., optimizations=[...])`: "
+    "the region becomes an outlined InCore kernel, submitted as one task."
+)
+spmd = DslFunction(
+    "spmd", "`with pl.spmd(n):` / `for i in pl.spmd(n):`: one launch of n blocks of a kernel, "
+    "each with its block index (pl.get_block_idx())."
+)
+split = DslFunction("split", "`pl.split(pl.SplitMode.X)` in `optimizations=[...]` of pl.at / pl.spmd.")
+cross_core_slot = DslFunction(
+    "cross_core_slot", "`pl.cross_core_slot(slot_num=N)` in `optimizations=[...]` of pl.at / pl.spmd."
+)
+REGION_FUNCTIONS = (at, spmd)
+
+
 def function(
     fn: Any = None,
     *,
@@ -184,8 +211,18 @@ def function(
     """`@pl.function(type=...)`: marks a method of a `@pl.program` class.
 
     The parser reads the decorator from the source; at Python level the method is
-    returned unchanged.
+    returned unchanged.  A module-level function (no ``self``) becomes a
+    `StandaloneFunction` that programs call by name (language/jit.py).
     """
+
+    def mark(f: Any) -> Any:
+        code = getattr(f, "__code__", None)
+        if code is None or code.co_varnames[: code.co_argcount][:1] == ("self",):
+            return f
+        from pytest_pypto.language.jit import StandaloneFunction
+
+        return StandaloneFunction(f, type, strict_ssa=strict_ssa, options=kwargs)
+
     if fn is not None and callable(fn):
-        return fn
-    return lambda f: f
+        return mark(fn)
+    return mark

@@ -3,7 +3,8 @@
 
 Tier 3 constructs are recorded by the parser (decoration succeeds, compiling
 raises `UnsupportedFeatureError`); Tier 2 and not-yet-built Tier 1 constructs
-raise at parse time.  `@pl.jit` functions raise when called.  Either way the user
+raise at parse time.  `@pl.jit.host` / `@pl.jit.extern` functions raise when called
+(language/jit.py builds `@pl.jit`).  Either way the user
 sees the construct's name, never a silent acceptance.  Also: the `pl.tile` /
 `pl.tensor` op namespaces and layout markers.
 """
@@ -35,23 +36,13 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 _TIER2 = {
-    "while_": "while loops",
-    "cond": "while loops",
-    "inline": "inline functions",
-    "spmd": "SPMD launches",
-    "get_block_idx": "SPMD launches",
-    "get_block_num": "SPMD launches",
     "Array": "on-core arrays",
     "array": "on-core arrays",
     "TileView": "tile views in annotations",
 }
 
 # Tier 1 in DSL.md but not built in this slice of the toolchain yet.
-_NOT_YET = {
-    "at": "outlined regions (with pl.at)",
-    "split": "outlined regions (with pl.at)",
-    "cross_core_slot": "outlined regions (with pl.at)",
-}
+_NOT_YET: dict[str, str] = {}
 
 
 def unsupported_names() -> dict[str, Unsupported]:
@@ -64,7 +55,6 @@ def unsupported_names() -> dict[str, Unsupported]:
         names[name] = Unsupported(name, 2, reason)
     for name, reason in _NOT_YET.items():
         names[name] = Unsupported(name, 1, reason)
-    names["jit"] = JitMarker("jit", 2, "JIT compilation")
     return names
 
 
@@ -84,12 +74,11 @@ def unsupported_message(marker: Unsupported) -> str:
 
 
 class JitMarker(Unsupported):
-    """`pl.jit` and its chains (`pl.jit.incore`, `pl.jit(...)`): decorating works, calling raises.
+    """`pl.jit.host` / `pl.jit.extern` (Tier 3): decorating works, calling raises.
 
-    The base marker hands a decorated function back unchanged, which for `@pl.jit`
-    would run the kernel body as plain Python; here the function is wrapped so
-    that the module imports and the first call names what is missing.  JIT is
-    Tier 2 (DSL.md §4.2); `pl.jit.host` is Tier 3 (distributed execution).
+    The base marker hands a decorated function back unchanged, which would run the
+    kernel body as plain Python; here the function is wrapped so that the module
+    imports and the first call names what is missing.
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

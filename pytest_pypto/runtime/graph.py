@@ -5,6 +5,8 @@ every overlapping range (RAW); an Out/InOut argument becomes the new writer of i
 range, ordered after the previous writer (WAW).  Write-after-read is deliberately
 not tracked, because the device does not track it; with ``strict_war`` the graph
 records each such hazard (a later writer not ordered after an earlier reader).
+A `pl.spmd(n)` launch is n tasks that share the dependencies of the first and do
+not order each other; each is a writer of its ranges, so later readers wait for all.
 
 Dispatch: tasks run when their dependencies are done, in submission order by
 default (always a valid order, since a task only depends on earlier ones), or in a
@@ -43,6 +45,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
+        "block", "kwargs",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -63,6 +66,8 @@ class Task:
         self.slots: tuple[str, ...] = ()
         self.waiting = 0  # deps not yet done (seeded schedules only)
         self.dependents: list[int] = []  # tasks depending on this one (seeded schedules only)
+        self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
+        self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -82,7 +87,7 @@ class Task:
                         "bytes": list(handle.byte_range),
                     }
                 )
-        return {
+        record = {
             "id": self.id,
             "kernel": self.kernel,
             "func_id": self.func_id,
@@ -93,6 +98,9 @@ class Task:
             "args": args,
             "deps": [{"task": t, "kind": k} for t, k in sorted(self.deps.items())],
         }
+        if self.block is not None:
+            record["block"] = {"index": self.block[0], "count": self.block[1]}
+        return record
 
 
 def _jsonable(value: Any) -> Any:
@@ -271,6 +279,39 @@ class TaskGraph:
         self.pending[tid] = task
         return task
 
+    def launch(
+        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool
+    ) -> list[Task]:
+        """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
+        the first (the blocks of one launch do not order each other), each a writer of
+        its Out/InOut ranges, so a later task depends on every block."""
+        first = self.submit(kernel, call_args, handles)
+        tasks = [first]
+        for _ in range(1, blocks):
+            task = Task(len(self.tasks), kernel, call_args, handles)
+            task.deps = dict(first.deps)
+            for direction, h in zip(kernel.directions, handles):
+                if h is None:
+                    continue
+                if direction != IN:
+                    h.root.writers.add(h, task.id)
+                if self.strict_war and direction != OUT:
+                    h.root.readers.add(h, task.id)
+            if self.rng is not None:
+                for d in task.deps:
+                    producer = self.tasks[d]
+                    if not producer.done:
+                        task.waiting += 1
+                        producer.dependents.append(task.id)
+            self.tasks.append(task)
+            self.pending[task.id] = task
+            tasks.append(task)
+        for i, task in enumerate(tasks):
+            task.block = (i, blocks)
+            if pass_block:
+                task.kwargs = {"_launch": (i, blocks)}
+        return tasks
+
     def _check_war(self, task: Task, h: TensorHandle, ancestors: dict[int, set[int]]) -> None:
         """Record each earlier reader of ``h``'s range that ``task`` is not ordered after.
 
@@ -392,7 +433,10 @@ class TaskGraph:
         self.executed.append(task.id)
         start = perf_counter()
         try:
-            result = task.fn(*task.call_args)
+            if task.kwargs is None:
+                result = task.fn(*task.call_args)
+            else:
+                result = task.fn(*task.call_args, **task.kwargs)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, §6.4)
             kernel = self.kernels[task.kernel]
             tb = exc.__traceback__

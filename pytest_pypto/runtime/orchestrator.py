@@ -91,8 +91,13 @@ class Orchestrator:
         t.array[idx] = value
 
     # -- tasks -------------------------------------------------------------------
-    def submit(self, kernel: str, args: Any, returns: Any = ()) -> Any:
-        """Record one task of ``kernel``; returns the arguments at positions ``returns``."""
+    def submit(
+        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False
+    ) -> Any:
+        """Record one task of ``kernel``; returns the arguments at positions ``returns``.
+
+        ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
+        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``."""
         k = self._kernels.get(kernel)
         if k is None:
             raise SimulationError(
@@ -131,7 +136,16 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
-        self._graph.submit(k, call_args, handles)
+        if blocks is None:
+            self._graph.submit(k, call_args, handles)
+        else:
+            n = int(blocks)
+            if n < 1:
+                raise SimulationError(
+                    f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
+                    "(the block count is computed at run time)"
+                )
+            self._graph.launch(k, call_args, handles, n, launch)
         if len(returns) == 1:
             return args[returns[0]]
         return tuple(args[r] for r in returns)

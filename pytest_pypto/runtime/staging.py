@@ -54,9 +54,9 @@ def _signature(manifest: Manifest) -> str:
 
 
 def stage(
-    manifest: Manifest, arrays: Sequence[Any], rt: Orchestrator
+    manifest: Manifest, arrays: Sequence[Any], rt: Orchestrator, *, outputs_in: bool = False
 ) -> tuple[list[Any], list[tuple[np.ndarray, np.ndarray]], dict[str, int]]:
-    """Bind and stage the caller's arrays.
+    """Bind and stage the caller's arrays (``outputs_in``: pure Out arrays copied in too).
 
     Returns the orchestration entry's arguments (tensor handles and scalars), the
     (caller array, staged buffer) pairs to copy back, and the dynamic dims bound.
@@ -89,7 +89,7 @@ def stage(
         if param.direction == "In":
             data = value.view() if value.flags.c_contiguous else np.ascontiguousarray(value)
             data.flags.writeable = False
-        elif param.direction == "Out":
+        elif param.direction == "Out" and not outputs_in:
             # Never the caller's array itself: a failed run must leave it untouched.
             if param.fully_written:  # no task can observe the initial contents
                 data = np.empty(value.shape, dtype.np)

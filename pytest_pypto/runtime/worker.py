@@ -176,8 +176,13 @@ class Worker:
         artifact: CompiledProgram | LoadedArtifact | str | os.PathLike,
         *arrays: Any,
         config: RunConfig | None = None,
+        outputs_in: bool = False,
     ) -> SimRun:
-        """Stage ``arrays``, run the entry and its tasks, copy results back."""
+        """Stage ``arrays``, run the entry and its tasks, copy results back.
+
+        ``outputs_in``: pure Out arrays are copied in too (PyPTO's in-place calls of a
+        compiled program: the device buffer starts as the caller's tensor).
+        """
         cfg = config if config is not None else _DEFAULT_CONFIG
         loaded = self.load(artifact)
         manifest = loaded.manifest
@@ -188,7 +193,7 @@ class Worker:
         rt = Orchestrator(loaded.kernels, graph, [])
         token = UNINITIALIZED.set(cfg.uninitialized)
         try:
-            entry_args, copy_back, dyn = stage(manifest, arrays, rt)
+            entry_args, copy_back, dyn = stage(manifest, arrays, rt, outputs_in=outputs_in)
             entry = loaded.make_orchestration(rt)
             # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
             # DSL (§5.1), not warnings; one errstate per run instead of one per op.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest_pypto.compat.pypto.language as pl
 import pytest
 import torch
 from pypto_kit import TorchAdd
@@ -145,3 +146,46 @@ def test_a_case_missing_a_hook_cannot_be_instantiated() -> None:
     assert case.tensor_specs is case.tensor_specs  # cached, as PyPTO's property
     assert [s.name for s in case.tensor_specs] == ["a", "b", "c"] and case.scalar_specs == []
     assert case.get_strategy().name == "Default" and case.get_memory_planner() is None
+
+
+@pl.program
+class _HalfWrite:
+    @pl.function(type=pl.FunctionType.InCore)
+    def top(self, a: pl.Tensor[[16, 32], pl.FP32],
+            c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, 0], [8, 32])
+        c = pl.store(t, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 32], pl.FP32],
+             c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        c = self.top(a, c)
+        return c
+
+
+class _HalfWriteCase(pypto_cases.PTOTestCase):
+    """The kernel writes the top half of c; PyPTO's c starts as its init_value."""
+
+    def get_name(self) -> str:
+        return "half_write"
+
+    def define_tensors(self):
+        return [
+            TensorSpec("a", [16, 32], DataType.FP32, init_value=torch.randn),
+            TensorSpec("c", [16, 32], DataType.FP32, init_value=3.0, is_output=True),
+        ]
+
+    def get_program(self):
+        return _HalfWrite
+
+    def compute_expected(self, tensors, params=None):
+        tensors["c"][:8] = tensors["a"][:8]
+        tensors["c"][8:] = 3.0
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_an_out_tensor_starts_with_its_init_value(platform: str) -> None:
+    result = _runner(platform).run(_HalfWriteCase())
+    assert result.passed, result.error
+    assert (result.outputs["c"][8:] == 3.0).all()

@@ -61,7 +61,8 @@ ROWRED = {op: dts for op, dts in {"sum": DTYPES, "max": DTYPES,
                                   "min": ("INT16", "INT32", "FP16", "FP32")}.items()
           if registered("row_" + op)}
 COLRED = {op: DTYPES for op in ("sum", "max", "min") if registered("col_" + op)}
-ROWEXP = {op: DIV if op == "div" else DTYPES
+# row_expand_add is TROWEXPANDADD: INT16/INT32/FP16/FP32 on both archs (INT8 on a5 only).
+ROWEXP = {op: DIV if op in ("div", "add") else DTYPES
           for op in ("add", "sub", "mul", "div") if registered("row_expand_" + op)}
 
 

@@ -59,15 +59,37 @@ NATIVE = {
 }
 
 
+# ARCH.md section 5 (PyPTO's legalization): an intermediate never holds fewer bits than the
+# destination: no int before a float destination, no float with a shorter significand or
+# exponent than a float destination or than an int destination's value bits, no
+# narrower or unsigned-into-signed int.  (significand, exponent) / value bits:
+_FMT = {"FP32": (24, 8), "FP16": (11, 5), "BF16": (8, 8)}
+_VALUE_BITS = {"INT8": 7, "INT16": 15, "INT32": 31, "INT64": 63, "UINT8": 8, "UINT16": 16,
+               "UINT32": 32}
+
+
+def _narrows(mid: str, dst: str) -> bool:
+    if is_float(dst):
+        if not is_float(mid):
+            return True
+        return mid in _FMT and dst in _FMT and any(m < d for m, d in zip(_FMT[mid], _FMT[dst]))
+    if is_float(mid):
+        return mid in _FMT and _FMT[mid][0] < _VALUE_BITS.get(dst, 0)
+    unsigned_into_signed = mid.startswith("U") and not dst.startswith("U")
+    return unsigned_into_signed or _VALUE_BITS.get(mid, 0) < _VALUE_BITS.get(dst, 0)
+
+
 def shortest_chains(arch: str, src: str, dst: str) -> list[list[str]]:
-    """Every shortest chain of native hops from ``src`` to ``dst`` (BFS by levels)."""
+    """Every shortest chain of native hops from ``src`` to ``dst`` (BFS by levels) whose
+    intermediates do not narrow the destination."""
     graph = NATIVE[arch]
     paths, seen = [[src]], {src}
     while paths:
         done = [p + [dst] for p in paths if dst in graph.get(p[-1], ())]
         if done:
             return done
-        nxt = [p + [m] for p in paths for m in graph.get(p[-1], ()) if m not in seen]
+        nxt = [p + [m] for p in paths for m in graph.get(p[-1], ())
+               if m not in seen and not _narrows(m, dst)]
         seen |= {p[-1] for p in nxt}
         paths = nxt
     return []
@@ -307,10 +329,11 @@ def cast(a: Val, dst: str, mode: Any, arch: str) -> Val:
     return finish(v.astype(np.float32), dst, a.err.copy())
 
 
-def _overflow(gamma: float, total: np.ndarray) -> np.ndarray:
+def _overflow(gamma: float, total: np.ndarray, largest: float | None = None) -> np.ndarray:
     """Bound of a float32 sum in any order: gamma * sum|terms|; unbounded when a partial
-    sum may overflow (sum|terms| past FP32's largest value)."""
-    return np.where(total < float(np.finfo(np.float32).max), gamma * total, np.inf)
+    sum may overflow (sum|terms| past FP32's largest value, or ``largest``)."""
+    top = float(np.finfo(np.float32).max) if largest is None else largest
+    return np.where(total < top, gamma * total, np.inf)
 
 
 def reduce(kind: str, op: str, a: Val) -> Val:
@@ -325,8 +348,13 @@ def reduce(kind: str, op: str, a: Val) -> Val:
         if op == "sum":
             n = a.v.shape[axis]
             w = np.sum(x, axis=axis, keepdims=True)
-            gamma = n * U32 / (1 - n * U32)
-            e = _overflow(gamma, np.sum(np.abs(x), axis=axis, keepdims=True))
+            # col_sum adds in the tile dtype, each addition rounded (the device's order,
+            # DSL.md 5.1 as amended for TCOLSUM); the rest accumulate in float32.
+            unit, top = U32, None
+            if kind == "colred":
+                unit, top = EPS[a.dtype] / 2, float(ml_dtypes.finfo(NP[a.dtype]).max)
+            gamma = n * unit / (1 - n * unit)
+            e = _overflow(gamma, np.sum(np.abs(x), axis=axis, keepdims=True), top)
             e = e + np.sum(_e(a), axis=axis, keepdims=True)
             return finish(w.astype(np.float32), a.dtype, e, 1.0)
         fn = np.max if op == "max" else np.min

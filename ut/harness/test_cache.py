@@ -222,7 +222,7 @@ def test_onboard_lease_is_held_only_while_the_kernel_executes(
         events.append(f"compile (lease held: {held})")
         return real_compile(program, config, **kw)
 
-    def fake_dispatch(compiled, *arrays, config):
+    def fake_dispatch(compiled, *arrays, config, outputs_in=False):
         events.append(f"dispatch on device {config.device_id} (lease held: {held})")
 
     monkeypatch.setattr(api, "compile", compile_outside)

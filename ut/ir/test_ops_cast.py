@@ -28,6 +28,16 @@ CAST = REGISTRY["tile.cast"]
     ("a2a3", "FP8E4M3FN", "INT32", None),
     ("a2a3", "INT32", "FP16", ["INT32", "FP16"]),
     ("a5", "FP32", "FP16", ["FP32", "FP16"]),
+    # PyPTO's legalization never passes an intermediate narrower than the destination:
+    ("a2a3", "INT16", "INT32", None),  # FP16 / FP32 hold fewer bits than INT32's 31
+    ("a2a3", "INT8", "FP32", None),  # only FP16 follows INT8, and FP16 narrows FP32
+    ("a5", "INT8", "FP32", None),
+    ("a5", "FP8E4M3FN", "INT32", None),  # FP32's 24-bit significand < 31 bits
+    ("a5", "FP8E4M3FN", "INT16", ["FP8E4M3FN", "FP32", "INT16"]),
+    ("a5", "BF16", "INT16", ["BF16", "FP32", "INT16"]),  # float->float beats the FP16 route
+    ("a5", "INT16", "UINT16", ["INT16", "UINT32", "UINT16"]),
+    ("a5", "INT8", "FP8E4M3FN", ["INT8", "FP16", "FP32", "FP8E4M3FN"]),
+    ("a2a3", "INT64", "INT16", ["INT64", "FP32", "INT16"]),
 ])
 def test_arch_md_cast_chains(arch, src, dst, chain):
     assert cast_chain(spec(arch), src, dst) == chain
@@ -123,21 +133,32 @@ def test_unknown_mode_is_an_error():
 
 def test_unreachable_pair_is_an_arch_error(arch):
     call = info("tile.cast", {"tile": tt((4, 4), D.FP8E4M3FN)}, {"target_type": D.INT32}, arch)
-    if arch.name == "a2a3":
-        with pytest.raises(OpArchError) as e:
-            CAST.arch_rule(arch, call)
-        assert e.value.message == ("pl.cast from FP8E4M3FN to INT32 has no chain of native "
-                                   "conversions on the 'a2a3' backend")
-    else:
-        CAST.arch_rule(arch, call)  # a5: FP8E4M3FN -> FP32 -> INT32
-        assert cast_chain(arch, "FP8E4M3FN", "INT32") == ["FP8E4M3FN", "FP32", "INT32"]
+    with pytest.raises(OpArchError) as e:
+        CAST.arch_rule(arch, call)
+    assert e.value.message == ("pl.cast from FP8E4M3FN to INT32 has no chain of native "
+                               f"conversions on the '{arch.name}' backend")
+
+
+def test_int16_to_int32_on_a2a3_is_refused_with_the_exact_route_in_the_hint():
+    """a2a3 has no INT16 -> INT32 instruction; a chain through FP16 would change 53,248 of
+    the 65,536 values, so (as PyPTO) the pair is refused, and the hint names the exact
+    two-step route and the arch that converts natively."""
+    a2a3 = spec("a2a3")
+    call = info("tile.cast", {"tile": tt((4, 4), D.INT16)}, {"target_type": D.INT32}, a2a3)
+    with pytest.raises(OpArchError) as e:
+        CAST.arch_rule(a2a3, call)
+    assert "INT16 to INT32" in e.value.message and "'a2a3'" in e.value.message
+    assert "pl.cast(pl.cast(x, pl.FP32), pl.INT32)" in e.value.hint
+    assert e.value.hint.endswith("or target a5")
+    CAST.arch_rule(spec("a5"), info("tile.cast", {"tile": tt((4, 4), D.INT16)},
+                                    {"target_type": D.INT32}, spec("a5")))
 
 
 def test_unreachable_pair_hint_names_only_archs_that_can_cast():
-    """a2a3 cannot reach FP8E4M3FN -> INT32 but a5 can (ARCH.md §5), so the hint offers a5;
+    """a2a3 cannot reach FP32 -> FP8E4M3FN but a5 can (ARCH.md §5), so the hint offers a5;
     nothing converts to UINT64 on either arch, so no arch is offered."""
     a2a3 = spec("a2a3")
-    reachable = info("tile.cast", {"tile": tt((4, 4), D.FP8E4M3FN)}, {"target_type": D.INT32}, a2a3)
+    reachable = info("tile.cast", {"tile": tt((4, 4), D.FP32)}, {"target_type": D.FP8E4M3FN}, a2a3)
     with pytest.raises(OpArchError) as e:
         CAST.arch_rule(a2a3, reachable)
     assert e.value.hint.endswith("or target a5")

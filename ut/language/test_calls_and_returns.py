@@ -43,19 +43,6 @@ def test_tuple_returns_bind_positionally():
     assert ret.values == assign.targets
 
 
-def test_incore_to_incore_call_is_tier2():
-    with pytest.raises(InvalidOperationError, match="tier 2"):
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.InCore)
-            def a(self, x: pl.Tensor[[64, 64], pl.FP32]):
-                pass
-
-            @pl.function(type=pl.FunctionType.InCore)
-            def b(self, x: pl.Tensor[[64, 64], pl.FP32]):
-                self.a(x)
-
-
 def test_scalar_argument_dtype_is_checked():
     with pytest.raises(ParserTypeError, match="Scalar\\[INT32\\], but got Scalar\\[INDEX\\]"):
         @pl.program

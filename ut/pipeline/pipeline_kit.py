@@ -330,7 +330,7 @@ def k_row_expand(OP, DT, R, C, VR, VC):  # noqa: N803
         def k(self, x: pl.Tensor[[R, C], DT], v: pl.Tensor[[R, 1], DT],
               out: pl.InOut[pl.Tensor[[R, C], DT]]) -> pl.Tensor[[R, C], DT]:
             t = pl.load(x, [0, 0], [R, C], valid_shape=[VR, VC])
-            rv = pl.load(v, [0, 0], [R, 1])
+            rv = pl.load(v, [0, 0], [R, 1], valid_shape=[VR, 1])  # valid rows as t's
             out = pl.store(OP(t, rv), [0, 0], out)
             return out
 

@@ -199,11 +199,11 @@ def test_out_of_range_float_to_int_clamps_with_a_warning(platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize(("src", "dst"), [(pl.BF16, pl.FP16), (pl.FP16, pl.BF16),
-                                          (pl.INT32, pl.INT8), (pl.INT8, pl.INT32)],
+                                          (pl.INT32, pl.INT8), (pl.INT16, pl.INT8)],
                          ids=lambda d: d.name)
 def test_legalized_chains_with_an_exact_first_hop(src, dst, platform):
     """Pairs that are non-native on at least one arch: BF16<->FP16 through FP32 (exact),
-    INT32 -> INT8 and INT8 -> INT32 on every INT8 value (exact at every hop)."""
+    INT32 -> INT8 and INT16 -> INT8 on every INT8 value (exact at every hop)."""
     if src.is_float:
         x = (np.random.default_rng(7).standard_normal((8, 32)) * 1000).astype(np.float32)
         with np.errstate(over="ignore"):
@@ -215,3 +215,29 @@ def test_legalized_chains_with_an_exact_first_hop(src, dst, platform):
     with np.errstate(over="ignore"):
         want = x.astype(np.float64).astype(storage(dst))  # one RNE rounding / exact
     assert_exact(out, want, f"{src.name}->{dst.name}")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_int16_to_int32_is_exact_on_a5_and_refused_on_a2a3(platform):
+    """a5 converts INT16 -> INT32 natively (all 65,536 values kept); a2a3 has no such
+    instruction and PyPTO's legalization refuses a chain through FP16/FP32, so the
+    compile fails at the cast's line with the explicit exact route as the hint."""
+    from pipeline_kit import program
+
+    import pytest_pypto
+    from pytest_pypto import RunConfig
+    from pytest_pypto.ir.errors import ArchSupportError
+
+    key = (pl.INT16, pl.INT32, "none", 128, 128, 128, 128)
+    if platform == "a5sim":
+        for part in np.arange(-32768, 32768, dtype=np.int16).reshape(4, 128, 128):
+            out = sentinel((128, 128), pl.INT32)
+            run(k_cast, key, platform, part, out)
+            assert_exact(out, part.astype(np.int32), "INT16->INT32")
+        return
+    prog = program(k_cast, key)
+    with pytest.raises(ArchSupportError) as e:
+        pytest_pypto.compile(prog, RunConfig(platform=platform))
+    assert "INT16 to INT32" in str(e.value) and "'a2a3'" in str(e.value)
+    assert "pl.cast(pl.cast(x, pl.FP32), pl.INT32)" in str(e.value)
+    assert "test_pipeline_cast.py:" in str(e.value)

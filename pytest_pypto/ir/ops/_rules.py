@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
-from pytest_pypto.ir.registry import CallInfo, OpRuleError, OpTypeError
+from pytest_pypto.ir.registry import CallInfo, OpArchError, OpRuleError, OpTypeError
 from pytest_pypto.ir.types import ScalarType, TensorType, TileType, Type
 
 
@@ -201,6 +201,26 @@ def broadcast_result(info: CallInfo, a: TileType, b: TileType) -> TileType:
                 "make the dims equal, or 1 on the operand that should be broadcast",
             )
     return TileType(tuple(shape), a.dtype, valid=tuple(valid))
+
+
+def require_arch_dtype(arch: Any, info: CallInfo, family: str, dt: DataType) -> None:
+    """The arch's vector instruction for ``family`` takes ``dt`` (ARCH.md §6,
+    `ArchSpec.vec_op_dtypes`); otherwise an OpArchError naming the arch, the dtypes it
+    takes and the archs that take ``dt``."""
+    allowed = arch.vec_op_dtypes.get(family)
+    if allowed is None or dt.name in allowed:
+        return
+    from pytest_pypto.arch import ARCH_CHOICES, spec
+
+    others = [a for a in ARCH_CHOICES if a != arch.name
+              and dt.name in spec(a).vec_op_dtypes.get(family, (dt.name,))]
+    hint = f"use {dtype_list(allowed)}"
+    if others:
+        hint += f", or target {' or '.join(others)}"
+    raise OpArchError(
+        f"The operator {info.op} does not support dtype {dt.name} on the '{arch.name}' backend",
+        hint,
+    )
 
 
 def warn_unvalidated(arch: Any, info: CallInfo, key: str, what: str) -> None:

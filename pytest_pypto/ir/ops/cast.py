@@ -60,7 +60,12 @@ def _cast_arch(arch: Any, info: CallInfo) -> None:
     src = tile(info, "tile").dtype.name
     dst = _target(info).name
     if cast_chain(arch, src, dst) is None:
-        hint = "cast through another dtype the arch converts natively"
+        via = _exact_bridge(arch, src, dst)
+        if via:
+            hint = (f"cast in two steps, the first exact for every {src} value: "
+                    f"pl.cast(pl.cast(x, pl.{via}), pl.{dst})")
+        else:
+            hint = "cast through another dtype the arch converts natively"
         others = [a for a in ARCH_CHOICES if a != arch.name and cast_chain(spec(a), src, dst)]
         if others:
             hint += ", or target " + " or ".join(others)
@@ -69,6 +74,30 @@ def _cast_arch(arch: Any, info: CallInfo) -> None:
             f"'{arch.name}' backend",
             hint,
         )
+
+
+_SIGNIFICAND_EXPONENT = {"FP32": (24, 8), "FP16": (11, 5), "BF16": (8, 8)}
+
+
+def _exact_bridge(arch: Any, src: str, dst: str) -> str | None:
+    """A float the arch converts ``src`` to natively, holding every ``src`` value exactly,
+    from which ``dst`` is reachable: the explicit two-step route when legalization
+    refuses the pair (a2a3 INT16 -> INT32 through FP32).  None when there is none."""
+    from pytest_pypto.ir.dtypes import dtype_by_name
+
+    s = dtype_by_name(src)
+    for via in arch.native_casts.get(src, ()):
+        fmt = _SIGNIFICAND_EXPONENT.get(via)
+        if fmt is None or cast_chain(arch, via, dst) is None:
+            continue
+        if s.is_int:
+            exact = fmt[0] >= (s.bits if s.kind == "uint" else s.bits - 1)
+        else:
+            own = _SIGNIFICAND_EXPONENT.get(src, (0, 0))
+            exact = fmt[0] >= own[0] and fmt[1] >= own[1]
+        if exact:
+            return via
+    return None
 
 
 def resolve_chain(src: str, dst: str, chain: Any = None, arch: Any = None) -> list[str]:

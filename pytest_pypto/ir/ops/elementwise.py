@@ -175,7 +175,8 @@ for _name, _fn in _BINARY.items():
     _sname = _SCALAR[_name]
     _params = [ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile")]
     if _name == "div":
-        _params.append(ParamSpec("high_precision", "bool", default=False, keyword_only=True))
+        # PyPTO's PTOAS precision mode; positional there too: pl.div(a, b, True)
+        _params.append(ParamSpec("high_precision", "bool", default=False))
     register(OpSpec(
         name=f"tile.{_name}",
         params=tuple(_params),

@@ -1,4 +1,5 @@
-"""Cube ops: tile.matmul and tile.matmul_acc (DSL.md §4.1, numerics §5.2).
+"""Cube ops: tile.matmul, matmul_acc, matmul_bias and the GEMV forms (DSL.md §4.1, §4.2,
+numerics §5.2).
 
 Operands are widened exactly (floats to float32; INT8 through float64, where every
 partial sum of int8 products is exact) and multiplied over the valid M/K/N; the
@@ -136,4 +137,176 @@ register(OpSpec(
     spellings=("matmul_acc",),
     doc="acc += lhs @ rhs in place in Acc (FP32, or INT32 with wrap); when init_cond is true "
         "the product overwrites acc instead.",
+))
+
+
+# ------------------------------------------------------------------ matmul_bias / gemv
+
+
+def _bias_check(info: CallInfo, prod: TileType, exact_one_row: bool = False) -> None:
+    """bias is [1, N] in the accumulator dtype, its valid N covering the product's."""
+    bias = tile(info, "bias")
+    require_rank(info, bias, "bias", exact=2)
+    if bias.shape[0] != 1:
+        raise OpTypeError(
+            f"The operator {info.op} requires bias to have shape [1, N], but got "
+            f"{dims(bias.shape)}",
+            "load the bias as one row: pl.load(bias, [0, 0], [1, N])",
+        )
+    if bias.shape[1] != prod.shape[1]:
+        raise OpTypeError(
+            f"The operator {info.op} requires bias N dimension to match output "
+            f"N={prod.shape[1]}, but got bias N={bias.shape[1]}"
+        )
+    vn, bn = prod.valid[1], bias.valid[1]
+    if vn is not None and bn is not None and bn < vn:
+        raise OpTypeError(
+            f"The operator {info.op} requires bias valid N to cover output valid N={vn}, "
+            f"but got bias valid N={bn}"
+        )
+    if exact_one_row and bias.valid[0] is not None and bias.valid[0] != 1:
+        raise OpTypeError(
+            f"The operator {info.op} requires bias to have exactly one valid row, but got "
+            f"{bias.valid[0]}"
+        )
+    if bias.dtype.name != prod.dtype.name:
+        raise OpTypeError(
+            f"The operator {info.op} requires bias dtype {prod.dtype.name} to match the "
+            f"accumulator, but got {bias.dtype.name}",
+            f"load the bias as pl.{prod.dtype.name} (the accumulator of "
+            f"{tile(info, 'lhs').dtype.name} operands)",
+        )
+
+
+def _matmul_bias_type(info: CallInfo) -> TileType:
+    prod = _product_type(info)
+    _bias_check(info, prod)
+    return prod
+
+
+def _matmul_bias_compute(lhs: Any, rhs: Any, bias: Any, **_: Any) -> Any:
+    prod = matmul_wide(lhs, rhs)
+    return prod + bias[..., :1, : prod.shape[-1]]
+
+
+register(OpSpec(
+    name="tile.matmul_bias",
+    params=(ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"), ParamSpec("bias", "tile")),
+    type_rule=_matmul_bias_type,
+    mem=MemRule(operands={"lhs": ("Left",), "rhs": ("Right",), "bias": ("Bias",)}, result="Acc"),
+    compute=_matmul_bias_compute,
+    spellings=("matmul_bias",),
+    doc="lhs [M, K] @ rhs [K, N] + bias [1, N] into a new Acc tile: the bias row (in the "
+        "accumulator dtype, FP32 or INT32) is added once to every row of the FP32/INT32 product.",
+))
+
+ACC_PHASES = ("unspecified", "partial", "final")
+GEMV_ROWS = 16  # the cube's output fractal: a GEMV result occupies 16 physical rows
+
+
+def _acc_phase(info: CallInfo) -> None:
+    phase = info.values.get("acc_phase", "unspecified")
+    if phase not in ACC_PHASES:
+        raise OpTypeError(
+            f"The operator {info.op} requires acc_phase to be one of "
+            f"{{{', '.join(ACC_PHASES)}}}, but got {phase!r}"
+        )
+
+
+def _gemv_type(info: CallInfo) -> TileType:
+    """[1, K] @ [K, N]: physical rows of lhs and its valid rows must be exactly 1;
+    the result is [16, N] (the cube's row fractal) with valid [1, vN]."""
+    _acc_phase(info)
+    prod = _product_type(info)
+    lhs = tile(info, "lhs")
+    if lhs.shape[0] != 1:
+        raise OpTypeError(
+            f"The operator {info.op} requires lhs physical row extent to be exactly 1, but got "
+            f"shape {dims(lhs.shape)}",
+            "use pl.matmul for more than one row",
+        )
+    if lhs.valid[0] is not None and lhs.valid[0] != 1:
+        raise OpTypeError(
+            f"The operator {info.op} requires lhs logical row extent to be exactly 1, but got "
+            f"valid_shape {dims(lhs.valid)}"
+        )
+    return TileType((GEMV_ROWS, prod.shape[1]), prod.dtype, valid=(1, prod.valid[1]))
+
+
+def _gemv_acc_type(info: CallInfo) -> TileType:
+    want = _gemv_type(info)
+    acc = tile(info, "acc")
+    require_rank(info, acc, "acc", exact=2)
+    if tuple(acc.shape) != tuple(want.shape):
+        raise OpTypeError(
+            f"The operator {info.op} requires accumulator physical shape {dims(want.shape)}, "
+            f"but got {dims(acc.shape)}",
+            "create the accumulator with pl.tile.gemv first",
+        )
+    if acc.dtype.name != want.dtype.name:
+        raise OpTypeError(
+            f"The operator {info.op} requires accumulator dtype {want.dtype.name}, but got "
+            f"{acc.dtype.name}"
+        )
+    if None not in acc.valid and None not in want.valid and tuple(acc.valid) != tuple(want.valid):
+        raise OpTypeError(
+            f"The operator {info.op} requires accumulator valid_shape {dims(want.valid)}, "
+            f"but got {dims(acc.valid)}"
+        )
+    return acc.with_(space=None)
+
+
+def _gemv_bias_type(info: CallInfo) -> TileType:
+    want = _gemv_type(info)
+    _bias_check(info, want, exact_one_row=True)
+    return want
+
+
+def _gemv_acc_execute(acc, lhs, rhs, *, out=None, **_):
+    return _matmul_acc_execute(acc, lhs, rhs, None, out=out)
+
+
+_GEMV_DOC = ("lhs must have exactly one physical and one valid row; the result is a [16, N] "
+             "Acc tile (the cube's row fractal) whose valid region is [1, vN]. INT8/FP16/BF16/"
+             "FP32 operands accumulate in FP32 (INT32 with wrap for INT8); acc_phase "
+             "(unspecified, partial, final) is a scheduling hint and does not change values.")
+
+register(OpSpec(
+    name="tile.gemv",
+    params=(ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"),
+            ParamSpec("acc_phase", "str", default="unspecified")),
+    type_rule=_gemv_type,
+    mem=MemRule(operands={"lhs": ("Left",), "rhs": ("Right",)}, result="Acc"),
+    compute=_matmul_compute,
+    spellings=("gemv",),
+    tier=2,
+    doc="Matrix-vector product C[1, N] = A[1, K] @ B[K, N]. " + _GEMV_DOC,
+))
+
+register(OpSpec(
+    name="tile.gemv_acc",
+    params=(ParamSpec("acc", "tile"), ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"),
+            ParamSpec("acc_phase", "str", default="unspecified")),
+    type_rule=_gemv_acc_type,
+    mem=MemRule(operands={"acc": ("Acc",), "lhs": ("Left",), "rhs": ("Right",)},
+                result="same:acc"),
+    execute=_gemv_acc_execute,
+    spellings=("gemv_acc",),
+    tier=2,
+    doc="acc[1, N] += A[1, K] @ B[K, N] in place; acc is the [16, N] tile a gemv made. "
+        + _GEMV_DOC,
+))
+
+register(OpSpec(
+    name="tile.gemv_bias",
+    params=(ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"), ParamSpec("bias", "tile"),
+            ParamSpec("acc_phase", "str", default="unspecified")),
+    type_rule=_gemv_bias_type,
+    mem=MemRule(operands={"lhs": ("Left",), "rhs": ("Right",), "bias": ("Bias",)},
+                result="Acc"),
+    compute=_matmul_bias_compute,
+    spellings=("gemv_bias",),
+    tier=2,
+    doc="C[1, N] = A[1, K] @ B[K, N] + bias[1, N] (bias in the accumulator dtype, one valid "
+        "row). " + _GEMV_DOC,
 ))

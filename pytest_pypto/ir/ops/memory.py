@@ -176,10 +176,11 @@ register(OpSpec(
 def _store_type(info: CallInfo) -> TensorType:
     src = tile(info, "tile")
     dst = tensor(info, "output_tensor")
-    if src.rank != dst.rank:
+    if src.rank > dst.rank:
         raise OpTypeError(
-            f"The operator {info.op} requires the tile rank to equal the tensor rank, but got "
-            f"rank {src.rank} and rank {dst.rank}"
+            f"The operator {info.op} requires the tile rank to be at most the tensor rank, but "
+            f"got rank {src.rank} and rank {dst.rank}",
+            "a lower-rank tile fills the tensor's trailing axes; reshape the tile to fewer axes",
         )
     _index_list(info, "offsets", dst.rank, "offset")
     if src.dtype.name != dst.dtype.name and (
@@ -193,7 +194,9 @@ def _store_type(info: CallInfo) -> TensorType:
     atomic = enum_name(info.values.get("atomic"))
     if atomic not in (None, "None_", "None", 0, "Add", 1):
         raise OpTypeError(f"The operator {info.op} requires atomic None_ or Add, but got {atomic}")
-    check_window(info, "offsets", src.valid, dst.shape, verb="writes", whose="destination")
+    # A lower-rank tile covers the trailing axes: its window is left-padded with unit axes.
+    window = (1,) * (dst.rank - src.rank) + tuple(src.valid)
+    check_window(info, "offsets", window, dst.shape, verb="writes", whose="destination")
     return dst
 
 
@@ -248,10 +251,10 @@ def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
                 region if region.dtype == dst.dtype else convert_array(region, dtype_of(dst))
             )
             return dst
-    valid = tuple(int(v) for v in valid)
+    valid = (1,) * (dst.ndim - len(valid)) + tuple(int(v) for v in valid)
     _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
     window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
-    region = src.valid_view()
+    region = src.valid_view().reshape(valid)
     if enum_name(atomic) in ("Add", 1):
         from pytest_pypto.ir.values import widen
 
@@ -279,8 +282,9 @@ register(OpSpec(
     spellings=("store",),
     writes="output_tensor",
     doc="Write the tile's valid region into the tensor at offsets and return the tensor "
-        "(rebind it). Acc tiles convert once (RNE) to FP32/FP16/BF16/INT32 tensors; "
-        "atomic=Add adds into the destination instead of overwriting it.",
+        "(rebind it); a lower-rank tile fills the trailing axes. Acc tiles convert once "
+        "(RNE) to FP32/FP16/BF16/INT32 tensors; atomic=Add adds into the destination "
+        "instead of overwriting it.",
 ))
 
 

@@ -1,6 +1,12 @@
 """Unary elementwise ops (DSL.md §4.1): exp, log, sqrt, rsqrt, recip, abs, neg, relu,
 sin, cos.  Transcendentals are numpy's float32 results rounded once to the tile
-dtype, not the device's approximations (§5.1)."""
+dtype, not the device's approximations (§5.1).
+
+``log``/``recip(high_precision=True)`` (FP16/FP32 only) and ``rsqrt(tile, tmp)`` select
+the device's high-precision templates; the simulator's float32 result is already at
+least that accurate, so the mode changes the checks, not the numbers.  Tile ``rsqrt``
+has no ``high_precision`` keyword (PyPTO: the scratch tile is the switch).
+"""
 
 from __future__ import annotations
 
@@ -65,8 +71,8 @@ for _name, (_allowed, _fn, _doc) in _UNARY.items():
     _params = [ParamSpec("tile", "tile")]
     if _name == "rsqrt":
         _params.append(ParamSpec("tmp", "tile", default=None, optional=True))
-    if _name == "recip":
-        _params.append(ParamSpec("high_precision", "bool", default=False, keyword_only=True))
+    if _name in ("recip", "log"):  # PyPTO's PTOAS precision mode (positional there too)
+        _params.append(ParamSpec("high_precision", "bool", default=False))
     register(OpSpec(
         name=f"tile.{_name}",
         params=tuple(_params),

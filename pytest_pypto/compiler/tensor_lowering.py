@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor-level ops in InCore code become loads, tile ops and stores (DSL.md §1.7).
+
+`y = pl.add(x, z)` on Tensors inside a kernel (or an outlined `pl.at` block) is
+lowered here, before every check that looks at tiles, into
+
+    y_1 = tensor.local([R, C], dt)                      # the op's result tensor
+    for i in range(0, R, TR):                            # tiles sized by compiler/tiling
+        a = tile.load(x, [i, 0], [TR, C], target_memory=Vec)
+        b = tile.load(z, [i, 0], [TR, C], target_memory=Vec)
+        c = tile.add(a, b)
+        y_2 = tile.store(c, [i, 0], y_1)
+    y = y_3
+
+so memory-space, capacity and bounds checks see exactly the tiles the program
+allocates, and a 512x512 FP32 add fits a2a3's Vec.  Results are tile results,
+rounded to the tile (= tensor) dtype by the tile op as usual.  A tensor matmul loads
+its operands into Mat, moves them to Left/Right, accumulates its K chunks in Acc
+and stores the accumulator once into the result tensor of ``out_dtype`` (so the FP32
+sum is rounded once, DSL.md §5.2).  Every generated node carries the span of the
+user's call, so errors point at the user's line.
+
+Tensor ops with other meanings (views, element access, assemble) are not touched.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pytest_pypto.compiler import tiling
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.structure import kernels
+from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
+from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, rewrite_bodies
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir import tensor_forms
+from pytest_pypto.ir.dtypes import INDEX
+from pytest_pypto.ir.errors import CapacityError
+from pytest_pypto.ir.registry import OpRuleError, OpSpec
+from pytest_pypto.ir.types import ScalarType, TensorType, TileType
+
+MATMUL_OPS = ("tensor.matmul", "tensor.matmul_acc")
+FULL_OP = "tensor.full"
+# How the partial results of a reduction cut along its axis combine.
+COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}
+
+Index = Any  # an int or an INDEX-typed Expr
+
+
+def lower_tensor_ops(program: n.Program, ctx: PassContext) -> n.Program:
+    """Lower every tensor-level compute op of every InCore function (module docstring)."""
+    for fn in kernels(program):
+        if not any(_lowered_spec(ctx, s.value) for s in iter_stmts(fn.body)
+                   if isinstance(s, n.Assign) and isinstance(s.value, n.Call)):
+            continue
+        lowering = _Lowering(fn, ctx)
+        rewrite_bodies(fn, lowering.visit)
+    return program
+
+
+def _lowered_spec(ctx: PassContext, call: Any) -> OpSpec | None:
+    """The tensor-level spec of a call this pass lowers (None for every other call)."""
+    if not isinstance(call, n.Call) or not call.op.startswith("tensor."):
+        return None
+    if call.op in MATMUL_OPS or call.op == FULL_OP:
+        return ctx.registry.get(call.op)
+    if call.op in ctx.registry:
+        return None  # an explicit tensor op with a meaning of its own (slice, assemble...)
+    spec = tensor_forms.resolve(ctx.registry, call.op.split(".", 1)[1])
+    return spec if spec is not None and tensor_forms.tile_entry(spec) is not None else None
+
+
+class _Lowering:
+    def __init__(self, fn: n.Function, ctx: PassContext) -> None:
+        self.fn = fn
+        self.ctx = ctx
+        self.names = NameGen(all_names(fn))
+        vec = ctx.arch.capacity["Vec"]
+        # The user's own tiles may be live across a tensor op: leave them half of Vec.
+        self.vec_budget = vec // 2 if _has_user_tiles(fn) else vec
+        self.span: n.Span | None = None
+
+    # ---------------------------------------------------------------- driver
+    def visit(self, body: list[n.Stmt]) -> list[n.Stmt]:
+        out: list[n.Stmt] = []
+        for stmt in body:
+            value = stmt.value if isinstance(stmt, n.Assign) else (
+                stmt.expr if isinstance(stmt, n.ExprStmt) else None)
+            spec = _lowered_spec(self.ctx, value)
+            if spec is None:
+                out.append(stmt)
+                continue
+            assert isinstance(value, n.Call)
+            self.span = value.span or stmt.span
+            target = stmt.targets[0] if isinstance(stmt, n.Assign) else None
+            if value.op in MATMUL_OPS:
+                result = self.lower_matmul(out, value, spec)
+            elif value.op == FULL_OP:
+                result = self.lower_full(out, value)
+            else:
+                result = self.lower_vector(out, value, spec)
+            if target is not None:
+                out.append(n.Assign((target,), self.ref(result), span=stmt.span))
+        return out
+
+    # ------------------------------------------------------------- building
+    def ref(self, var: n.Var) -> n.Var:
+        return n.Var(var.name, type=var.type, span=var.span)
+
+    def const(self, value: int) -> n.Const:
+        return n.Const(value, type=ScalarType(INDEX), span=self.span)
+
+    def emit(self, out: list[n.Stmt], base: str, op: str, **args: Any) -> n.Var:
+        """``base_k = op(**args)``, typed by the op's rule (errors at the user's line)."""
+        spec = self.ctx.registry[op]
+        given = {k: self.ref(v) if isinstance(v, n.Var) else v for k, v in args.items()}
+        call = n.Call(op, tuple((p.name, given.get(p.name, None if p.required else p.default))
+                                for p in spec.params), span=self.span)
+        call.type = self.type_of(spec, call)
+        var = n.Var(self.names.fresh(base), type=call.type, span=self.span)
+        out.append(n.Assign((var,), call, span=self.span))
+        return var
+
+    def type_of(self, spec: OpSpec, call: n.Call) -> Any:
+        try:
+            result = spec.type_rule(call_info(call, spec, None, {}))
+        except OpRuleError as exc:
+            raise convert_rule_error(exc, call, self.ctx) from None
+        if isinstance(result, TileType) and result.space is None:
+            rule = spec.mem.result or ""
+            if rule.startswith("same:"):
+                operand = call.arg(rule[len("same:"):])
+                result = result.with_(space=getattr(operand.type, "space", None))
+            elif rule and not rule.startswith("attr:"):
+                result = result.with_(space=rule)
+        return result
+
+    def loop(
+        self, out: list[n.Stmt], seg: tiling.Segment, carried: list[n.Var],
+        body: Callable[[list[n.Stmt], Index, list[n.Var]], list[n.Var]],
+    ) -> list[n.Var]:
+        """The tiles of one segment: a loop carrying ``carried`` (inline when it has one
+        tile); ``body(stmts, offset, carried_in)`` returns the next carried values."""
+        if seg.count == 1:
+            return body(out, seg.start, carried)
+        var = n.Var(self.names.fresh("t"), type=ScalarType(INDEX), span=self.span)
+        inner = [n.Var(self.names.fresh(c.name), type=c.type, span=self.span) for c in carried]
+        stmts: list[n.Stmt] = []
+        nxt = body(stmts, var, inner)
+        stmts.append(n.Yield(tuple(self.ref(v) for v in nxt), span=self.span))
+        results = [n.Var(self.names.fresh(c.name), type=c.type, span=self.span) for c in carried]
+        out.append(n.For(
+            var, self.const(seg.start), self.const(seg.stop), self.const(seg.extent), stmts,
+            carried=tuple(zip(inner, (self.ref(c) for c in carried))), results=tuple(results),
+            span=self.span,
+        ))
+        return results
+
+    def tiles(
+        self, out: list[n.Stmt], shape: Sequence[int], extents: Sequence[int],
+        carried: list[n.Var], body: Callable[[list[n.Stmt], list[Index], list[int], list[n.Var]],
+                                             list[n.Var]],
+        dims: Sequence[int] | None = None,
+    ) -> list[n.Var]:
+        """Every tile of ``shape`` cut by ``extents`` (over ``dims``, default all): nested
+        segment loops; ``body(stmts, offsets, tile_extents, carried)``."""
+        dims = list(range(len(shape))) if dims is None else list(dims)
+        per_dim = [tiling.segments(shape[d], extents[d]) for d in dims]
+        for combo in itertools.product(*per_dim):
+            carried = self._nest(out, list(zip(dims, combo)), [0] * len(shape),
+                                 list(extents), carried, body)
+        return carried
+
+    def _nest(self, out, rest, offsets, extents, carried, body):
+        if not rest:
+            return body(out, list(offsets), list(extents), carried)
+        (d, seg), tail = rest[0], rest[1:]
+
+        def step(stmts, offset, inner):
+            offs = list(offsets)
+            offs[d] = offset
+            ext = list(extents)
+            ext[d] = seg.extent
+            return self._nest(stmts, tail, offs, ext, inner, body)
+
+        return self.loop(out, seg, carried, step)
+
+    def local(self, out: list[n.Stmt], t: TensorType) -> n.Var:
+        return self.emit(out, "local", "tensor.local", shape=tuple(t.shape), dtype=t.dtype)
+
+    def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
+        return self.emit(out, base, "tile.load", tensor=tensor, offsets=tuple(offsets),
+                         shapes=tuple(extents), target_memory=space)
+
+    def store(self, out, tile: n.Var, offsets, dst: n.Var) -> n.Var:
+        return self.emit(out, dst.name, "tile.store", tile=tile, offsets=tuple(offsets),
+                         output_tensor=dst)
+
+    # ----------------------------------------------------------- vector ops
+    def lower_vector(self, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
+        tile_spec = tensor_forms.tile_entry(spec)
+        assert tile_spec is not None
+        result_t: TensorType = call.type  # type: ignore[assignment]
+        tensors = [(p.name, call.arg(p.name)) for p in spec.params
+                   if p.kind == "tensor" and isinstance(call.arg(p.name), n.Expr)]
+        operands = [tiling.Operand(tuple(v.type.shape), v.type.dtype) for _, v in tensors]
+        scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
+        operands += [tiling.Operand(operands[0].shape, operands[0].dtype, scratch=True)
+                     for _ in scratch]
+        reduction = tile_spec.short_name.rsplit("_", 1)[-1]
+        plan = tiling.vector_plan(tuple(result_t.shape), result_t.dtype, operands,
+                                  self.ctx.arch, self.vec_budget,
+                                  splittable=reduction in COMBINE)
+        result = self.local(out, result_t)
+        static = {p.name: call.arg(p.name) for p in spec.params if p.kind != "tensor"}
+
+        def compute(stmts: list[n.Stmt], offsets: list[Index], ext: list[int]) -> n.Var:
+            args: dict[str, Any] = dict(static)
+            lead = None
+            for (name, value), o in zip(tensors, operands):
+                win = o.window(ext, plan.shape) if plan.kind != "whole" else o.shape
+                offs = [off if w == e else 0 for off, w, e in zip(offsets, win, ext)] \
+                    if plan.kind != "whole" else [0] * len(o.shape)
+                args[name] = self.load(stmts, value, offs, win, "Vec")
+                lead = lead or args[name]
+            for p in scratch:
+                args[p.name] = self.emit(stmts, "scratch", "tile.create",
+                                         shape=tuple(lead.type.shape), dtype=lead.type.dtype,
+                                         target_memory="Vec")
+            return self.emit(stmts, "tv", tile_spec.name, **args)
+
+        if plan.kind == "whole":
+            tile = compute(out, [0] * len(plan.shape), list(plan.shape))
+            return self.store(out, tile, [0] * result_t.rank, result)
+
+        axis = plan.axis
+        outer = [d for d in range(len(plan.shape)) if d != axis]
+
+        def body(stmts, offsets, ext, carried):
+            if axis is None or not plan.split:
+                tile = compute(stmts, offsets, ext)
+            else:
+                tile = self._chunked(stmts, plan, offsets, ext, compute, COMBINE[reduction])
+            res_offsets = list(offsets)
+            if axis is not None:
+                res_offsets[axis] = 0
+            return [self.store(stmts, tile, res_offsets, carried[0])]
+
+        return self.tiles(out, plan.shape, plan.extents, [result], body, outer)[0]
+
+    def _chunked(self, out, plan, offsets, ext, compute, combine: str) -> n.Var:
+        """A reduction over its whole axis in chunks: the first chunk's result, then each
+        further chunk's combined into it (loop-carried)."""
+        axis = plan.axis
+        acc: n.Var | None = None
+        for seg in tiling.segments(plan.shape[axis], plan.extents[axis]):
+            def step(stmts, offset, carried, seg=seg):
+                offs = list(offsets)
+                offs[axis] = offset
+                chunk = list(ext)
+                chunk[axis] = seg.extent
+                part = compute(stmts, offs, chunk)
+                if not carried:
+                    return [part]
+                return [self.emit(stmts, "acc", combine, lhs=carried[0], rhs=part)]
+
+            if acc is None:
+                first = tiling.Segment(seg.start, seg.start + seg.extent, seg.extent)
+                acc = step(out, seg.start, [], first)[0]
+                if seg.count == 1:
+                    continue
+                seg = tiling.Segment(seg.start + seg.extent, seg.stop, seg.extent)
+            acc = self.loop(out, seg, [acc], step)[0]
+        assert acc is not None
+        return acc
+
+    # ------------------------------------------------------------------ full
+    def lower_full(self, out: list[n.Stmt], call: n.Call) -> n.Var:
+        result_t: TensorType = call.type  # type: ignore[assignment]
+        shape = tuple(result_t.shape)
+        plan = tiling.vector_plan(shape, result_t.dtype, [tiling.Operand(shape, result_t.dtype)],
+                                  self.ctx.arch, self.vec_budget)
+        result = self.local(out, result_t)
+
+        def body(stmts, offsets, ext, carried):
+            tile = self.emit(stmts, "tf", "tile.full", shape=tuple(ext), dtype=result_t.dtype,
+                             value=call.arg("value"))
+            return [self.store(stmts, tile, offsets, carried[0])]
+
+        return self.tiles(out, shape, plan.extents, [result], body)[0]
+
+    # ---------------------------------------------------------------- matmul
+    def lower_matmul(self, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
+        lhs, rhs = call.arg("lhs"), call.arg("rhs")
+        a_trans, b_trans = bool(call.arg("a_trans")), bool(call.arg("b_trans"))
+        acc_in = call.arg("acc") if call.op == "tensor.matmul_acc" else None
+        result_t: TensorType = call.type  # type: ignore[assignment]
+        shape = tuple(result_t.shape)
+        batch, (m, n_) = shape[:-2], shape[-2:]
+        k = lhs.type.shape[-1] if not a_trans else lhs.type.shape[-2]
+        acc_dtype = self.type_of(self.ctx.registry["tile.matmul"], n.Call(
+            "tile.matmul", (("lhs", _probe(lhs, (m, k))), ("rhs", _probe(rhs, (k, n_)))),
+            span=self.span)).dtype
+        plan = tiling.matmul_plan(m, n_, k, lhs.type.dtype, acc_dtype, self.ctx.arch,
+                                  vector_tiles=3 if acc_in is not None else 0)
+        if plan is None:
+            raise CapacityError(
+                f"tensor-level matmul of [{m}, {k}] @ [{k}, {n_}] {lhs.type.dtype.name}: not even "
+                f"the smallest {self.ctx.arch.cube_fractal}-aligned tiles fit the "
+                f"'{self.ctx.arch.name}' cube buffers",
+                self.span, arch=self.ctx.arch.name,
+            )
+        result = self.local(out, result_t)
+        ranks = (len(batch), lhs.type.rank - 2, rhs.type.rank - 2)
+
+        def per_batch(stmts, offsets, _ext, carried):
+            idx = offsets[:len(batch)]
+            a = self.matrix(stmts, lhs, idx, ranks[1], a_trans, len(batch))
+            b = self.matrix(stmts, rhs, idx, ranks[2], b_trans, len(batch))
+            y = carried[0] if not batch else self.matrix(stmts, carried[0], idx, len(batch),
+                                                         False, len(batch))
+            old = None
+            if acc_in is not None:
+                old = acc_in if not batch else self.matrix(stmts, acc_in, idx, len(batch),
+                                                           False, len(batch))
+            done = self.output_tiles(stmts, plan, a, b, y, old, call.arg("init_cond"))
+            return [done if not batch else carried[0]]
+
+        if not batch:
+            return per_batch(out, [], [], [result])[0]
+        return self.tiles(out, batch, (1,) * len(batch), [result], per_batch)[0]
+
+    def matrix(self, out, t: n.Var, idx: list[Index], rank: int, trans: bool,
+               batch_rank: int) -> n.Var:
+        """The [rows, cols] operand of one batch item (right-aligned batch broadcast)."""
+        if rank == 0 and not trans:
+            return t
+        dims = t.type.shape[:rank]
+        mine = idx[batch_rank - rank:] if rank else []
+        index = tuple(0 if d == 1 else i for d, i in zip(dims, mine))
+        return self.emit(out, f"{t.name}_m", "tensor.matrix_view", tensor=t, index=index,
+                         transpose=trans)
+
+    def output_tiles(self, out, plan: tiling.MatmulPlan, a: n.Var, b: n.Var, y: n.Var,
+                     old: n.Var | None, init_cond: Any) -> n.Var:
+        def body(stmts, offsets, ext, carried):
+            (i, j), (tm, tn) = offsets, ext
+            acc = self.k_chunks(stmts, plan, a, b, i, j, tm, tn)
+            if old is None:
+                return [self.store(stmts, acc, [i, j], carried[0])]
+            return [self.add_old(stmts, acc, old, i, j, tm, tn, carried[0], init_cond)]
+
+        return self.tiles(out, (plan.m, plan.n), (plan.tm, plan.tn), [y], body)[0]
+
+    def k_chunks(self, out, plan, a, b, i, j, tm, tn) -> n.Var:
+        acc: n.Var | None = None
+        for seg in tiling.segments(plan.k, plan.tk):
+            def step(stmts, k0, carried, seg=seg):
+                am = self.load(stmts, a, [i, k0], [tm, seg.extent], "Mat", "a_mat")
+                al = self.emit(stmts, "a_left", "tile.move", tile=am, target_memory="Left")
+                bm = self.load(stmts, b, [k0, j], [seg.extent, tn], "Mat", "b_mat")
+                br = self.emit(stmts, "b_right", "tile.move", tile=bm, target_memory="Right")
+                if not carried:
+                    return [self.emit(stmts, "acc", "tile.matmul", lhs=al, rhs=br)]
+                return [self.emit(stmts, "acc", "tile.matmul_acc", acc=carried[0], lhs=al,
+                                  rhs=br)]
+
+            if acc is None:
+                acc = step(out, seg.start, [])[0]
+                if seg.count == 1:
+                    continue
+                seg = tiling.Segment(seg.start + seg.extent, seg.stop, seg.extent)
+            acc = self.loop(out, seg, [acc], step)[0]
+        assert acc is not None
+        return acc
+
+    def add_old(self, out, acc, old, i, j, tm, tn, y, init_cond) -> n.Var:
+        """matmul_acc's ``old + product`` on the vector side (``product`` alone where
+        ``init_cond`` holds), stored into ``y``."""
+        prod = self.emit(out, "prod", "tile.move", tile=acc, target_memory="Vec")
+
+        def added(stmts):
+            prev = self.load(stmts, old, [i, j], [tm, tn], "Vec", "old")
+            total = self.emit(stmts, "sum", "tile.add", lhs=prev, rhs=prod)
+            return self.store(stmts, total, [i, j], y)
+
+        if init_cond is None:
+            return added(out)
+        then_body: list[n.Stmt] = []
+        first = self.store(then_body, prod, [i, j], y)
+        then_body.append(n.Yield((self.ref(first),), span=self.span))
+        else_body: list[n.Stmt] = []
+        rest = added(else_body)
+        else_body.append(n.Yield((self.ref(rest),), span=self.span))
+        merged = n.Var(self.names.fresh(y.name), type=y.type, span=self.span)
+        out.append(n.If(init_cond, then_body, else_body, results=(merged,), span=self.span))
+        return merged
+
+
+def _probe(t: n.Var, shape: tuple[int, int]) -> n.Var:
+    return n.Var(t.name, type=TileType(shape, t.type.dtype))
+
+
+def _has_user_tiles(fn: n.Function) -> bool:
+    return any(isinstance(s, n.Assign) and any(is_tile(t.type) for t in s.targets)
+               for s in iter_stmts(fn.body))

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor-level forms of ops (DSL.md §1.7, §4 dispatch), derived from the tile entries.
+
+`pl.add(x, y)` on Tensors inside an InCore function is `tensor.add`: the same op as
+`tile.add`, applied to whole tensors and lowered by the compiler
+(`compiler/tensor_lowering.py`) into loads, tile ops and stores over tiles that fit
+the arch.  So that every fact about an op lives once, the tensor form of a vector
+tile op is not a second registry entry but a view derived from the tile entry:
+
+* its parameters are the tile entry's, with tile operands taking Tensors and the
+  scratch operands (``tmp``, ``tmp_tile``) left out: the lowering allocates them;
+* its type rule runs the tile rule on whole-tensor tiles and turns the result into
+  a Tensor of that shape and dtype (errors name the tensor op);
+* it is never executed: the lowering replaces it before codegen.
+
+Ops whose tensor form is more than that (matmul's ``a_trans``/``b_trans``/
+``out_dtype``; views and element access) are explicit ``tensor.<name>`` registry
+entries, and `resolve` prefers them.  Derived forms exist only for tile ops that
+compute in Vec (every tile operand accepts Vec and the result is Vec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_pypto.ir.registry import CallInfo, MemRule, OpRuleError, OpSpec, ParamSpec
+from pytest_pypto.ir.types import TensorType, TileType, Type
+
+# Tile operands that are caller-supplied scratch at tile level (PyPTO's convention):
+# the tensor form omits them and the lowering allocates them.
+SCRATCH_PARAMS = frozenset({"tmp", "tmp_tile"})
+
+
+def scratch_params(spec: OpSpec) -> tuple[ParamSpec, ...]:
+    """The scratch tile parameters of a tile entry."""
+    return tuple(p for p in spec.params if p.kind == "tile" and p.name in SCRATCH_PARAMS)
+
+
+def _operands(spec: OpSpec) -> list[ParamSpec]:
+    return [p for p in spec.params if p.kind in ("tile", "tile_or_scalar")
+            and p.name not in SCRATCH_PARAMS]
+
+
+def has_derived_form(spec: OpSpec) -> bool:
+    """Whether a tile entry gets a derived tensor form: a Vec compute op on tiles."""
+    if spec.level != "tile" or spec.mem.result != "Vec":
+        return False
+    operands = _operands(spec)
+    if not operands or any(p.kind == "tensor" for p in spec.params):
+        return False
+    return all("Vec" in spec.mem.operands.get(p.name, ("Vec",)) for p in operands)
+
+
+def resolve(registry: Mapping[str, OpSpec], short: str) -> OpSpec | None:
+    """The tensor-level op ``short``: an explicit ``tensor.<short>`` entry, else the form
+    derived from ``tile.<short>``, else None."""
+    explicit = registry.get(f"tensor.{short}")
+    if explicit is not None:
+        return explicit
+    tile_spec = registry.get(f"tile.{short}")
+    if tile_spec is None or not has_derived_form(tile_spec):
+        return None
+    return derive(tile_spec)
+
+
+def tile_entry(spec: OpSpec) -> OpSpec | None:
+    """The tile entry a derived tensor form was made from (None for explicit entries)."""
+    return getattr(spec.type_rule, "tile_spec", None)
+
+
+_DERIVED: dict[int, tuple[OpSpec, OpSpec]] = {}  # id(tile entry) -> (tile entry, tensor form)
+
+
+def derive(tile_spec: OpSpec) -> OpSpec:
+    """The tensor form of a Vec tile op (see the module docstring), made once per entry."""
+    cached = _DERIVED.get(id(tile_spec))
+    if cached is not None and cached[0] is tile_spec:
+        return cached[1]
+    form = _derive(tile_spec)
+    _DERIVED[id(tile_spec)] = (tile_spec, form)
+    return form
+
+
+def _derive(tile_spec: OpSpec) -> OpSpec:
+    short = tile_spec.short_name
+    name = f"tensor.{short}"
+    params = tuple(
+        ParamSpec(p.name, "tensor", p.default, p.keyword_only, p.optional, p.aliases)
+        if p.kind == "tile" else p
+        for p in tile_spec.params if p.name not in SCRATCH_PARAMS
+    )
+    scalar = tile_spec.scalar_form
+    return OpSpec(
+        name=name,
+        params=params,
+        type_rule=_derived_rule(tile_spec, name),
+        mem=MemRule(),
+        doc=f"Tensor-level {short} inside InCore code: {tile_spec.doc} Lowered to tile ops "
+            "over tiles that fit the arch (DSL.md §1.7).",
+        spellings=(name,),
+        scalar_form=f"tensor.{scalar.split('.', 1)[1]}" if scalar else None,
+        execute=_lowered_only,
+        tier=tile_spec.tier,
+    )
+
+
+def _lowered_only(*_: Any, **__: Any) -> Any:
+    raise RuntimeError("tensor-level ops are lowered to tile ops by the compiler")
+
+
+def tile_view(t: TensorType, what: str, op: str) -> TileType:
+    """A fully valid tile covering a whole static tensor (what the tile rule is run on)."""
+    for d, dim in enumerate(t.shape):
+        if not isinstance(dim, int):
+            raise OpRuleError(
+                f"The operator {op} needs static tensor shapes, but '{what}' has the dynamic "
+                f"dimension {dim} (dimension {d})",
+                "slice a static window first, or use the tile ops with valid_shapes",
+            )
+    return TileType(tuple(t.shape), t.dtype)
+
+
+def tile_info(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
+    """The CallInfo the tile rule sees for a tensor-level call: whole-tensor tiles, and the
+    scratch operands the lowering will allocate (like the first tile operand)."""
+    types: dict[str, Type | None] = {}
+    first: TileType | None = None
+    for p in tile_spec.params:
+        if p.name in SCRATCH_PARAMS:
+            continue
+        t = info.types.get(p.name)
+        if isinstance(t, TensorType):
+            t = tile_view(t, p.name, info.op)
+            first = first or t
+        types[p.name] = t
+    for p in scratch_params(tile_spec):
+        types[p.name] = first if p.required else None
+    return CallInfo(op=tile_spec.name, types=types, values=dict(info.values), arch=info.arch,
+                    bounds=info.bounds, warnings=info.warnings)
+
+
+def _derived_rule(tile_spec: OpSpec, name: str):
+    def rule(info: CallInfo) -> Type | None:
+        try:
+            result = tile_spec.type_rule(tile_info(tile_spec, info))
+        except OpRuleError as exc:
+            exc.message = exc.message.replace(tile_spec.name, name)
+            exc.args = (exc.message,)
+            raise
+        if isinstance(result, TileType):
+            return TensorType(tuple(result.shape), result.dtype)
+        return result
+
+    rule.tile_spec = tile_spec  # type: ignore[attr-defined]
+    return rule
