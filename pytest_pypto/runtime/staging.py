@@ -239,18 +239,11 @@ def _check_tensor(
         )
     for axis, (dim, actual) in enumerate(zip(param.shape, value.shape)):
         if isinstance(dim, str):
-            seen = dyn.get(dim)
-            if seen is None:
-                dyn[dim] = (actual, param.name, axis)
-            elif seen[0] != actual:
-                label = dim_label(dim, (d for a in manifest.entry_args for d in a.shape))
-                raise SimulationError(
-                    f"dynamic dimension {label} binds to {seen[0]} from parameter '{seen[1]}' "
-                    f"(axis {seen[2]}) but to {actual} from parameter '{param.name}' (axis {axis})",
-                    entry_span(manifest),
-                    hint=f"both parameters declare the same pl.dynamic dim {label}: pass arrays "
-                    "that agree in it (or declare two pl.dynamic objects)",
-                )
+            # The first parameter carrying a dim binds it (the value its Scalar uses
+            # read); later parameters keep their own sizes, as PyPTO does not check
+            # them against each other (its tests reuse one name for a flat [M] and a
+            # 2-D [M, N] tensor).
+            dyn.setdefault(dim, (actual, param.name, axis))
         elif dim != actual:
             raise SimulationError(
                 f"{where} is {want}, but the array has shape {list(value.shape)} "
