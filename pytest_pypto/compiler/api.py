@@ -25,6 +25,7 @@ from pytest_pypto.compiler import (
     cores,
     coverage,
     directions,
+    memref_slots,
     memspace,
     structure,
     tensor_lowering,
@@ -59,6 +60,7 @@ PASSES: list[Pass] = [
     Pass("flatten_calls", structure.flatten_calls),
     Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops),
     Pass("check_directions", directions.check_directions),
+    Pass("check_memref_slots", memref_slots.check_memref_slots),
     Pass("infer_memory_spaces", memspace.infer_memory_spaces),
     Pass("check_types_for_arch", typecheck.check_types_for_arch),
     Pass("check_bounds", typecheck.check_bounds),
@@ -103,6 +105,7 @@ def lower(
         arch=spec(config.arch),
         registry=registry if registry is not None else REGISTRY,
         source_lines=tuple(program.source_lines),
+        memory_planner=config.memory_planner,
     )
     work = PassManager(PASSES).run(
         copy.deepcopy(program), ctx, dump_dir=dump_dir, printer=ir_printer()

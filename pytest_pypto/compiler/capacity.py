@@ -2,10 +2,20 @@
 
 Buffers: each tile-producing op allocates one, except views and in-place ops
 (result rule ``same:<param>``), which share their operand's buffer, and loop
-carries / if merges, which share their initial value's.  A buffer lives from its
-definition to its last use in statement order; used inside a loop it was defined
-outside of (or carried by it), it lives over the whole loop.  The peak is a lower
-bound of PyPTO's allocator (which can also fail by fragmentation).
+carries / if merges, which share their initial value's.  The value a loop body
+yields for a carry is written straight into the carry's buffer when the carry is
+not read after that value's definition (PyPTO's semantic aliases).
+
+Reuse follows PyPTO's default memory planner: a statement reads its operands
+before it writes its result, so a result may take the buffer of an operand whose
+last use is that statement (``c = pl.add(a, b)`` with ``a`` dying needs no third
+buffer).  Program points are therefore half-statements: statement ``k`` reads at
+``2k`` and writes at ``2k + 1``; a buffer lives from the write of its definition
+to the read of its last use.  Ops that read an operand while writing their result
+(`_NO_ALIAS`) keep that operand live through the write.  Used inside a loop it
+was defined outside of (or carried by it), a buffer lives over the whole loop.
+The peak is a lower bound of PyPTO's allocator (which can also fail by
+fragmentation).
 """
 
 from __future__ import annotations
@@ -24,6 +34,62 @@ from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.types import TileType, type_str
 
 
+def _read(point: int) -> int:
+    """The half-point at which statement ``point`` reads its operands."""
+    return 2 * point
+
+
+def _write(point: int) -> int:
+    """The half-point at which statement ``point`` writes its result."""
+    return 2 * point + 1
+
+
+_ALL = ("*",)  # every tile operand
+
+# Ops whose result may not take the buffer of (some of) their operands, because the
+# hardware reads them while writing the result (PyPTO's not-in-place-safe ops and
+# its per-operand output-alias bans).  A widening tile.cast is handled in
+# `no_alias_operands`.  tile.prelu is banned from all operands on every arch (PyPTO
+# lets a5 reuse the unread tmp): a conservative peak.
+_NO_ALIAS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        (
+            "tile.recip", "tile.rsqrt", "tile.fmod", "tile.fmods", "tile.ands", "tile.ors",
+            "tile.xors", "tile.prelu", "tile.fillpad_expand", "tile.move", "tile.transpose",
+            "tile.extract", "tile.concat", "tile.mgather", "tile.gather", "tile.gatherb",
+            "tile.gather_mask", "tile.gather_compare", "tile.sort32", "tile.mrgsort",
+            "tile.row_sum", "tile.row_max", "tile.row_min", "tile.row_prod", "tile.row_argmax",
+            "tile.row_argmin", "tile.col_argmax", "tile.col_argmin",
+        ),
+        _ALL,
+    ),
+    "tile.sel": ("mask", "tmp"),
+    "tile.sels": ("mask",),
+    **dict.fromkeys(
+        (f"tile.row_expand{s}" for s in ("", "_sub", "_div", "_mul", "_max", "_min", "_expdif")),
+        ("row_vec",),
+    ),
+    "tile.row_expand_add": ("row_vec", "tmp"),
+    **dict.fromkeys(
+        (f"tile.col_expand{s}" for s in ("", "_add", "_sub", "_div", "_mul", "_max", "_min", "_expdif")),
+        ("col_vec",),
+    ),
+}
+
+
+def no_alias_operands(call: n.Call) -> list[n.Var]:
+    """The tile operands of ``call`` its result may not share a buffer with."""
+    params = _NO_ALIAS.get(call.op, ())
+    if call.op == "tile.cast":
+        src, out = call.arg("tile"), call.type
+        if isinstance(src, n.Var) and is_tile(src.type) and is_tile(out):
+            if out.dtype.bits > src.type.dtype.bits:  # type: ignore[union-attr]
+                params = ("tile",)  # the write cursor would outrun the read cursor
+    if params == _ALL:
+        return [v for _, v in call.args if isinstance(v, n.Var) and is_tile(v.type)]
+    return [v for v in (call.arg(p) for p in params) if isinstance(v, n.Var)]
+
+
 def tile_bytes(t: TileType, arch: ArchSpec) -> int:
     """Bytes a tile occupies: Acc M rounded to the arch's row alignment, then space alignment."""
     shape = list(t.shape)
@@ -37,7 +103,12 @@ def tile_bytes(t: TileType, arch: ArchSpec) -> int:
 
 @dataclass(eq=False)
 class Buffer:
-    """One allocation (an alias class of tile values) and its live range in program points."""
+    """One allocation (an alias class of tile values) and its live range in half-points.
+
+    ``start`` is the write of its first definition, ``end`` the last half-point it
+    must hold its value (loops included); ``last_read`` is the same without the loop
+    extension, which decides whether a loop's yielded value may write into it.
+    """
 
     name: str
     type: TileType
@@ -48,6 +119,7 @@ class Buffer:
     members: list[str] = field(default_factory=list)
     parent: Buffer | None = None
     offset: int = 0
+    last_read: int = -1
 
     @property
     def space(self) -> str:
@@ -69,7 +141,7 @@ class Buffer:
 
 
 class Liveness:
-    """Buffers of one kernel with live ranges over pre-order statement points."""
+    """Buffers of one kernel with live ranges over half-points of pre-order statements."""
 
     def __init__(self, fn: n.Function, ctx: PassContext) -> None:
         self.ctx = ctx
@@ -92,12 +164,21 @@ class Liveness:
                 self._number(stmt.then_body)
                 self._number(stmt.else_body)
 
+    @property
+    def half_points(self) -> int:
+        return 2 * self.points
+
     def _use(self, buf: Buffer, loops: list[tuple[int, int]]) -> None:
+        self._hold(buf.find(), _read(self.point))
         root = buf.find()
-        root.end = max(root.end, self.point)
         for lo, hi in loops:
-            if root.start < lo:
-                root.end = max(root.end, hi)
+            if root.start < _read(lo):  # defined before the loop: needed again next iteration
+                root.end = max(root.end, _write(hi))
+
+    @staticmethod
+    def _hold(root: Buffer, until: int) -> None:
+        root.end = max(root.end, until)
+        root.last_read = max(root.last_read, until)
 
     def _union(self, a: Buffer, b: Buffer) -> Buffer:
         ra, rb = a.find(), b.find()
@@ -105,6 +186,7 @@ class Liveness:
             return ra
         rb.parent = ra
         ra.start, ra.end = min(ra.start, rb.start), max(ra.end, rb.end)
+        ra.last_read = max(ra.last_read, rb.last_read)
         ra.nbytes = max(ra.nbytes, rb.nbytes)
         ra.members.extend(rb.members)
         return ra
@@ -127,6 +209,7 @@ class Liveness:
                         env[var.name] = buf
                         self._use(buf, [*loops, lo_hi])
                 self._walk(stmt.body, env, [*loops, lo_hi])
+                self._alias_yields(stmt, env, lo_hi[0])
                 for res, (var, _) in zip(stmt.results, stmt.carried):
                     if var.name in env:
                         env[res.name] = env[var.name]
@@ -147,6 +230,22 @@ class Liveness:
                         for other in bufs[1:]:
                             root = self._union(root, other)
                         env[res.name] = root
+
+    def _alias_yields(self, loop: n.For, env: dict[str, Buffer] | Scope, lo: int) -> None:
+        """Write each value the body yields straight into its carry's buffer, as PyPTO does.
+
+        Only a value defined in the body, in the carry's space, and written after the
+        carry's last read in the body (else writing it into the carry would clobber a
+        value still needed; PyPTO then copies it with a move and keeps both buffers).
+        """
+        for (var, _), value in zip(loop.carried, _yields(loop.body)):
+            if not (isinstance(value, n.Var) and var.name in env and value.name in env):
+                continue
+            carry, yielded = env[var.name].find(), env[value.name].find()
+            if carry is yielded or carry.space != yielded.space or yielded.start < _read(lo):
+                continue
+            if carry.last_read < yielded.start:
+                self._union(carry, yielded)
 
     def _assign(self, stmt: n.Assign, env: dict[str, Buffer] | Scope) -> None:
         value = stmt.value
@@ -170,10 +269,14 @@ class Liveness:
                 return
         t: TileType = value.type  # type: ignore[assignment]
         buf = Buffer(
-            target.name, t, tile_bytes(t, self.arch), self.point, self.point,
+            target.name, t, tile_bytes(t, self.arch), _write(self.point), _write(self.point),
             value.span or stmt.span, members=[target.name],
         )
         self.buffers.append(buf)
+        for operand in no_alias_operands(value):
+            held = env.get(operand.name)
+            if held is not None and held.find().space == buf.space:
+                self._hold(held.find(), buf.start)  # read while the result is written
         env[target.name] = buf
 
     def roots(self) -> list[Buffer]:
@@ -272,7 +375,7 @@ def check_capacity(program: n.Program, ctx: PassContext) -> n.Program:
         spaces = sorted({b.space for b in roots})
         for space in spaces:
             in_space = [b for b in roots if b.space == space]
-            peak_point, peak = _peak(in_space, live.points)
+            peak_point, peak = _peak(in_space, live.half_points)
             facts.peak[space] = peak
             limit = arch.capacity.get(space)
             if limit is None or peak <= limit:
@@ -299,7 +402,7 @@ def buffer_row(buf: Buffer) -> str:
     alias = f"  aliases: {', '.join(aliases)}" if aliases else ""
     return (
         f"{buf.name:<12} {buf.space:<5} {type_str(buf.type):<40} {buf.nbytes:>8} B  "
-        f"@{buf.offset:<8} live [{buf.start}, {buf.end}] line {buf.line}{alias}"
+        f"@{buf.offset:<8} live [{buf.start // 2}, {buf.end // 2}] line {buf.line}{alias}"
     )
 
 

@@ -2,7 +2,9 @@
 
 Every tensor value is traced to its root buffer (a parameter or a
 `create_tensor`), through writing ops (OpSpec.writes: a store returns its
-destination), loop carries and if merges.  Then: kernels must not write In parameters; an entry's
+destination), zero-copy views (OpSpec.view_of: a slice, reshape, transpose or
+set_validshape is its source's buffer, so a store into a window of an In
+parameter is a write of that parameter), loop carries and if merges.  Then: kernels must not write In parameters; an entry's
 In parameter must not reach a kernel's Out/InOut slot; kernels return only
 their Out/InOut parameters; reading a pure Out parameter before writing it warns.
 """
@@ -24,6 +26,15 @@ def written_tensor(call: n.Call) -> n.Var | None:
     if spec is None or spec.writes is None:
         return None
     value = call.arg(spec.writes)
+    return value if isinstance(value, n.Var) and is_tensor(value.type) else None
+
+
+def viewed_tensor(call: n.Call) -> n.Var | None:
+    """The tensor a zero-copy view op looks through (its entry's `view_of`), if any."""
+    spec = REGISTRY.get(call.op)
+    if spec is None or spec.view_of is None:
+        return None
+    value = call.arg(spec.view_of)
     return value if isinstance(value, n.Var) and is_tensor(value.type) else None
 
 
@@ -60,7 +71,7 @@ class TensorRoots:
                 root = target
                 self.locals.add(target)
             else:
-                root = self.of(written_tensor(value))
+                root = self.of(written_tensor(value) or viewed_tensor(value))
         if root is not None:
             self.root[target] = root
 
@@ -131,8 +142,10 @@ def check_directions(program: n.Program, ctx: PassContext) -> n.Program:
 def _check_call(fn, call, roots, directions, first_access, ctx) -> None:
     dst = written_tensor(call)
     dst_root = roots.of(dst)
+    viewed = viewed_tensor(call)  # taking a view reads nothing
     for _, value in call.args:
-        if not (isinstance(value, n.Var) and is_tensor(value.type)) or value is dst:
+        if not (isinstance(value, n.Var) and is_tensor(value.type)) or value is dst \
+                or value is viewed:
             continue
         root = roots.of(value)
         if root is not None and root not in first_access:

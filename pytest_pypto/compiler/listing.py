@@ -57,6 +57,15 @@ def render_expr(e: n.Expr) -> str:
     return repr(e)
 
 
+def _slot(s: n.Assign) -> str:
+    """`` in pl.MemRef("ub", slots=2)[(i % 2)]``: the annotation's declared allocation."""
+    b = getattr(s.annotation, "memref", None)
+    if b is None:
+        return ""
+    slot = "" if b.index is None else f"[{render_value(b.index)}]"
+    return f" in {b.declaration}{slot}"
+
+
 def _line(node: n.Node) -> str:
     return f"{node.span.line:>5}" if node.span else "    -"
 
@@ -69,7 +78,7 @@ def render_body(body: list[n.Stmt], depth: int = 1) -> list[str]:
         if isinstance(s, n.Assign):
             targets = ", ".join(t.name for t in s.targets)
             ty = " : " + ", ".join(type_str(t.type) for t in s.targets)
-            out.append(f"{_line(s)} |{pad}{targets} = {render_expr(s.value)}{ty}")
+            out.append(f"{_line(s)} |{pad}{targets} = {render_expr(s.value)}{ty}{_slot(s)}")
         elif isinstance(s, n.ExprStmt):
             out.append(f"{_line(s)} |{pad}{render_expr(s.expr)}")
         elif isinstance(s, n.For):

@@ -3,7 +3,9 @@
 PyPTO lets a caller pick a pass-pipeline strategy and an on-chip memory planner.
 The bundled toolchain has one pipeline and one planner (capacity checked by
 liveness, DSL.md §6), so these selections are accepted, recorded in the
-artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else.
+artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else,
+except that ``MemoryPlanner.PTOAS`` refuses the declared allocations (`pl.MemRef`)
+PyPTO cannot lower under it (compiler/memref_slots.py).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class OptimizationStrategy(enum.Enum):
 
 
 class MemoryPlanner(enum.Enum):
-    """Who plans on-chip buffers in PyPTO; accepted, no effect on the simulator."""
+    """Who plans on-chip buffers in PyPTO; no effect on the simulation (PTOAS refuses
+    some `pl.MemRef` declarations at compile time, as PyPTO's codegen does)."""
 
     PYPTO = "pypto"
     DSA_RP = "dsa-rp"

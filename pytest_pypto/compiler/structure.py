@@ -18,7 +18,7 @@ KERNEL_KINDS = ("InCore",)
 ENTRY_KINDS = ("Orchestration", "Opaque")
 # Tensor ops an orchestration body may use (DSL.md §1.5); all others run only in InCore code.
 ORCH_TENSOR_OPS = frozenset(
-    {"create_tensor", "create", "slice", "reshape", "transpose", "read", "write", "dim"}
+    {"create_tensor", "create", "slice", "reshape", "transpose", "read", "write", "dim", "assemble"}
 )
 CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
 

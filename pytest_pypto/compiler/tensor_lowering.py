@@ -20,7 +20,14 @@ and stores the accumulator once into the result tensor of ``out_dtype`` (so the 
 sum is rounded once, DSL.md §5.2).  Every generated node carries the span of the
 user's call, so errors point at the user's line.
 
-Tensor ops with other meanings (views, element access, assemble) are not touched.
+Ops whose tensor form has a lowering of its own (gather, scatter, cmp, random...) are
+lowered by their entry in ``tensor_hooks.HOOKS``.  Tensor ops with other meanings
+(views, element access, assemble) are not touched, except where a tensor has a valid
+region (`compiler/tensor_valid.py`): every load of it (the lowering's own and the
+user's `pl.load`) reads only its valid region, and an assemble of it becomes loads
+and stores of that region, so PyPTO's "only the valid region is transferred" holds.
+An assemble converting dtypes is legal only for a matmul result (PyPTO stores the
+accumulator straight into the target).
 """
 
 from __future__ import annotations
@@ -32,12 +39,15 @@ from typing import Any
 from pytest_pypto.compiler import tiling
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
+from pytest_pypto.compiler.tensor_hooks import HOOKS
+from pytest_pypto.compiler.tensor_valid import ASSEMBLE_OP, ValidRegions, combine
 from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, rewrite_bodies
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.dtypes import INDEX
-from pytest_pypto.ir.errors import CapacityError
+from pytest_pypto.ir.errors import CapacityError, ShapeError
+from pytest_pypto.ir.ops._rules import enum_name
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import ScalarType, TensorType, TileType
 
@@ -51,20 +61,76 @@ Index = Any  # an int or an INDEX-typed Expr
 
 def lower_tensor_ops(program: n.Program, ctx: PassContext) -> n.Program:
     """Lower every tensor-level compute op of every InCore function (module docstring)."""
-    for fn in kernels(program):
-        if not any(_lowered_spec(ctx, s.value) for s in iter_stmts(fn.body)
-                   if isinstance(s, n.Assign) and isinstance(s.value, n.Call)):
+    incore = kernels(program)
+    for fn in program.functions.values():
+        if fn not in incore:
+            _check_entry_assembles(fn, ctx)
+    for fn in incore:
+        calls = [s.value for s in iter_stmts(fn.body)
+                 if isinstance(s, n.Assign) and isinstance(s.value, n.Call)]
+        if not any(_lowered_spec(ctx, c) or _valid_rewrite(c) for c in calls):
             continue
         lowering = _Lowering(fn, ctx)
         rewrite_bodies(fn, lowering.visit)
     return program
 
 
+def _narrowed(value: Any) -> bool:
+    return isinstance(value, n.Var) and isinstance(value.type, TensorType) and value.type.narrowed
+
+
+def _converts(call: n.Call) -> bool:
+    src, dst = call.arg("source"), call.arg("target")
+    return (isinstance(getattr(src, "type", None), TensorType)
+            and isinstance(getattr(dst, "type", None), TensorType)
+            and src.type.dtype.name != dst.type.dtype.name)
+
+
+def _valid_rewrite(call: n.Call) -> bool:
+    """A call this pass rewrites for valid regions or checks for a dtype conversion."""
+    if call.op == "tile.load":
+        return _narrowed(call.arg("tensor"))
+    if call.op == ASSEMBLE_OP:
+        return _narrowed(call.arg("source")) or _converts(call)
+    return False
+
+
+def _conversion_error(call: n.Call, ctx: PassContext, where: str) -> ShapeError:
+    src, dst = call.arg("source").type, call.arg("target").type
+    return ShapeError(
+        f"tensor.assemble converts {src.dtype.name} into a {dst.dtype.name} target, but {where}",
+        call.span,
+        hint=f"pl.cast the source to pl.{dst.dtype.name} first (only a matmul result converts "
+        "on its way into the target, as an accumulator store)",
+        arch=ctx.arch.name,
+    )
+
+
+def _check_entry_assembles(fn: n.Function, ctx: PassContext) -> None:
+    """Orchestration assembles copy tensors: no accumulator store to convert dtypes, no
+    atomic combine (PyPTO rejects both outside InCore code)."""
+    for stmt in iter_stmts(fn.body):
+        value = stmt.value if isinstance(stmt, n.Assign) else None
+        if not (isinstance(value, n.Call) and value.op == ASSEMBLE_OP):
+            continue
+        if _converts(value):
+            raise _conversion_error(value, ctx, f"{fn.kind} code copies tensors as they are")
+        if enum_name(value.arg("atomic")) in ("Add", 1):
+            raise ShapeError(
+                f"pl.assemble(..., atomic=pl.AtomicType.Add) in {fn.kind} function "
+                f"'{fn.name}': orchestration has no atomic-combine instruction",
+                value.span,
+                hint="move the assemble inside the pl.at(level=pl.Level.CORE_GROUP) scope that "
+                "produces the partial result",
+                arch=ctx.arch.name,
+            )
+
+
 def _lowered_spec(ctx: PassContext, call: Any) -> OpSpec | None:
     """The tensor-level spec of a call this pass lowers (None for every other call)."""
     if not isinstance(call, n.Call) or not call.op.startswith("tensor."):
         return None
-    if call.op in MATMUL_OPS or call.op == FULL_OP:
+    if call.op in MATMUL_OPS or call.op == FULL_OP or call.op in HOOKS:
         return ctx.registry.get(call.op)
     if call.op in ctx.registry:
         return None  # an explicit tensor op with a meaning of its own (slice, assemble...)
@@ -77,6 +143,7 @@ class _Lowering:
         self.fn = fn
         self.ctx = ctx
         self.names = NameGen(all_names(fn))
+        self.regions = ValidRegions(fn)
         vec = ctx.arch.capacity["Vec"]
         # The user's own tiles may be live across a tensor op: leave them half of Vec.
         self.vec_budget = vec // 2 if _has_user_tiles(fn) else vec
@@ -89,16 +156,31 @@ class _Lowering:
             value = stmt.value if isinstance(stmt, n.Assign) else (
                 stmt.expr if isinstance(stmt, n.ExprStmt) else None)
             spec = _lowered_spec(self.ctx, value)
-            if spec is None:
+            if spec is None and not (isinstance(value, n.Call) and _valid_rewrite(value)):
                 out.append(stmt)
                 continue
             assert isinstance(value, n.Call)
             self.span = value.span or stmt.span
             target = stmt.targets[0] if isinstance(stmt, n.Assign) else None
-            if value.op in MATMUL_OPS:
+            if spec is None:
+                if value.op == "tile.load":
+                    self.narrow_load(value)
+                    out.append(stmt)
+                    continue
+                if _converts(value) and value.arg("source").name not in \
+                        self.regions.matmul_results:
+                    raise _conversion_error(value, self.ctx, "the source is not a matmul "
+                                            "result (a vector tile stores only its own dtype)")
+                if not _narrowed(value.arg("source")):
+                    out.append(stmt)
+                    continue
+                result = self.lower_assemble(out, value)
+            elif value.op in MATMUL_OPS:
                 result = self.lower_matmul(out, value, spec)
             elif value.op == FULL_OP:
                 result = self.lower_full(out, value)
+            elif value.op in HOOKS:  # per-op lowerings (compiler/tensor_hooks.py)
+                result = HOOKS[value.op](self, out, value, spec)
             else:
                 result = self.lower_vector(out, value, spec)
             if target is not None:
@@ -191,22 +273,63 @@ class _Lowering:
         return self.emit(out, "local", "tensor.local", shape=tuple(t.shape), dtype=t.dtype)
 
     def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
+        """A window of ``tensor``; of a narrowed tensor only its valid part is read."""
+        valid = self.regions.window(tensor, offsets, extents, self.span)
         return self.emit(out, base, "tile.load", tensor=tensor, offsets=tuple(offsets),
-                         shapes=tuple(extents), target_memory=space)
+                         shapes=tuple(extents), target_memory=space,
+                         valid_shapes=None if valid is None else tuple(valid))
 
-    def store(self, out, tile: n.Var, offsets, dst: n.Var) -> n.Var:
+    def store(self, out, tile: n.Var, offsets, dst: n.Var, atomic: Any = None) -> n.Var:
         return self.emit(out, dst.name, "tile.store", tile=tile, offsets=tuple(offsets),
-                         output_tensor=dst)
+                         output_tensor=dst, atomic=atomic)
+
+    # ------------------------------------------------------- valid regions
+    def narrow_load(self, call: n.Call) -> None:
+        """The user's `pl.load` of a narrowed tensor reads only its valid region."""
+        requested = call.arg("valid_shapes") or call.arg("shapes")
+        valid = self.regions.window(call.arg("tensor"), call.arg("offsets"), requested,
+                                    self.span)
+        call.set_arg("valid_shapes", tuple(valid))  # type: ignore[arg-type]
+
+    def lower_assemble(self, out: list[n.Stmt], call: n.Call) -> n.Var:
+        """An assemble of a narrowed source: its valid region loaded and stored tile by tile
+        (PyPTO's tile.store of the source tile); atomic=Add is carried by the stores."""
+        target, source, offset = call.arg("target"), call.arg("source"), call.arg("offset")
+        src_t: TensorType = source.type
+        if not src_t.is_static:
+            raise ShapeError(
+                f"tensor.assemble of '{source.name}' with a valid region needs a static "
+                f"source shape, but it is {list(src_t.shape)}",
+                self.span, hint="slice a static window first", arch=self.ctx.arch.name,
+            )
+        shape = tuple(int(d) for d in src_t.shape)  # type: ignore[arg-type]
+        plan = tiling.vector_plan(shape, src_t.dtype, [tiling.Operand(shape, src_t.dtype)],
+                                  self.ctx.arch, self.vec_budget)
+        lead = len(offset) - len(shape)
+
+        def body(stmts, offsets, ext, carried):
+            tile = self.load(stmts, source, offsets, ext, "Vec")
+            at = list(offset[:lead]) + [combine("+", offset[lead + d], o, self.span)
+                                        for d, o in enumerate(offsets)]
+            return [self.store(stmts, tile, at, carried[0], call.arg("atomic"))]
+
+        return self.tiles(out, shape, plan.extents, [target], body)[0]
 
     # ----------------------------------------------------------- vector ops
-    def lower_vector(self, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
-        tile_spec = tensor_forms.tile_entry(spec)
+    def lower_vector(self, out: list[n.Stmt], call: n.Call, spec: OpSpec, *,
+                     tile_spec: OpSpec | None = None, scratch: Sequence[Any] | None = None
+                     ) -> n.Var:
+        """One tile op per tile; ``tile_spec``/``scratch`` (the scratch ParamSpecs to
+        allocate) for explicit tensor entries lowered to a tile op (default: the derived
+        form's tile entry and its required scratch)."""
+        tile_spec = tile_spec or tensor_forms.tile_entry(spec)
         assert tile_spec is not None
         result_t: TensorType = call.type  # type: ignore[assignment]
         tensors = [(p.name, call.arg(p.name)) for p in spec.params
                    if p.kind == "tensor" and isinstance(call.arg(p.name), n.Expr)]
         operands = [tiling.Operand(tuple(v.type.shape), v.type.dtype) for _, v in tensors]
-        scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
+        if scratch is None:
+            scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
         operands += [tiling.Operand(operands[0].shape, operands[0].dtype, scratch=True)
                      for _ in scratch]
         reduction = tile_spec.short_name.rsplit("_", 1)[-1]

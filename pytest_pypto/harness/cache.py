@@ -120,6 +120,9 @@ def _keyed(
         "batch_loops": bool(batch_loops),
         "version": pytest_pypto.__version__,
     }
+    planner = getattr(config, "memory_planner", None)
+    if planner is not None:  # PTOAS refuses some pl.MemRef programs (compiler/memref_slots.py)
+        parts["memory_planner"] = str(getattr(planner, "value", planner))
     return _sha(json.dumps(parts, sort_keys=True).encode()), parts
 
 

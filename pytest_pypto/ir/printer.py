@@ -82,12 +82,19 @@ class _Printer:
                 )
             if t.pad is not None:
                 parts.append(f"pad={t.pad}")
+            if t.memref is not None:
+                parts.append(self.memref(t.memref))
             return f"Tile[{', '.join(parts)}]"
         if isinstance(t, ScalarType):
             return f"Scalar[{t.dtype.name}]"
         if isinstance(t, TupleType):
             return f"Tuple[{', '.join(self.type(i) for i in t.items)}]"
         return type(t).__name__
+
+    def memref(self, b: Any) -> str:
+        """A declared allocation as PyPTO spells it inline: ``MemRef("ub", slots=2)[i % 2]``."""
+        slot = "" if b.index is None else f"[{b.index if isinstance(b.index, int) else self.expr(b.index)}]"
+        return f"{b.declaration[len('pl.'):]}{slot}"
 
     def static(self, v: Any) -> str:
         if isinstance(v, Expr):

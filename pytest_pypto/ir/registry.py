@@ -155,6 +155,10 @@ class OpSpec:
     # "output_tensor" for tile.store: argument directions (compiler/directions.py)
     # trace tensor roots and check In/Out through it.
     writes: str | None = None
+    # The tensor parameter a zero-copy view op looks through (e.g. "tensor" for
+    # tensor.slice): a write through the view is a write of that operand's root buffer,
+    # so argument directions trace views back to it.
+    view_of: str | None = None
 
     @property
     def level(self) -> str:

@@ -110,7 +110,9 @@ def _lowered_only(*_: Any, **__: Any) -> Any:
 
 
 def tile_view(t: TensorType, what: str, op: str) -> TileType:
-    """A fully valid tile covering a whole static tensor (what the tile rule is run on)."""
+    """A tile covering a whole static tensor, with the tensor's valid region and pad (what
+    the tile rule is run on, so a tensor op's result keeps the valid region PyPTO's tile
+    conversion gives it)."""
     for d, dim in enumerate(t.shape):
         if not isinstance(dim, int):
             raise OpRuleError(
@@ -118,7 +120,7 @@ def tile_view(t: TensorType, what: str, op: str) -> TileType:
                 f"dimension {dim} (dimension {d})",
                 "slice a static window first, or use the tile ops with valid_shapes",
             )
-    return TileType(tuple(t.shape), t.dtype)
+    return TileType(tuple(t.shape), t.dtype, valid=t.valid, pad=t.pad)
 
 
 def tile_info(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
@@ -149,7 +151,7 @@ def _derived_rule(tile_spec: OpSpec, name: str):
             exc.args = (exc.message,)
             raise
         if isinstance(result, TileType):
-            return TensorType(tuple(result.shape), result.dtype)
+            return TensorType(tuple(result.shape), result.dtype, result.valid, result.pad)
         return result
 
     rule.tile_spec = tile_spec  # type: ignore[attr-defined]

@@ -192,15 +192,38 @@ class Type:
 
 @dataclass(frozen=True)
 class TensorType(Type):
-    """A DDR buffer, row-major; dims are ints or DynVars."""
+    """A DDR buffer, row-major; dims are ints or DynVars.
+
+    ``valid`` is PyPTO's tensor valid_shape (from `pl.set_validshape`, a slice's
+    ``valid_shape``/``clamp=True``, or a tensor op on such a tensor): one entry per
+    dim, an int or None where it is Scalar-valued; None when the whole tensor is
+    valid.  ``pad`` is the pad mode of the cells outside it.  Both are metadata of
+    a value, not of the buffer, so they take no part in type equality.
+    """
 
     shape: tuple[Dim, ...]
     dtype: DataType
+    valid: tuple[int | None, ...] | None = field(default=None, compare=False)
+    pad: str | None = field(default=None, compare=False)
     kind = "Tensor"
+
+    def __post_init__(self) -> None:
+        if self.valid is not None and tuple(self.valid) == tuple(self.shape):
+            object.__setattr__(self, "valid", None)
 
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+    @property
+    def valid_shape(self) -> tuple[Any, ...]:
+        """The valid extent per dim (the shape itself when the whole tensor is valid)."""
+        return tuple(self.shape) if self.valid is None else tuple(self.valid)
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether part of the tensor lies outside its valid region."""
+        return self.valid is not None
 
     @property
     def is_static(self) -> bool:
@@ -221,6 +244,9 @@ class TileType(Type):
     space: str | None = None
     valid: tuple[int | None, ...] | None = None
     pad: str | None = None
+    # A declared allocation (ir/memref.MemRefBinding) on an annotation's type: a storage
+    # hint, so it takes no part in type equality.
+    memref: Any = field(default=None, compare=False)
     kind = "Tile"
 
     def __post_init__(self) -> None:
@@ -259,7 +285,12 @@ def type_str(t: Type | None) -> str:
     if t is None:
         return "?"
     if isinstance(t, TensorType):
-        return f"Tensor[[{', '.join(map(str, t.shape))}], {t.dtype.name}]"
+        extra = ""
+        if t.valid is not None:
+            extra = ", valid=[" + ", ".join("?" if v is None else str(v) for v in t.valid) + "]"
+        if t.pad is not None:
+            extra += f", pad={t.pad}"
+        return f"Tensor[[{', '.join(map(str, t.shape))}], {t.dtype.name}{extra}]"
     if isinstance(t, TileType):
         parts = [f"[{', '.join(map(str, t.shape))}]", t.dtype.name]
         if t.space is not None:

@@ -43,6 +43,7 @@ from pytest_pypto.language.surface import (
     FunctionType,
     InOut,
     Level,
+    MaskPattern,
     NotRunnable,
     OpStub,
     Out,
@@ -59,6 +60,7 @@ from pytest_pypto.language.surface import (
     spmd,
 )
 from pytest_pypto.language.jit import InlineFunction, JITFunction, inline, jit
+from pytest_pypto.language.memref import MemRef, MemRefType
 from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
 
 Mem = MemorySpace
@@ -72,6 +74,7 @@ __all__ = [
     "while_", "cond",
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
+    "MemRef", "MemRefType",
 ]
 
 
@@ -126,6 +129,7 @@ min = DslFunction("min", "Scalar minimum (not a reduction: see pl.row_min).")  #
 cast = OpStub("cast")  # tile.cast on tiles, a C conversion on Scalars
 
 tile = OpNamespace("tile")
+tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 
 DN = Layout("DN")

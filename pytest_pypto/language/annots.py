@@ -25,6 +25,7 @@ from pytest_pypto.ir.types import (
     TupleType,
     Type,
 )
+from pytest_pypto.language import memref
 from pytest_pypto.language.context import FunctionContext, Tier3Hit
 from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.language.unsupported import Layout
@@ -113,6 +114,8 @@ def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> Tenso
     if len(args) < 2:
         raise ctx.error(ParserTypeError, "pl.Tensor needs [shape] and a dtype", node)
     for extra in args[2:]:
+        if memref.is_memref(extra):
+            raise Tier3Hit("pl.MemRef in pl.Tensor", "tier 3: memory references on tensors", node)
         if isinstance(extra, Layout) and extra.name == "DN":
             raise ctx.error(
                 ParserTypeError,
@@ -128,9 +131,18 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
     if len(args) < 2:
         raise ctx.error(ParserTypeError, "pl.Tile needs [shape] and a dtype", node)
     space = None
-    for extra in args[2:]:
+    binding = None
+    for i, extra in enumerate(args[2:], start=2):
         if isinstance(extra, MemorySpace) and space is None:
             space = extra.value
+        elif memref.is_memref(extra):
+            where = _element(node, i, len(args))
+            if binding is not None:
+                raise ctx.error(
+                    ParserTypeError, "Tile annotation can contain at most one memref argument",
+                    where, hint="remove the duplicate pl.MemRef(...) argument",
+                )
+            binding = memref.binding(ctx, extra, where)
         else:
             raise ctx.error(
                 ParserTypeError,
@@ -138,7 +150,20 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
                 node,
                 hint="the third element is a memory space such as pl.Mem.Vec",
             )
-    return TileType(_dims(ctx, args[0], node, static=True), _dtype(ctx, args[1], node), space)
+    if binding is not None and space is None:
+        raise ctx.error(
+            ParserTypeError,
+            "Tile annotation with a memref argument must also specify explicit memory space",
+            node, hint="e.g. pl.Tile[[64, 64], pl.FP32, buf[i % 2], pl.Mem.Vec]",
+        )
+    return TileType(_dims(ctx, args[0], node, static=True), _dtype(ctx, args[1], node), space,
+                    memref=binding)
+
+
+def _element(node: ast.AST, i: int, count: int) -> ast.AST:
+    """The AST of item ``i`` of a literal ``pl.Tile[...]`` annotation (else the whole)."""
+    items = getattr(getattr(node, "slice", None), "elts", None)
+    return items[i] if isinstance(items, list) and len(items) == count else node
 
 
 def spelling(t: Type | None, *, space: bool = False) -> str:

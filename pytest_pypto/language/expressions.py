@@ -38,10 +38,11 @@ from pytest_pypto.ir.nodes import (
     Var,
 )
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType
-from pytest_pypto.language import calls, scalars
+from pytest_pypto.language import calls, memref, scalars
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
+from pytest_pypto.language.memref import MemRef
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
     ITERATORS,
@@ -240,6 +241,8 @@ class ExprParser:
 
     def _Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
+        if isinstance(base, MemRef):  # `buf[i % 2]`: a slot of a declared allocation
+            return memref.parse_subscript(self, base, node)
         if base is tuple or base in ANNOTATION_FORMS:
             items = self.eval(node.slice)
             form = "Tuple" if base is tuple else base.__name__
@@ -283,6 +286,8 @@ class ExprParser:
             pos, kw = self.args_of(node)
             return self.ctx.program.call(self.ctx, func.attr, pos, kw, node, self.sink)
         target = self.eval(func)
+        if target is MemRef:
+            return memref.parse_call(self, node)
         if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
             pos, kw = self.args_of(node)
             return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)

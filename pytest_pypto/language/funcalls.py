@@ -28,7 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
-from pytest_pypto.ir.nodes import Expr, FuncCall, Param, Program, Stmt, Unsupported
+from pytest_pypto.ir.nodes import (
+    Const,
+    Expr,
+    FuncCall,
+    Param,
+    Program,
+    ScalarCast,
+    Stmt,
+    Unsupported,
+)
 from pytest_pypto.ir.types import (
     Direction,
     DynVar,
@@ -161,6 +170,8 @@ def _check_arg(
             raise ctx.error(ParserTypeError, f"{where} must be a Scalar, but got {_show(value)}",
                             node)
         got = expr.type.dtype  # type: ignore[union-attr]
+        if got is not want and _int_like(got) and _int_like(want):
+            return _coerced(expr, want)
         if got is not want:
             raise ctx.error(
                 ParserTypeError, f"{where} is Scalar[{want.name}], but got Scalar[{got.name}]",
@@ -205,6 +216,26 @@ def _check_arg(
                 node,
             )
     return value
+
+
+def _int_like(dtype: DataType) -> bool:
+    """Integer and BOOL dtypes: the ones PyPTO passes to a kernel as the same 64-bit word."""
+    return dtype.is_int or dtype.kind == "bool"
+
+
+def _coerced(expr: Expr, want: DataType) -> Expr:
+    """A Scalar argument converted to an integer/BOOL parameter's dtype (C conversion).
+
+    PyPTO does not check a Scalar argument's dtype against the parameter: the task
+    argument is one 64-bit word that the kernel reads as its parameter's dtype, so an
+    INT64 flag reaches a BOOL parameter as "nonzero".  Between integer and BOOL
+    dtypes that is a C conversion, done here; a float on either side would be a
+    reinterpretation of bits, which stays an error.
+    """
+    if isinstance(expr, Const):
+        value = bool(expr.value) if want.kind == "bool" else int(expr.value)
+        return scalars.make_const(value, want, expr.span)
+    return ScalarCast(expr, want, type=ScalarType(want), span=expr.span)
 
 
 def _show(value: Any) -> str:

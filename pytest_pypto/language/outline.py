@@ -323,15 +323,33 @@ def accesses(body: list[Stmt], params: list[Param]) -> tuple[dict[str, str], set
 
     A tensor is written when it is an op's `writes` operand (a store target, an
     assemble destination); every other use is a read, except passing it on
-    unchanged (renaming, loop carries, yields, the return)."""
+    unchanged (renaming, loop carries, yields, the return).  A zero-copy view of a
+    parameter (an op's `view_of` operand: slice, reshape...) is that parameter: a
+    write through it writes the parameter, taking it reads nothing."""
     roots = {p.name: p.name for p in params if isinstance(p.type, TensorType)}
+    views: dict[str, str] = {}  # view name -> parameter (not a result of the region)
     reads: set[str] = set()
     writes: set[str] = set()
 
+    def root_of(name: str) -> str | None:
+        return roots.get(name) or views.get(name)
+
     def read(expr: Any) -> None:
         for e in _exprs(expr):
-            if isinstance(e, Var) and e.name in roots:
-                reads.add(roots[e.name])
+            if isinstance(e, Var) and root_of(e.name) is not None:
+                reads.add(root_of(e.name))  # type: ignore[arg-type]
+
+    def view(target: Var, value: Any) -> bool:
+        spec = REGISTRY.get(value.op) if isinstance(value, Call) and value.op in REGISTRY \
+            else None
+        viewed = value.arg(spec.view_of) if spec is not None and spec.view_of else None
+        if not isinstance(viewed, Var) or root_of(viewed.name) is None:
+            return False
+        views[target.name] = root_of(viewed.name)  # type: ignore[assignment]
+        for key, arg in value.args:
+            if key != spec.view_of:  # type: ignore[union-attr]
+                read(arg)
+        return True
 
     def alias(target: Var, source: Any) -> None:
         if isinstance(source, Var) and source.name in roots:
@@ -344,7 +362,7 @@ def accesses(body: list[Stmt], params: list[Param]) -> tuple[dict[str, str], set
         spec = REGISTRY.get(value.op) if value.op in REGISTRY else None
         dst_name = spec.writes if spec is not None else None
         dst = value.arg(dst_name) if dst_name else None
-        root = roots.get(dst.name) if isinstance(dst, Var) else None
+        root = root_of(dst.name) if isinstance(dst, Var) else None
         for key, arg in value.args:
             if key == dst_name and root is not None:
                 writes.add(root)
@@ -358,9 +376,15 @@ def accesses(body: list[Stmt], params: list[Param]) -> tuple[dict[str, str], set
                 if isinstance(s.value, Var) and len(s.targets) == 1:
                     alias(s.targets[0], s.value)
                     continue
+                if len(s.targets) == 1 and view(s.targets[0], s.value):
+                    continue
                 root = call(s.value)
                 if root is not None and len(s.targets) == 1:
-                    roots[s.targets[0].name] = root
+                    # A write through a view yields the view again, not a region result.
+                    spec = REGISTRY[s.value.op]  # type: ignore[union-attr]
+                    dst = s.value.arg(spec.writes)  # type: ignore[union-attr, arg-type]
+                    through_view = isinstance(dst, Var) and dst.name in views
+                    (views if through_view else roots)[s.targets[0].name] = root
             elif isinstance(s, ExprStmt):
                 call(s.expr)
             elif isinstance(s, For):

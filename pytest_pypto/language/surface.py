@@ -40,6 +40,19 @@ class AtomicType(enum.Enum):
     Add = "Add"
 
 
+class MaskPattern(enum.IntEnum):
+    """`pl.tile.MaskPattern`: the column masks of gather_mask / scatter_mask (PyPTO's 1..7;
+    bits read right to left, so P0101 marks columns 0, 2, 4, ...)."""
+
+    P0101 = 1  # every 2nd column from 0
+    P1010 = 2  # every 2nd column from 1
+    P0001 = 3  # every 4th column from 0
+    P0010 = 4  # every 4th column from 1
+    P0100 = 5  # every 4th column from 2
+    P1000 = 6  # every 4th column from 3
+    P1111 = 7  # every column
+
+
 class PadValue(enum.Enum):
     """Pad values of tiles (DSL.md §2.5); the IR records the value string."""
 

@@ -29,7 +29,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-    "explicit memory references": ("MemRef", "MemRefType"),
     "tensor views with strides": ("TensorView",),
     "debug dumps": ("dump_tag",),
     "function attributes": ("func_attr",),

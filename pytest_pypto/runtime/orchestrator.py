@@ -90,6 +90,34 @@ class Orchestrator:
         self._graph.finish_writers(t, include_readers=True)
         t.array[idx] = value
 
+    def assemble(self, target: TensorHandle, source: TensorHandle, offsets: Any) -> TensorHandle:
+        """`pl.assemble` in orchestration: waits for the source's producers and for every
+        pending task touching the target window, then copies the source into it (PyPTO
+        has the producer write into the window in place; the values are the same)."""
+        target = self._handle(target, "assemble")
+        source = self._handle(source, "assemble")
+        if target.root.origin == "In":
+            raise SimulationError(
+                f"pl.assemble into entry parameter '{target.root.name}', which is declared In",
+                hint="declare it pl.Out[...] or pl.InOut[...], or assemble into a "
+                "pl.create_tensor buffer",
+            )
+        lead = len(target.shape) - len(source.shape)
+        extents = (1,) * lead + tuple(source.shape)
+        offsets = tuple(int(o) for o in offsets)
+        if lead < 0 or len(offsets) != len(target.shape) or any(
+                o < 0 or o + e > n for o, e, n in zip(offsets, extents, target.shape)):
+            raise SimulationError(
+                f"pl.assemble of a {list(source.shape)} tensor at offset {list(offsets)} does "
+                f"not fit the target '{target.root.name}' {list(target.shape)} (at run time)",
+                hint="offset + source extent must stay inside the target in every dimension",
+            )
+        window = slice_view(target, extents, offsets)
+        self._graph.finish_writers(source)
+        self._graph.finish_writers(window, include_readers=True)
+        window.array[...] = source.array.reshape(extents)
+        return target
+
     # -- tasks -------------------------------------------------------------------
     def submit(
         self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False

@@ -216,7 +216,9 @@ def _expr(k: Kernel, s: Stmt) -> str:
         return f"pl.move({s.args[0]}, target_memory=pl.Mem.{a['target']})"
     if s.kind == "big":
         rows, cols = a["shape"]
-        return f"pl.adds(pl.tile.full([{rows}, {cols}], pl.{s.dtype}, 0.0), 1.0)"
+        # two tiles live together (a result may reuse a dying operand's buffer)
+        full = f"pl.tile.full([{rows}, {cols}], pl.{s.dtype}, {{}})"
+        return f"pl.add({full.format(0.0)}, {full.format(1.0)})"
     if s.kind == "store" and a.get("outside"):  # after the loops: the whole [1, cols] row
         return f"pl.store({s.args[0]}, [0, 0], {s.args[1]})"
     if s.kind == "store":

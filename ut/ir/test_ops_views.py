@@ -274,16 +274,19 @@ def test_tensor_slice_reshape_transpose_are_views():
         rule("tensor.reshape", {"tensor": x}, {"shape": (5, 8)})
 
 
-def test_tensor_slice_refuses_valid_regions_it_cannot_track():
+def test_tensor_slice_valid_shape_and_clamp_narrow_the_valid_region():
     x = TensorType((6, 8), D.FP32)
-    with pytest.raises(OpTypeError, match="tensors carry no valid region"):
-        rule("tensor.slice", {"tensor": x},
+    t = rule("tensor.slice", {"tensor": x},
              {"shape": (4, 8), "offset": (0, 0), "valid_shape": (2, 8)})
-    with pytest.raises(OpTypeError, match="clamp=True overhangs dimension 0"):
-        rule("tensor.slice", {"tensor": x}, {"shape": (4, 8), "offset": (4, 0), "clamp": True})
+    assert (t.shape, t.valid) == ((4, 8), (2, 8))
+    # clamp=True: the window overhanging the source is valid only inside it
+    t = rule("tensor.slice", {"tensor": x}, {"shape": (4, 8), "offset": (4, 0), "clamp": True})
+    assert (t.shape, t.valid) == ((4, 8), (2, 8))
+    with pytest.raises(OpTypeError, match="reads past the end of dimension 0: offset 4 \\+ extent 4"):
+        rule("tensor.slice", {"tensor": x}, {"shape": (4, 8), "offset": (4, 0)})
     # clamp=True that stays inside the source is a plain window
-    assert rule("tensor.slice", {"tensor": x},
-                {"shape": (2, 8), "offset": (4, 0), "clamp": True}).shape == (2, 8)
+    t = rule("tensor.slice", {"tensor": x}, {"shape": (2, 8), "offset": (4, 0), "clamp": True})
+    assert (t.shape, t.valid) == ((2, 8), None)
 
 
 def test_tensor_assemble_writes_a_lower_rank_source_into_the_trailing_axes():

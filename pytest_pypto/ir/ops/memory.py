@@ -66,6 +66,12 @@ def _load_type(info: CallInfo) -> TileType:
                 f"The operator {info.op} requires 0 <= valid_shapes <= shapes, but got "
                 f"valid_shapes {dims(valid)} for shapes {dims(shape)} (dimension {d})"
             )
+    if src.valid is not None:
+        # A narrowed tensor (pl.set_validshape, a slice's valid_shape) is read only
+        # inside its valid region (the lowering passes the cut as valid_shapes).
+        from pytest_pypto.ir.ops.views_tensor import window_valid
+
+        valid = list(window_valid(src, shape, info.values.get("offsets"), valid, False))
     if info.values.get("clamp"):
         offsets = info.values.get("offsets")
         for d, (o, size) in enumerate(zip(offsets, src.shape)):

@@ -123,7 +123,7 @@ register(OpSpec(
     type_rule=_random_type,
     mem=MemRule(result="Vec"),
     execute=_random_execute,
-    spellings=("tile.random", "random"),
+    spellings=("tile.random",),  # pl.random is the tensor form (tensor_index.py)
     tier=2,
     doc="Fill a new Vec tile's valid region with Philox4x32 counter-based random 32-bit words "
         "(INT32 or UINT32, default UINT32) from key (key0, key1), counter (counter0..3) and "
