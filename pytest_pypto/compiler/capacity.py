@@ -12,7 +12,7 @@ last use is that statement (``c = pl.add(a, b)`` with ``a`` dying needs no third
 buffer).  Program points are therefore half-statements: statement ``k`` reads at
 ``2k`` and writes at ``2k + 1``; a buffer lives from the write of its definition
 to the read of its last use.  Ops that read an operand while writing their result
-(`_NO_ALIAS`) keep that operand live through the write.  Used inside a loop it
+(``OpSpec.reads_while_writing``) keep that operand live through the write.  Used inside a loop it
 was defined outside of (or carried by it), a buffer lives over the whole loop.
 The peak is a lower bound of PyPTO's allocator (which can also fail by
 fragmentation).
@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pytest_pypto.arch import ARCH_SPECS, ArchSpec
@@ -31,6 +32,7 @@ from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.walk import Scope, is_tile, stmt_exprs, used_names
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError
+from pytest_pypto.ir.registry import OpSpec
 from pytest_pypto.ir.types import TileType, type_str
 
 
@@ -44,49 +46,20 @@ def _write(point: int) -> int:
     return 2 * point + 1
 
 
-_ALL = ("*",)  # every tile operand
+def no_alias_operands(call: n.Call, registry: Mapping[str, OpSpec]) -> list[n.Var]:
+    """The tile operands of ``call`` its result may not share a buffer with.
 
-# Ops whose result may not take the buffer of (some of) their operands, because the
-# hardware reads them while writing the result (PyPTO's not-in-place-safe ops and
-# its per-operand output-alias bans).  A widening tile.cast is handled in
-# `no_alias_operands`.  tile.prelu is banned from all operands on every arch (PyPTO
-# lets a5 reuse the unread tmp): a conservative peak.
-_NO_ALIAS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        (
-            "tile.recip", "tile.rsqrt", "tile.fmod", "tile.fmods", "tile.ands", "tile.ors",
-            "tile.xors", "tile.prelu", "tile.fillpad_expand", "tile.move", "tile.transpose",
-            "tile.extract", "tile.concat", "tile.mgather", "tile.gather", "tile.gatherb",
-            "tile.gather_mask", "tile.gather_compare", "tile.sort32", "tile.mrgsort",
-            "tile.row_sum", "tile.row_max", "tile.row_min", "tile.row_prod", "tile.row_argmax",
-            "tile.row_argmin", "tile.col_argmax", "tile.col_argmin",
-        ),
-        _ALL,
-    ),
-    "tile.sel": ("mask", "tmp"),
-    "tile.sels": ("mask",),
-    **dict.fromkeys(
-        (f"tile.row_expand{s}" for s in ("", "_sub", "_div", "_mul", "_max", "_min", "_expdif")),
-        ("row_vec",),
-    ),
-    "tile.row_expand_add": ("row_vec", "tmp"),
-    **dict.fromkeys(
-        (f"tile.col_expand{s}" for s in ("", "_add", "_sub", "_div", "_mul", "_max", "_min", "_expdif")),
-        ("col_vec",),
-    ),
-}
-
-
-def no_alias_operands(call: n.Call) -> list[n.Var]:
-    """The tile operands of ``call`` its result may not share a buffer with."""
-    params = _NO_ALIAS.get(call.op, ())
-    if call.op == "tile.cast":
-        src, out = call.arg("tile"), call.type
-        if isinstance(src, n.Var) and is_tile(src.type) and is_tile(out):
-            if out.dtype.bits > src.type.dtype.bits:  # type: ignore[union-attr]
-                params = ("tile",)  # the write cursor would outrun the read cursor
-    if params == _ALL:
+    The op's registry entry says which (`OpSpec.reads_while_writing`).
+    """
+    spec = registry.get(call.op)
+    if spec is None:
+        return []
+    types = {k: v.type for k, v in call.args if isinstance(v, n.Var)}
+    params = spec.live_while_writing(types, call.type)
+    if params is True:
         return [v for _, v in call.args if isinstance(v, n.Var) and is_tile(v.type)]
+    if not params:
+        return []
     return [v for v in (call.arg(p) for p in params) if isinstance(v, n.Var)]
 
 
@@ -273,7 +246,7 @@ class Liveness:
             value.span or stmt.span, members=[target.name],
         )
         self.buffers.append(buf)
-        for operand in no_alias_operands(value):
+        for operand in no_alias_operands(value, self.ctx.registry):
             held = env.get(operand.name)
             if held is not None and held.find().space == buf.space:
                 self._hold(held.find(), buf.start)  # read while the result is written

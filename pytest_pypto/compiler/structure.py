@@ -7,10 +7,12 @@ op call bound to a name of its own (so moves can be inserted between calls).
 
 from __future__ import annotations
 
+import math
+
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.walk import NameGen, all_names, iter_calls, rewrite_bodies
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.errors import PlacementError, UnsupportedFeatureError
+from pytest_pypto.ir.errors import CapacityError, PlacementError, UnsupportedFeatureError
 
 ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard"
 
@@ -21,6 +23,7 @@ ORCH_TENSOR_OPS = frozenset(
     {"create_tensor", "create", "slice", "reshape", "transpose", "read", "write", "dim", "assemble"}
 )
 CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
+LOCAL_TENSOR_OP = "tensor.local"  # what a create_tensor in InCore code becomes
 
 
 def kernels(program: n.Program) -> list[n.Function]:
@@ -88,7 +91,10 @@ def select_entry(program: n.Program, ctx: PassContext) -> n.Program:
 
 
 def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
-    """Tile ops only in InCore code; create_tensor not in InCore; calls only to kernels (§6.8)."""
+    """Tile ops only in InCore code; calls only to kernels (§6.8).
+
+    A `pl.create_tensor` in InCore code becomes a kernel-local tensor (`tensor.local`).
+    """
     for fn in program.functions.values():
         in_core = fn.kind in KERNEL_KINDS
         for _, e in iter_calls(fn.body):
@@ -98,12 +104,8 @@ def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
             assert isinstance(e, n.Call)
             level, _, short = e.op.partition(".")
             if in_core and e.op in CREATE_TENSOR_OPS:
-                raise PlacementError(
-                    f"pl.create_tensor is not allowed inside InCore function '{fn.name}'",
-                    e.span,
-                    hint="allocate it in the orchestration function and pass it as pl.Out[...]",
-                    arch=ctx.arch.name,
-                )
+                _make_kernel_local(e, fn, ctx)
+                continue
             if not in_core and level == "tile":
                 raise PlacementError(
                     f"tile op '{e.op}' is not allowed in {fn.kind} function '{fn.name}'",
@@ -122,6 +124,55 @@ def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
                     arch=ctx.arch.name,
                 )
     return program
+
+
+def _make_kernel_local(call: n.Call, fn: n.Function, ctx: PassContext) -> None:
+    """`pl.create_tensor` in InCore code: a kernel-local tensor, rewritten in place.
+
+    PyPTO lowers it to an on-chip Vec `tile.create`: its dims must be static and
+    positive, it must fit Vec, and its contents start undefined (poisoned here).
+    PyPTO drops ``init_value`` there (only the runtime's DDR allocations are pre-filled),
+    so a kernel-local ``init_value`` warns and is ignored.
+    """
+    shape, dtype = call.arg("shape"), call.arg("dtype")
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else ()
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        shown = ", ".join(_dim_text(d) for d in dims)
+        raise PlacementError(
+            f"pl.create_tensor([{shown}]) inside InCore function '{fn.name}' needs static "
+            f"dims: a kernel-local tensor is an on-chip tile of compile-time shape",
+            call.span,
+            hint="use int dims here, or allocate the dynamic tensor in the orchestration "
+            "function and pass it as pl.Out[...]",
+            arch=ctx.arch.name,
+        )
+    nbytes = dtype.nbytes(math.prod(dims))
+    limit = ctx.arch.capacity["Vec"]
+    if nbytes > limit:
+        raise CapacityError(
+            f"pl.create_tensor({list(dims)}, {dtype.name}) inside InCore function '{fn.name}' "
+            f"needs {nbytes} bytes of Vec, over the {limit}-byte Vec of the '{ctx.arch.name}' "
+            f"backend",
+            call.span,
+            hint="allocate it in the orchestration function and pass it as pl.Out[...], "
+            "or use a smaller kernel-local tensor",
+            arch=ctx.arch.name,
+        )
+    if call.arg("init_value") is not None:
+        ctx.warn(
+            f"init_value={call.arg('init_value')!r} of pl.create_tensor inside InCore function "
+            f"'{fn.name}' is ignored (PyPTO makes a kernel-local tensor an uninitialized "
+            f"tile): its elements start undefined",
+            call.span,
+            hint="fill it with pl.full(...) / pl.assemble, or allocate it with init_value in "
+            "the orchestration function and pass it as pl.InOut[...]",
+        )
+    call.op = LOCAL_TENSOR_OP
+    call.args = (("shape", dims), ("dtype", dtype))
+
+
+def _dim_text(dim: object) -> str:
+    return str(dim) if isinstance(dim, int) else getattr(dim, "name", None) or "<expr>"
 
 
 def _check_func_call(

@@ -395,3 +395,7 @@ def lower_create_l1(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec
             lw.span, arch=arch.name, hint="gather fewer rows per accumulator",
         )
     return lw.local(out, result_t)
+
+
+# The tail ops' lowerings register themselves in HOOKS on import.
+from pytest_pypto.compiler import tensor_tail_hooks  # noqa: E402,F401

@@ -28,6 +28,11 @@ user's `pl.load`) reads only its valid region, and an assemble of it becomes loa
 and stores of that region, so PyPTO's "only the valid region is transferred" holds.
 An assemble converting dtypes is legal only for a matmul result (PyPTO stores the
 accumulator straight into the target).
+
+A `pl.dynamic` dim of a tiled axis becomes a run-time loop ``for r in range(0, M,
+T)`` (T from `tiling`'s plan); every load reads ``min(T, M - r)`` of it (its valid
+extent), so the tile ops and stores of the partial last tile touch only it, and the
+op's local result tensor keeps the dynamic dim.  One artifact serves every M.
 """
 
 from __future__ import annotations
@@ -49,10 +54,13 @@ from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import CapacityError, ShapeError
 from pytest_pypto.ir.ops._rules import enum_name
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
-from pytest_pypto.ir.types import ScalarType, TensorType, TileType
+from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
 
 MATMUL_OPS = ("tensor.matmul", "tensor.matmul_acc")
 FULL_OP = "tensor.full"
+# Per-op lowerings that tile through `lower_vector`/`tiles`/`load`, so they handle
+# dynamic dims like the derived forms do; every other hook needs static shapes.
+DYNAMIC_HOOKS = frozenset({"tensor.rsqrt"})
 # How the partial results of a reduction cut along its axis combine.
 COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}
 
@@ -175,6 +183,8 @@ class _Lowering:
                     out.append(stmt)
                     continue
                 result = self.lower_assemble(out, value)
+            elif self.dynamic_rejected(value):
+                raise self.dynamic_error(value, self.dynamic_dim(value))
             elif value.op in MATMUL_OPS:
                 result = self.lower_matmul(out, value, spec)
             elif value.op == FULL_OP:
@@ -193,6 +203,48 @@ class _Lowering:
 
     def const(self, value: int) -> n.Const:
         return n.Const(value, type=ScalarType(INDEX), span=self.span)
+
+    def index(self, value: Any) -> n.Expr:
+        """An INDEX expression for an int, an Expr, or a dynamic dim (its run-time size)."""
+        if isinstance(value, DynVar):
+            return n.DynDim(value, type=ScalarType(INDEX), span=self.span)
+        return self.const(value) if isinstance(value, int) else value
+
+    # ------------------------------------------------------- dynamic dims
+    def dynamic_dim(self, call: n.Call) -> DynVar | None:
+        """The first pl.dynamic dim of a tensor operand or the result of ``call``."""
+        for t in [getattr(v, "type", None) for _, v in call.args] + [call.type]:
+            if isinstance(t, TensorType):
+                for d in t.shape:
+                    if isinstance(d, DynVar):
+                        return d
+        return None
+
+    def dynamic_rejected(self, call: n.Call) -> bool:
+        """A hooked op with a dynamic dim whose lowering needs static shapes."""
+        return (call.op in HOOKS and call.op not in DYNAMIC_HOOKS
+                and self.dynamic_dim(call) is not None)
+
+    def dynamic_error(self, call: n.Call, dim: Any, why: str = "") -> ShapeError:
+        return ShapeError(
+            f"{call.op} cannot be tiled over the dynamic dimension {dim!r}"
+            + (f": {why}" if why else " (its lowering needs static shapes)"),
+            self.span,
+            hint=f"loop over {dim!r} yourself: pl.slice a static window of T at offset r "
+            f"with valid_shape=[pl.min(T, {dim!r} - r), ...], or use the tile ops with "
+            "valid_shapes",
+            arch=self.ctx.arch.name,
+        )
+
+    def check_plan(self, call: n.Call, plan: tiling.VectorPlan) -> None:
+        """A vector plan's dynamic dims must be tiled axes (not reduced, not whole)."""
+        bad = tiling.dynamic_dims(plan)
+        if bad:
+            why = ("it is the reduced axis (a reduction needs its whole axis static)"
+                   if plan.kind == "reduce" else
+                   "the operands' shapes differ beyond broadcasting, so the op runs on whole "
+                   "tensors")
+            raise self.dynamic_error(call, plan.shape[bad[0]], why)
 
     def emit(self, out: list[n.Stmt], base: str, op: str, **args: Any) -> n.Var:
         """``base_k = op(**args)``, typed by the op's rule (errors at the user's line)."""
@@ -234,7 +286,7 @@ class _Lowering:
         stmts.append(n.Yield(tuple(self.ref(v) for v in nxt), span=self.span))
         results = [n.Var(self.names.fresh(c.name), type=c.type, span=self.span) for c in carried]
         out.append(n.For(
-            var, self.const(seg.start), self.const(seg.stop), self.const(seg.extent), stmts,
+            var, self.const(seg.start), self.index(seg.stop), self.const(seg.extent), stmts,
             carried=tuple(zip(inner, (self.ref(c) for c in carried))), results=tuple(results),
             span=self.span,
         ))
@@ -273,8 +325,16 @@ class _Lowering:
         return self.emit(out, "local", "tensor.local", shape=tuple(t.shape), dtype=t.dtype)
 
     def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
-        """A window of ``tensor``; of a narrowed tensor only its valid part is read."""
+        """A window of ``tensor``; of a narrowed tensor only its valid part is read, of a
+        dynamic dim only the part before its run-time end (``min(T, M - r)``)."""
         valid = self.regions.window(tensor, offsets, extents, self.span)
+        shape = tensor.type.shape
+        if any(isinstance(d, DynVar) for d in shape):
+            valid = tuple(
+                combine("min", e if valid is None else valid[i],
+                        combine("-", self.index(dim), offsets[i], self.span), self.span)
+                if isinstance(dim, DynVar) else (e if valid is None else valid[i])
+                for i, (dim, e) in enumerate(zip(shape, extents)))
         return self.emit(out, base, "tile.load", tensor=tensor, offsets=tuple(offsets),
                          shapes=tuple(extents), target_memory=space,
                          valid_shapes=None if valid is None else tuple(valid))
@@ -336,6 +396,7 @@ class _Lowering:
         plan = tiling.vector_plan(tuple(result_t.shape), result_t.dtype, operands,
                                   self.ctx.arch, self.vec_budget,
                                   splittable=reduction in COMBINE)
+        self.check_plan(call, plan)
         result = self.local(out, result_t)
         static = {p.name: call.arg(p.name) for p in spec.params if p.kind != "tensor"}
 
@@ -423,11 +484,13 @@ class _Lowering:
         shape = tuple(result_t.shape)
         batch, (m, n_) = shape[:-2], shape[-2:]
         k = lhs.type.shape[-1] if not a_trans else lhs.type.shape[-2]
+        sized_m, sized_n, sized_k = tiling.notional((m, n_, k))  # dynamic dims: run-time loops
         acc_dtype = self.type_of(self.ctx.registry["tile.matmul"], n.Call(
-            "tile.matmul", (("lhs", _probe(lhs, (m, k))), ("rhs", _probe(rhs, (k, n_)))),
+            "tile.matmul", (("lhs", _probe(lhs, (sized_m, sized_k))),
+                            ("rhs", _probe(rhs, (sized_k, sized_n)))),
             span=self.span)).dtype
-        plan = tiling.matmul_plan(m, n_, k, lhs.type.dtype, acc_dtype, self.ctx.arch,
-                                  vector_tiles=3 if acc_in is not None else 0)
+        plan = tiling.matmul_plan(sized_m, sized_n, sized_k, lhs.type.dtype, acc_dtype,
+                                  self.ctx.arch, vector_tiles=3 if acc_in is not None else 0)
         if plan is None:
             raise CapacityError(
                 f"tensor-level matmul of [{m}, {k}] @ [{k}, {n_}] {lhs.type.dtype.name}: not even "
@@ -475,11 +538,13 @@ class _Lowering:
                 return [self.store(stmts, acc, [i, j], carried[0])]
             return [self.add_old(stmts, acc, old, i, j, tm, tn, carried[0], init_cond)]
 
-        return self.tiles(out, (plan.m, plan.n), (plan.tm, plan.tn), [y], body)[0]
+        m, n_ = y.type.shape[-2:]
+        return self.tiles(out, (m, n_), (plan.tm, plan.tn), [y], body)[0]
 
     def k_chunks(self, out, plan, a, b, i, j, tm, tn) -> n.Var:
         acc: n.Var | None = None
-        for seg in tiling.segments(plan.k, plan.tk):
+        k = a.type.shape[-1]  # the contracted dim (a run-time loop when dynamic)
+        for seg in tiling.segments(k, plan.tk):
             def step(stmts, k0, carried, seg=seg):
                 am = self.load(stmts, a, [i, k0], [tm, seg.extent], "Mat", "a_mat")
                 al = self.emit(stmts, "a_left", "tile.move", tile=am, target_memory="Left")

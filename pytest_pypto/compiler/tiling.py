@@ -14,6 +14,12 @@ tile unless not even one row fits; then the axis is cut into chunks whose partia
 results are combined.  Matmul: the output is cut over M and N until the
 accumulator fits Acc, and K into chunks until the operand tiles fit Left/Right (and
 Mat); the K chunks accumulate in Acc.
+
+Dynamic dims (`pl.dynamic`): a plan is made as if the dim had the notional length
+``DYNAMIC_LENGTH``, so its tile extent comes from the static dims and the arch
+capacity alone; the lowering then loops ``for r in range(0, M, T)`` with a partial
+last tile (valid extent ``min(T, M - r)``).  A dynamic dim cannot be a reduced
+axis or matmul's K (`dynamic_dims` names them for the error).
 """
 
 from __future__ import annotations
@@ -25,24 +31,48 @@ from dataclasses import dataclass
 from pytest_pypto.arch import ArchSpec
 from pytest_pypto.compiler.capacity import tile_bytes
 from pytest_pypto.ir.dtypes import DataType
-from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.types import Dim, TileType
+
+# The length a dynamic dim is planned with: a power of two, so its cut extents are too.
+DYNAMIC_LENGTH = 1024
+
+
+def is_dynamic(dim: object) -> bool:
+    """Whether a tensor dim is known only at run time (a DynVar or DynExpr)."""
+    return not isinstance(dim, int)
+
+
+def notional(shape: Sequence[Dim]) -> tuple[int, ...]:
+    """``shape`` with every dynamic dim replaced by ``DYNAMIC_LENGTH`` (what plans size)."""
+    return tuple(DYNAMIC_LENGTH if is_dynamic(d) else int(d) for d in shape)
 
 
 @dataclass(frozen=True)
 class Segment:
-    """Tiles of extent ``extent`` at ``start, start + extent, ... < stop`` along one dim."""
+    """Tiles of extent ``extent`` at ``start, start + extent, ... < stop`` along one dim;
+    a dynamic ``stop`` (a run-time dim) has a partial last tile cut at it."""
 
     start: int
-    stop: int
+    stop: Dim
     extent: int
 
     @property
-    def count(self) -> int:
-        return (self.stop - self.start) // self.extent
+    def dynamic(self) -> bool:
+        return is_dynamic(self.stop)
+
+    @property
+    def count(self) -> int | None:
+        """The number of tiles (None when ``stop`` is known only at run time)."""
+        if self.dynamic:
+            return None
+        return (int(self.stop) - self.start) // self.extent
 
 
-def segments(length: int, extent: int) -> list[Segment]:
-    """Full tiles of ``extent`` over ``[0, length)``, then a tail tile for the rest."""
+def segments(length: Dim, extent: int) -> list[Segment]:
+    """Full tiles of ``extent`` over ``[0, length)``, then a tail tile for the rest; one
+    run-time loop over a dynamic ``length``."""
+    if is_dynamic(length):
+        return [Segment(0, length, extent)]
     full = length - length % extent
     out = [Segment(0, full, extent)] if full else []
     if full < length:
@@ -100,14 +130,18 @@ class VectorPlan:
     is cut into chunks whose partial results combine."""
 
     kind: str  # "map" (result shape = lead operand's), "reduce" or "whole"
-    shape: tuple[int, ...]  # the lead operand's shape (the iteration space)
+    shape: tuple[Dim, ...]  # the lead operand's shape (the iteration space)
     extents: tuple[int, ...]
     axis: int | None
     nbytes: int  # live bytes of one tile step
 
     @property
     def split(self) -> bool:
-        return self.axis is not None and self.extents[self.axis] < self.shape[self.axis]
+        return self.axis is not None and self.extents[self.axis] < notional(self.shape)[self.axis]
+
+    @property
+    def dynamic(self) -> bool:
+        return any(is_dynamic(d) for d in self.shape)
 
     def result_extents(self, extents: Sequence[int] | None = None) -> tuple[int, ...]:
         ext = list(self.extents if extents is None else extents)
@@ -116,7 +150,7 @@ class VectorPlan:
         return tuple(ext)
 
 
-def classify(result: Sequence[int], lead: Sequence[int]) -> tuple[str, int | None]:
+def classify(result: Sequence[Dim], lead: Sequence[Dim]) -> tuple[str, int | None]:
     """'map' when the result has the lead operand's shape, 'reduce' (with the axis) when
     it differs in exactly one dim where the result is 1, else 'whole'."""
     if tuple(result) == tuple(lead):
@@ -128,8 +162,18 @@ def classify(result: Sequence[int], lead: Sequence[int]) -> tuple[str, int | Non
     return "whole", None
 
 
+def dynamic_dims(plan: VectorPlan) -> list[int]:
+    """The dims of a plan a run-time extent cannot take: every dynamic dim of a 'whole'
+    plan, a dynamic reduced axis (the lowering reports them)."""
+    if plan.kind == "whole":
+        return [d for d, x in enumerate(plan.shape) if is_dynamic(x)]
+    if plan.axis is not None and is_dynamic(plan.shape[plan.axis]):
+        return [plan.axis]
+    return []
+
+
 def vector_plan(
-    result: tuple[int, ...], result_dtype: DataType, operands: Sequence[Operand],
+    result: tuple[Dim, ...], result_dtype: DataType, operands: Sequence[Operand],
     arch: ArchSpec, budget: int, *, splittable: bool = True,
 ) -> VectorPlan:
     """The largest tiles of a vector op that fit ``budget`` bytes of Vec at once.
@@ -137,7 +181,7 @@ def vector_plan(
     ``operands[0]`` leads (the iteration space); an operand whose dim is 1 where the
     result's is not broadcasts along it.  ``splittable``: the reduction's partial
     results can be combined (else the reduced axis stays whole, and the capacity pass
-    reports a row that does not fit).
+    reports a row that does not fit).  Dynamic dims are sized as ``DYNAMIC_LENGTH``.
     """
     lead = operands[0]
     kind, axis = classify(result, lead.shape) if all(
@@ -146,10 +190,11 @@ def vector_plan(
             any(s not in (1, r) for s, r in zip(o.shape, result)) for o in operands):
         kind = "whole"
     if kind == "whole":
-        total = sum(_bytes(o.shape, o.dtype, arch) for o in operands)
-        return VectorPlan("whole", tuple(lead.shape), tuple(lead.shape), None,
-                          total + _bytes(result, result_dtype, arch))
+        total = sum(_bytes(notional(o.shape), o.dtype, arch) for o in operands)
+        return VectorPlan("whole", tuple(lead.shape), notional(lead.shape), None,
+                          total + _bytes(notional(result), result_dtype, arch))
     space = tuple(lead.shape)
+    sized = notional(space)
 
     def cost(ext: Sequence[int]) -> int:
         total = 0
@@ -158,23 +203,23 @@ def vector_plan(
         res = list(ext)
         if axis is not None:
             res[axis] = 1
-            if ext[axis] < space[axis]:
+            if ext[axis] < sized[axis]:
                 total += _bytes(res, result_dtype, arch)  # the running partial result
         return total + _bytes(res, result_dtype, arch)
 
     ext = [1] * len(space)
     if axis is not None:
-        ext[axis] = space[axis]
+        ext[axis] = sized[axis]
         if cost(ext) > budget and splittable:
-            ext[axis] = _cut(ext, axis, space, cost, budget)
+            ext[axis] = _cut(ext, axis, sized, cost, budget)
             return VectorPlan(kind, space, tuple(ext), axis, cost(ext))
     for d in reversed(range(len(space))):
         if d == axis:
             continue
-        ext[d] = space[d]
+        ext[d] = sized[d]
         if cost(ext) <= budget:
             continue
-        ext[d] = _cut(ext, d, space, cost, budget)
+        ext[d] = _cut(ext, d, sized, cost, budget)
         break
     return VectorPlan(kind, space, tuple(ext), axis, cost(ext))
 

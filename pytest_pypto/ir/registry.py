@@ -44,7 +44,7 @@ class _Required:
 REQUIRED: Any = _Required()
 
 # Kinds of parameters.  Value kinds hold IR expressions; the rest are static.
-VALUE_KINDS = frozenset({"tile", "tensor", "scalar", "tile_or_scalar"})
+VALUE_KINDS = frozenset({"tile", "tensor", "scalar", "tile_or_scalar", "array"})
 STATIC_KINDS = frozenset(
     {"shape", "index_list", "dtype", "space", "int", "float", "bool", "str", "enum", "literal"}
 )
@@ -54,7 +54,7 @@ STATIC_KINDS = frozenset(
 class ParamSpec:
     """One parameter of an op.
 
-    kind: "tile" | "tensor" | "scalar" | "tile_or_scalar" (value operands);
+    kind: "tile" | "tensor" | "scalar" | "tile_or_scalar" | "array" (value operands);
     "index_list" (offsets: ints or Scalar expressions); "shape" (static ints);
     "dtype" | "space" | "int" | "float" | "bool" | "str" | "enum" | "literal".
     """
@@ -125,6 +125,12 @@ class MemRule:
     result: str | None = None
 
 
+_LiveOperands = bool | tuple[str, ...]
+ReadsWhileWriting = (
+    _LiveOperands | Callable[[Mapping[str, Type | None], Type | None], _LiveOperands]
+)
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """Everything about one op (see the module docstring)."""
@@ -159,6 +165,19 @@ class OpSpec:
     # tensor.slice): a write through the view is a write of that operand's root buffer,
     # so argument directions trace views back to it.
     view_of: str | None = None
+    # Operands the hardware still reads while it writes the result, so the result may not
+    # take their buffer even when this call is their last use (compiler/capacity.py):
+    # False (none), True (every tile operand), a tuple of param names, or a function of
+    # (operand types by param, result type) returning one of those when it depends on the
+    # call (a widening cast's write cursor outruns its read cursor).
+    reads_while_writing: ReadsWhileWriting = False
+
+    def live_while_writing(
+        self, types: Mapping[str, Type | None], result: Type | None
+    ) -> _LiveOperands:
+        """`reads_while_writing` resolved for one call: False, True or param names."""
+        rule = self.reads_while_writing
+        return rule(types, result) if callable(rule) else rule
 
     @property
     def level(self) -> str:

@@ -123,9 +123,42 @@ def tile_view(t: TensorType, what: str, op: str) -> TileType:
     return TileType(tuple(t.shape), t.dtype, valid=t.valid, pad=t.pad)
 
 
-def tile_info(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
+# A pl.dynamic dim stands in as a distinct large int while the tile rule runs (so
+# broadcast and shape checks compare dims by identity) and is put back in the result.
+_STAND_IN = 1 << 20
+
+
+def stand_in_dims(shape: tuple[Any, ...], stand_ins: dict[Any, int]) -> tuple[int, ...]:
+    """``shape`` with each dynamic dim replaced by its stand-in (added to ``stand_ins``)."""
+    return tuple(d if isinstance(d, int) else stand_ins.setdefault(
+        d, _STAND_IN * (len(stand_ins) + 1)) for d in shape)
+
+
+def restore_dims(shape: tuple[Any, ...], stand_ins: dict[Any, int]) -> tuple[Any, ...] | None:
+    """``shape`` with the stand-ins put back; None when a dim was computed from one."""
+    back = {v: d for d, v in stand_ins.items()}
+    if any(isinstance(d, int) and d >= _STAND_IN and d not in back for d in shape):
+        return None  # the rule computed with a stand-in (concat, reshape...)
+    return tuple(back.get(d, d) for d in shape)
+
+
+def unstand(message: str, stand_ins: dict[Any, int]) -> str:
+    """An error message with the dynamic dims' names in place of their stand-ins."""
+    for dim, value in sorted(stand_ins.items(), key=lambda kv: -kv[1]):
+        message = message.replace(str(value), repr(dim))
+    return message
+
+
+def _stand_in(t: TensorType, stand_ins: dict[Any, int]) -> TensorType:
+    return TensorType(stand_in_dims(tuple(t.shape), stand_ins), t.dtype, None, t.pad)
+
+
+def tile_info(tile_spec: OpSpec, info: CallInfo,
+              stand_ins: dict[Any, int] | None = None) -> CallInfo:
     """The CallInfo the tile rule sees for a tensor-level call: whole-tensor tiles, and the
-    scratch operands the lowering will allocate (like the first tile operand)."""
+    scratch operands the lowering will allocate (like the first tile operand).
+    ``stand_ins`` (filled here): the ints standing in for dynamic dims; without it a
+    dynamic dim is an error."""
     types: dict[str, Type | None] = {}
     first: TileType | None = None
     for p in tile_spec.params:
@@ -133,6 +166,8 @@ def tile_info(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
             continue
         t = info.types.get(p.name)
         if isinstance(t, TensorType):
+            if stand_ins is not None and not t.is_static:
+                t = _stand_in(t, stand_ins)
             t = tile_view(t, p.name, info.op)
             first = first or t
         types[p.name] = t
@@ -144,14 +179,25 @@ def tile_info(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
 
 def _derived_rule(tile_spec: OpSpec, name: str):
     def rule(info: CallInfo) -> Type | None:
+        stand_ins: dict[Any, int] = {}
         try:
-            result = tile_spec.type_rule(tile_info(tile_spec, info))
+            result = tile_spec.type_rule(tile_info(tile_spec, info, stand_ins))
         except OpRuleError as exc:
             exc.message = exc.message.replace(tile_spec.name, name)
+            exc.message = unstand(exc.message, stand_ins)
             exc.args = (exc.message,)
             raise
         if isinstance(result, TileType):
-            return TensorType(tuple(result.shape), result.dtype, result.valid, result.pad)
+            if not stand_ins:
+                return TensorType(tuple(result.shape), result.dtype, result.valid, result.pad)
+            shape = restore_dims(tuple(result.shape), stand_ins)
+            if shape is None:
+                raise OpRuleError(
+                    f"The operator {name} needs static tensor shapes for this result, but "
+                    f"an operand has the dynamic dimension {next(iter(stand_ins))!r}",
+                    "slice a static window first, or use the tile ops with valid_shapes",
+                )
+            return TensorType(shape, result.dtype, None, result.pad)
         return result
 
     rule.tile_spec = tile_spec  # type: ignore[attr-defined]

@@ -273,6 +273,16 @@ class ScalarType(Type):
 
 
 @dataclass(frozen=True)
+class ArrayType(Type):
+    """PyPTO's on-core array (`pl.Array[extent, dtype]`): a small 1-D integer/BOOL array
+    on the scalar register file, local to one kernel; updates are functional."""
+
+    extent: int
+    dtype: DataType
+    kind = "Array"
+
+
+@dataclass(frozen=True)
 class TupleType(Type):
     """Several values returned together (binds positionally)."""
 
@@ -302,6 +312,8 @@ def type_str(t: Type | None) -> str:
         return f"Tile[{', '.join(parts)}]"
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype.name}]"
+    if isinstance(t, ArrayType):
+        return f"Array[{t.extent}, {t.dtype.name}]"
     if isinstance(t, TupleType):
         return f"Tuple[{', '.join(type_str(i) for i in t.items)}]"
     return repr(t)

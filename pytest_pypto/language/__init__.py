@@ -38,6 +38,7 @@ from pytest_pypto.ir.dtypes import (
 )
 from pytest_pypto.ir.types import DynVar, MemorySpace
 from pytest_pypto.language.surface import (
+    Array,
     AtomicType,
     DslFunction,
     FunctionType,
@@ -74,7 +75,7 @@ __all__ = [
     "while_", "cond",
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
-    "MemRef", "MemRefType",
+    "MemRef", "MemRefType", "Array", "array",
 ]
 
 
@@ -131,6 +132,7 @@ cast = OpStub("cast")  # tile.cast on tiles, a C conversion on Scalars
 tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
+array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
 
 DN = Layout("DN")
 ND = Layout("ND")

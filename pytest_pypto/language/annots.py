@@ -16,6 +16,7 @@ from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Expr
 from pytest_pypto.ir.types import (
+    ArrayType,
     Direction,
     DynVar,
     MemorySpace,
@@ -67,6 +68,15 @@ def to_type(
         return ScalarType(_dtype(ctx, args[0], node)), None
     if form.form == "Tuple":
         return TupleType(tuple(to_type(ctx, a, node)[0] for a in args)), None
+    if form.form == "Array":
+        if param:
+            raise ctx.error(
+                ParserTypeError,
+                "an on-core array (ArrayType) cannot be a function parameter: arrays do not "
+                "cross function boundaries", node,
+                hint="create it inside the kernel with pl.array.create(extent, dtype)",
+            )
+        return _array(ctx, args, node), None
     raise ctx.error(ParserSyntaxError, f"unknown annotation pl.{form.form}", node)
 
 
@@ -160,6 +170,14 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
                     memref=binding)
 
 
+def _array(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> ArrayType:
+    if len(args) != 2 or not isinstance(args[0], int) or isinstance(args[0], bool) \
+            or args[0] <= 0:
+        raise ctx.error(ParserTypeError, "pl.Array needs [extent, dtype] with a positive int "
+                        "extent, e.g. pl.Array[8, pl.INT32]", node)
+    return ArrayType(args[0], _dtype(ctx, args[1], node))
+
+
 def _element(node: ast.AST, i: int, count: int) -> ast.AST:
     """The AST of item ``i`` of a literal ``pl.Tile[...]`` annotation (else the whole)."""
     items = getattr(getattr(node, "slice", None), "elts", None)
@@ -177,6 +195,8 @@ def spelling(t: Type | None, *, space: bool = False) -> str:
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TupleType):
         return f"pl.Tuple[{', '.join(spelling(i, space=space) for i in t.items)}]"
+    if isinstance(t, ArrayType):
+        return f"pl.Array[{t.extent}, pl.{t.dtype.name}]"
     return "nothing (the value has no type)"
 
 
@@ -217,6 +237,12 @@ def check(
             node,
             hint=hint,
         )
+    if isinstance(ann, ArrayType) and ann.extent != value.extent:  # type: ignore[attr-defined]
+        raise ctx.error(
+            ParserTypeError,
+            f"Type annotation for {subject} says extent {ann.extent}, but the array has "
+            f"{value.extent}", node, hint=hint,  # type: ignore[attr-defined]
+        )
     if isinstance(ann, (TensorType, TileType)):
         ashape, vshape = ann.shape, value.shape  # type: ignore[attr-defined]
         if len(ashape) != len(vshape):
@@ -246,6 +272,8 @@ def type_difference(a: Type | None, b: Type | None) -> str | None:
         return None if a == b else "tuple types"
     if a.dtype is not b.dtype:  # type: ignore[attr-defined]
         return f"dtype {a.dtype.name} vs {b.dtype.name}"  # type: ignore[attr-defined]
+    if isinstance(a, ArrayType) and a.extent != b.extent:  # type: ignore[attr-defined]
+        return f"extent {a.extent} vs {b.extent}"  # type: ignore[attr-defined]
     if isinstance(a, (TensorType, TileType)):
         if a.shape != b.shape:  # type: ignore[attr-defined]
             return f"shape {list(a.shape)} vs {list(b.shape)}"  # type: ignore[attr-defined]

@@ -45,6 +45,13 @@ class Arg:
 
 def resolve_tile_op(ctx: FunctionContext, namespace: str, name: str, node: ast.AST) -> OpSpec:
     """The op reachable as `pl.<name>` / `pl.tile.<name>` (tile level) or `pl.tensor.<name>`."""
+    if namespace == "array":  # pl.array.create / get_element / update_element
+        spec = REGISTRY.get(f"array.{name}")
+        if spec is None:
+            raise ctx.error(InvalidOperationError,
+                            f"pl.array.{name} is not an op of the bundled toolchain", node,
+                            hint="pl.array has create, get_element and update_element")
+        return spec
     if namespace == "tensor":
         spec = tensor_entry(name)
         if spec is None:
@@ -415,8 +422,8 @@ def convert(
     if value is None and (p.optional or p.default is None or p.kind == "space"):
         return None
     kind = p.kind
-    if kind in ("tile", "tensor"):
-        want = "Tile" if kind == "tile" else "Tensor"
+    if kind in ("tile", "tensor", "array"):
+        want = {"tile": "Tile", "tensor": "Tensor", "array": "Array"}[kind]
         if not (isinstance(value, Expr) and getattr(value.type, "kind", None) == want):
             raise ctx.error(
                 InvalidOperationError, f"{where} must be a {want}, but got {_show(value)}", node

@@ -251,6 +251,10 @@ class ExprParser:
             from pytest_pypto.language.subscripts import read_subscript
 
             return read_subscript(self, base, node)
+        if isinstance(base, Expr) and getattr(base.type, "kind", None) == "Array":
+            from pytest_pypto.language.arrays import read_element
+
+            return read_element(self, base, node)
         if isinstance(base, (tuple, list)):
             index = self.eval(node.slice)
             if isinstance(index, int):

@@ -340,6 +340,12 @@ class ProgramParser:
         if node.returns is not None:
             t, _ = annots.to_type(ctx, ep.eval(node.returns), node.returns)
             header.returns = t.items if isinstance(t, TupleType) else (t,)
+            if any(r.kind == "Array" for r in header.returns):
+                raise ctx.error(
+                    ParserTypeError, "an on-core array (ArrayType) cannot be in a function's "
+                    "return type: arrays do not cross function boundaries", node.returns,
+                    hint="return the elements you need as Scalars or store them to a tensor",
+                )
 
     # --------------------------------------------------------------- bodies
     def function(self, name: str) -> Function:

@@ -374,11 +374,17 @@ class BodyParser:
                 ParserSyntaxError, "subscript writes need a named target (dst[...] = v)", target
             )
         base = self.ep.eval(target.value)
-        if not isinstance(base, Expr) or base.type is None or base.type.kind not in ("Tile", "Tensor"):
+        kind = getattr(getattr(base, "type", None), "kind", None)
+        if not isinstance(base, Expr) or kind not in ("Tile", "Tensor", "Array"):
             raise self.ctx.error(
-                ParserTypeError, "only tiles and tensors take subscript writes", target
+                ParserTypeError, "only tiles, tensors and arrays take subscript writes", target
             )
-        call = write_subscript(self.ep, base, target, self.ep.eval(value_node), value_node)
+        if kind == "Array":
+            from pytest_pypto.language.arrays import write_element
+
+            call = write_element(self.ep, base, target, self.ep.eval(value_node), value_node)
+        else:
+            call = write_subscript(self.ep, base, target, self.ep.eval(value_node), value_node)
         if call.type is None:
             self.out.append(ExprStmt(call, span=self.ctx.span(stmt)))
         else:

@@ -140,7 +140,11 @@ class Tuple(metaclass=_AnnotationMeta):
     """`pl.Tuple[T1, T2]`: a multi-value return annotation."""
 
 
-ANNOTATION_FORMS = (Tensor, Tile, Scalar, Out, InOut, Tuple)
+class Array(metaclass=_AnnotationMeta):
+    """`pl.Array[extent, dtype]`: an on-core array (local to a kernel)."""
+
+
+ANNOTATION_FORMS = (Tensor, Tile, Scalar, Out, InOut, Tuple, Array)
 
 
 class DslFunction:

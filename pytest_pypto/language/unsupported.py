@@ -35,8 +35,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 _TIER2 = {
-    "Array": "on-core arrays",
-    "array": "on-core arrays",
     "TileView": "tile views in annotations",
 }
 
@@ -149,7 +147,7 @@ _TENSOR_NAMES = frozenset(
 
 
 class OpNamespace:
-    """`pl.tile` / `pl.tensor`: op stubs by name, resolved against the registry lazily."""
+    """`pl.tile` / `pl.tensor` / `pl.array`: op stubs by name, resolved against the registry lazily."""
 
     def __init__(self, namespace: str) -> None:
         self._namespace = namespace
@@ -158,6 +156,11 @@ class OpNamespace:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        if self._namespace == "tile" and name in ("max", "min"):
+            # PyPTO's pl.tile.max / pl.tile.min are the Scalar max/min (not reductions).
+            from pytest_pypto import language
+
+            return getattr(language, name)
         stub = self._stubs.get(name)
         if stub is None:
             if not self._known(name):
@@ -171,6 +174,8 @@ class OpNamespace:
         from pytest_pypto.ir.registry import REGISTRY
 
         specs = REGISTRY.by_namespace(self._namespace, name)
+        if self._namespace == "array":
+            return f"array.{name}" in REGISTRY
         if self._namespace == "tile":
             return any(s.level == "tile" for s in specs)
         return bool(specs) or name in _TENSOR_NAMES

@@ -262,16 +262,32 @@ def test_tensor_rule_errors_name_the_tensor_op_and_the_line():
     assert ei.value.line == line_of("acc-dtype")
 
 
-def test_dynamic_shapes_are_rejected_at_the_line():
+def test_a_dynamic_reduced_axis_is_rejected_at_the_line():
+    # Dynamic tiled axes lower to run-time loops (ut/pipeline/test_pipeline_tensor_dynamic.py);
+    # a dynamic reduced axis does not.
+    from pytest_pypto.ir.errors import ShapeError
+
     M = pl.dynamic("M")
-    with pytest.raises(InvalidOperationError) as ei:
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[M, 64], pl.FP32]):
-                c = pl.exp(a)  # dynamic
-    assert "The operator tensor.exp needs static tensor shapes, but 'tile' has the dynamic " \
-           "dimension M (dimension 0)" in ei.value.message
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, M], pl.FP32],
+              out: pl.Out[pl.Tensor[[64, 1], pl.FP32]]) -> pl.Tensor[[64, 1], pl.FP32]:
+            c = pl.row_max(a)  # dynamic
+            out = pl.assemble(out, c, [0, 0])
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[64, M], pl.FP32],
+                 out: pl.Out[pl.Tensor[[64, 1], pl.FP32]]) -> pl.Tensor[[64, 1], pl.FP32]:
+            out = self.k(a, out)
+            return out
+
+    with pytest.raises(ShapeError) as ei:
+        lower(P, A2A3)
+    assert "tensor.row_max cannot be tiled over the dynamic dimension M: it is the reduced " \
+           "axis" in ei.value.message
     assert ei.value.line == line_of("dynamic")
 
 

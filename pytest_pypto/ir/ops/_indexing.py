@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_pypto.ir.ops._rules import np
-from pytest_pypto.ir.registry import OpRuleError
+from pytest_pypto.ir.registry import CallInfo, OpRuleError, OpTypeError
+
+# Data dtypes of the index-form gather and of scatter (tile and tensor forms alike).
+GATHER_DTYPES = ("FP16", "FP32", "INT16", "INT32")
+SCATTER_DTYPES = ("INT8", "INT16", "INT32", "FP16", "FP32", "BF16")
 
 # MaskPattern (PyPTO's pl.tile.MaskPattern, 1..7): (first marked column, stride).
 MASK_PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
@@ -34,6 +38,46 @@ def mask_pattern(value: Any) -> int | None:
             return k
     raw = getattr(value, "value", None)
     return raw if isinstance(raw, int) else None
+
+
+def require_mask_pattern(info: CallInfo) -> int:
+    """The call's ``mask_pattern`` as 1..7; anything else is a type error listing the names."""
+    pattern = mask_pattern(info.values.get("mask_pattern"))
+    if pattern not in MASK_PATTERNS:
+        raise OpTypeError(
+            f"The operator {info.op} requires mask_pattern in range [1, 7], but got "
+            f"{info.values.get('mask_pattern')!r}",
+            ", ".join(f"{k}={v}" for k, v in MASK_NAMES.items()),
+        )
+    return pattern
+
+
+def require_gather_index(info: CallInfo, data: Any, index: Any, data_name: str,
+                         index_name: str) -> None:
+    """A gather's index dtype (``data``/``index`` are DataTypes): INT32 for any data, or
+    INT16 with 16-bit data."""
+    if index.name == "INT32" or (index.name == "INT16" and data.bits == 16):
+        return
+    raise OpTypeError(
+        f"The operator {info.op} requires {index_name} dtype INT32 (any {data_name}), or INT16 "
+        f"with a 16-bit {data_name}, but got {index.name} with {data_name} {data.name}",
+        f"pl.cast the {index_name} to pl.INT32",
+    )
+
+
+def require_scatter_index(info: CallInfo, data: Any, index: Any, data_name: str,
+                          index_name: str) -> None:
+    """A scatter's index width follows the data's: 4 bytes for 4-byte data, else 2 (the
+    device's index element is never narrower than 16 bits)."""
+    need = 2 if data.itemsize == 1 else data.itemsize
+    if index.itemsize == need:
+        return
+    raise OpTypeError(
+        f"The operator {info.op} with {data_name} dtype {data.name} ({data.itemsize} "
+        f"bytes) requires {index_name} dtype of {need} bytes, but got {index.name} "
+        f"({index.itemsize} bytes)",
+        f"pl.cast the {index_name} to pl.{'INT32' if need == 4 else 'INT16'}",
+    )
 
 
 def check_indices(op: str, indices: Any, limit: int, what: str) -> Any:

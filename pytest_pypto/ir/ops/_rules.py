@@ -9,7 +9,7 @@ first compute), not when the registry is imported.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
@@ -88,6 +88,16 @@ def scalar(info: CallInfo, name: str) -> ScalarType:
     return t
 
 
+def require_int_scalar(info: CallInfo, name: str) -> None:
+    """A Scalar operand ``name`` (an extent, an index) must be an integer; a literal passes."""
+    t = info.types.get(name)
+    if isinstance(t, ScalarType) and not t.dtype.is_int:
+        raise OpTypeError(
+            f"The operator {info.op} requires an integer '{name}', but got {t.dtype.name}",
+            "pl.cast it to pl.INDEX",
+        )
+
+
 def _kind(t: Type | None) -> str:
     if t is None:
         return "nothing"
@@ -108,6 +118,13 @@ def enum_name(value: Any) -> str | None:
     if value is None or isinstance(value, (str, int)):
         return value
     return str(getattr(value, "name", value))
+
+
+def require_atomic_mode(info: CallInfo) -> None:
+    """A store's or assemble's ``atomic`` is None_ (a plain write) or Add."""
+    atomic = enum_name(info.values.get("atomic"))
+    if atomic not in (None, "None_", "None", 0, "Add", 1):
+        raise OpTypeError(f"The operator {info.op} requires atomic None_ or Add, but got {atomic}")
 
 
 # ------------------------------------------------------------------- messages
@@ -160,6 +177,21 @@ def require_rank(info: CallInfo, t: TileType, name: str, *, exact: int | None = 
             f"The operator {info.op} requires '{name}' to be at least rank {at_least}, "
             f"but got rank {t.rank}"
         )
+
+
+def index_items(info: CallInfo, name: str, rank: int, what: str) -> tuple[Any, ...]:
+    """An index list of one entry per dimension (ints, or None where dynamic)."""
+    items = info.values.get(name)
+    if items is None or not isinstance(items, (tuple, list)):
+        raise OpTypeError(
+            f"The operator {info.op} requires '{name}' to be a list, but got {items!r}"
+        )
+    if len(items) != rank:
+        raise OpTypeError(
+            f"The operator {info.op} requires one {what} per dimension ({rank}), but got "
+            f"{len(items)} in '{name}'"
+        )
+    return tuple(items)
 
 
 def static_shape(info: CallInfo, name: str, shape: Any) -> tuple[int, ...]:
@@ -231,6 +263,30 @@ def warn_unvalidated(arch: Any, info: CallInfo, key: str, what: str) -> None:
         )
 
 
+def window_ranges(
+    info: CallInfo, param: str, extents: Sequence[Any], size: Sequence[Any],
+) -> Iterator[tuple[int, Any, Any, Any, Any]]:
+    """Per dimension of a window ``(d, lo, hi, extent, size)``: the offset's range, a static
+    offset's own value or a dynamic one's interval from CallInfo.bounds (None when unknown)."""
+    offsets = info.values.get(param) or ()
+    ranges = info.bounds.get(param, ())
+    for d, (off, ext, n) in enumerate(zip(offsets, extents, size)):
+        lo = hi = off
+        if off is None and d < len(ranges) and ranges[d] is not None:
+            lo, hi = ranges[d]
+        yield d, lo, hi, ext, n
+
+
+def check_valid_extents(op: str, valid: Sequence[int], shape: Sequence[int], what: str) -> None:
+    """Run time: each valid extent lies in 0..shape (set_validshape with Scalar extents)."""
+    for d, v in enumerate(valid):
+        if not 0 <= v <= shape[d]:
+            raise OpBoundsError(
+                f"{op}: valid extent {v} of dimension {d} is outside 0..{shape[d]}",
+                f"keep the valid region inside the {what}'s shape",
+            )
+
+
 def check_window(
     info: CallInfo, param: str, extents: Sequence[int | None], tensor_shape: Sequence[Any],
     *, verb: str, whose: str,
@@ -241,12 +297,7 @@ def check_window(
     """
     if info.arch is None:
         return
-    offsets = info.values.get(param) or ()
-    ranges = info.bounds.get(param, ())
-    for d, (off, ext, size) in enumerate(zip(offsets, extents, tensor_shape)):
-        lo = hi = off
-        if off is None and d < len(ranges) and ranges[d] is not None:
-            lo, hi = ranges[d]
+    for d, lo, hi, ext, size in window_ranges(info, param, extents, tensor_shape):
         if lo is not None and lo < 0:
             raise OpBoundsError(
                 f"{info.op} {verb} before the start of dimension {d}: offset {lo} < 0",

@@ -297,6 +297,7 @@ for _name, _fn, _doc in (
         arch_rule=_mod_arch(_name),
         compute=_mod_compute(_fn),
         batchable=True,
+        reads_while_writing=_name == "fmod",
         tier=2,
     ))
     register(OpSpec(
@@ -310,6 +311,7 @@ for _name, _fn, _doc in (
         arch_rule=_mod_arch(_name),
         compute=_mod_compute(_fn),
         batchable=True,
+        reads_while_writing=_name == "fmod",
         tier=2,
     ))
 
@@ -338,6 +340,7 @@ register(OpSpec(
     arch_rule=_prelu_arch,
     compute=_prelu,
     batchable=True,
+    reads_while_writing=True,  # a5 could reuse the unread tmp: kept conservative
     tier=2,
 ))
 

@@ -170,6 +170,7 @@ for _short, _fn in _COMPUTE.items():
         doc=f"Elementwise {_DOC[_short]} of an integer tile with an integer scalar "
             f"(converted to the tile dtype first){_extra}.",
         spellings=(f"{_short}s",),
+        reads_while_writing=_short in ("and", "or", "xor"),
         arch_rule=_arch(_FAMILY[_short]),
         compute=_make(_fn),
         batchable=True,

@@ -122,8 +122,17 @@ def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=
     return place(result, out, (src,))
 
 
+def _widening_reads(types: Any, result: Any) -> tuple[str, ...]:
+    """A widening cast's write cursor outruns its read cursor: its source stays live."""
+    src = types.get("tile")
+    if isinstance(src, TileType) and isinstance(result, TileType):
+        return ("tile",) if result.dtype.bits > src.dtype.bits else ()
+    return ()
+
+
 register(OpSpec(
     name="tile.cast",
+    reads_while_writing=_widening_reads,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("target_type", "dtype"),

@@ -80,6 +80,7 @@ def _concat_execute(src0: Any, src1: Any, *, out: Any = None, **_: Any) -> Any:
 
 register(OpSpec(
     name="tile.concat",
+    reads_while_writing=True,
     params=(ParamSpec("src0", "tile"), ParamSpec("src1", "tile")),
     type_rule=_concat_type,
     mem=MemRule(operands={"src0": ("Vec",), "src1": ("Vec",)}, result="Vec"),
@@ -170,6 +171,7 @@ def _extract_execute(src: Any, index_row: Any, index_col: Any, *, shape: Any,
 
 register(OpSpec(
     name="tile.extract",
+    reads_while_writing=True,
     params=(
         ParamSpec("tile", "tile", aliases=("src",)),
         ParamSpec("index_row", "scalar"),

@@ -278,6 +278,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.sel",
+    reads_while_writing=("mask", "tmp"),
     params=(ParamSpec("mask", "tile"), ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"),
             ParamSpec("tmp", "tile")),
     type_rule=_sel_type,
@@ -293,6 +294,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.sels",
+    reads_while_writing=("mask",),
     params=(ParamSpec("mask", "tile"), ParamSpec("src", "tile"), ParamSpec("tmp", "tile"),
             ParamSpec("scalar", "scalar")),
     type_rule=_sels_type,

@@ -214,6 +214,7 @@ for _name, (_allowed, _fn, _what) in _OPS.items():
         compute=_vector_compute(_fn),
         batchable=True,
         spellings=(f"row_expand_{_name}",),
+        reads_while_writing=("row_vec", "tmp") if _name == "add" else ("row_vec",),
         tier=1 if _name in _TIER1 else 2,
         doc=f"Elementwise {_what} with v = row_vec [..., R, 1] broadcast along each row"
             + (" (or a packed 32-byte carrier whose lanes repeat; tmp is workspace)"
@@ -229,6 +230,7 @@ for _name, (_allowed, _fn, _what) in _OPS.items():
         compute=_vector_compute(_fn),
         batchable=True,
         spellings=(f"col_expand_{_name}",),
+        reads_while_writing=("col_vec",),
         tier=1 if _name in _TIER1 else 2,
         doc=f"Elementwise {_what} with v = col_vec [1, C] broadcast along each column; "
             "result has the tile's shape and valid region, computed wide, rounded once.",
@@ -243,6 +245,7 @@ register(OpSpec(
     compute=_broadcast_compute,
     batchable=True,
     spellings=("row_expand",),
+    reads_while_writing=("row_vec",),
     doc="row_vec [..., R, 1] repeated along each row of target's valid region; target "
         "gives shape, dtype and valid region, its values are not read.",
 ))
@@ -255,6 +258,7 @@ register(OpSpec(
     compute=_broadcast_compute,
     batchable=True,
     spellings=("col_expand",),
+    reads_while_writing=("col_vec",),
     doc="col_vec [1, C] repeated down each column of target's valid region; target gives "
         "shape, dtype and valid region, its values are not read.",
 ))

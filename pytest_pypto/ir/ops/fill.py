@@ -148,6 +148,7 @@ register(OpSpec(
 ))
 register(OpSpec(
     name="tile.fillpad_expand",
+    reads_while_writing=True,
     params=(ParamSpec("tile", "tile", aliases=("value",)), ParamSpec("shape", "shape"),
             _PAD_PARAM),
     type_rule=_fillpad_expand_type,

@@ -24,11 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_pypto.ir.ops._indexing import (
-    MASK_NAMES,
+    GATHER_DTYPES,
     MASK_PATTERNS,
     OpIndexError,
     check_indices,
-    mask_pattern,
+    require_gather_index,
+    require_mask_pattern,
 )
 from pytest_pypto.ir.ops._rules import (
     dims,
@@ -51,7 +52,6 @@ from pytest_pypto.ir.registry import (
 )
 from pytest_pypto.ir.types import TileType
 
-GATHER_DTYPES = ("FP16", "FP32", "INT16", "INT32")
 GATHERB_DTYPES = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "BF16", "FP32")
 MGATHER_DTYPES = GATHERB_DTYPES + ("FP8E4M3FN", "FP8E5M2")
 MGATHER_FP8 = ("FP8E4M3FN", "FP8E5M2", "HF8")
@@ -82,12 +82,7 @@ def _gather_type(info: CallInfo) -> TileType:
     src, idx = tile(info, "src"), tile(info, "indices")
     tile(info, "tmp")
     require_dtype(info, src.dtype, GATHER_DTYPES, "src dtype")
-    if not (idx.dtype.name == "INT32" or (idx.dtype.name == "INT16" and src.dtype.bits == 16)):
-        raise OpTypeError(
-            f"The operator {info.op} requires indices dtype INT32 (any src), or INT16 with a "
-            f"16-bit src, but got {idx.dtype.name} with src {src.dtype.name}",
-            "pl.cast the indices to pl.INT32",
-        )
+    require_gather_index(info, src.dtype, idx.dtype, "src", "indices")
     return TileType(idx.shape, src.dtype, valid=idx.valid)
 
 
@@ -114,6 +109,7 @@ def _gather_execute(src, indices, tmp=None, *, out=None, **_):
 
 register(OpSpec(
     name="tile.gather",
+    reads_while_writing=True,
     params=(ParamSpec("src", "tile"), ParamSpec("indices", "tile"), ParamSpec("tmp", "tile")),
     type_rule=_gather_type,
     mem=MemRule(operands={"src": ("Vec",), "indices": ("Vec",), "tmp": ("Vec",)}, result="Vec"),
@@ -131,22 +127,11 @@ register(OpSpec(
 # ---------------------------------------------------------------- gather_mask
 
 
-def _pattern(info: CallInfo) -> int:
-    pattern = mask_pattern(info.values.get("mask_pattern"))
-    if pattern not in MASK_PATTERNS:
-        raise OpTypeError(
-            f"The operator {info.op} requires mask_pattern in range [1, 7], but got "
-            f"{info.values.get('mask_pattern')!r}",
-            ", ".join(f"{k}={v}" for k, v in MASK_NAMES.items()),
-        )
-    return pattern
-
-
 def _gather_mask_type(info: CallInfo) -> TileType:
     src = tile(info, "src")
     require_dtype(info, src.dtype, GATHER_DTYPES, "src dtype")
     require_rank(info, src, "src", exact=2)
-    pattern = _pattern(info)
+    pattern = require_mask_pattern(info)
     start, stride = MASK_PATTERNS[pattern]
     if src.shape[1] % stride:
         raise OpTypeError(
@@ -180,6 +165,7 @@ def _gather_mask_execute(src, *, mask_pattern, output_dtype=None, out=None, **_)
 
 register(OpSpec(
     name="tile.gather_mask",
+    reads_while_writing=True,
     params=(ParamSpec("src", "tile"), ParamSpec("mask_pattern", "literal"),
             ParamSpec("output_dtype", "dtype", default=None, keyword_only=True)),
     type_rule=_gather_mask_type,
@@ -244,6 +230,7 @@ def _gatherb_execute(src, offset, *, output_dtype=None, out=None, **_):
 
 register(OpSpec(
     name="tile.gatherb",
+    reads_while_writing=True,
     params=(ParamSpec("src", "tile"), ParamSpec("offset", "tile"),
             ParamSpec("output_dtype", "dtype", default=None, keyword_only=True)),
     type_rule=_gatherb_type,
@@ -463,6 +450,7 @@ def _mgather_execute(mem, idx, coalesce="row", *, gather_oob="undefined", target
 
 register(OpSpec(
     name="tile.mgather",
+    reads_while_writing=True,
     params=(
         ParamSpec("mem", "tensor"),
         ParamSpec("idx", "tile"),

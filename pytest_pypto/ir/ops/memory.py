@@ -15,6 +15,8 @@ from pytest_pypto.ir.ops._rules import (
     dims,
     dtype_list,
     enum_name,
+    index_items,
+    require_atomic_mode,
     space_name,
     static_shape,
     tensor,
@@ -36,18 +38,6 @@ from pytest_pypto.ir.types import TensorType, TileType
 SCALE_SPACES = ("LeftScale", "RightScale")
 
 
-def _index_list(info: CallInfo, name: str, rank: int, what: str) -> tuple[Any, ...]:
-    items = info.values.get(name)
-    if items is None or not isinstance(items, (tuple, list)):
-        raise OpTypeError(f"The operator {info.op} requires '{name}' to be a list, but got {items!r}")
-    if len(items) != rank:
-        raise OpTypeError(
-            f"The operator {info.op} requires one {what} per dimension ({rank}), but got "
-            f"{len(items)} in '{name}'"
-        )
-    return tuple(items)
-
-
 # ----------------------------------------------------------------------- load
 
 
@@ -55,10 +45,10 @@ def _load_type(info: CallInfo) -> TileType:
     src = tensor(info, "tensor")
     if src.rank < 1:
         raise OpTypeError(f"The operator {info.op} requires a tensor of rank >= 1")
-    _index_list(info, "offsets", src.rank, "offset")
-    shape = static_shape(info, "shapes", _index_list(info, "shapes", src.rank, "extent"))
+    index_items(info, "offsets", src.rank, "offset")
+    shape = static_shape(info, "shapes", index_items(info, "shapes", src.rank, "extent"))
     requested = info.values.get("valid_shapes")
-    valid = list(shape if requested is None else _index_list(info, "valid_shapes", src.rank,
+    valid = list(shape if requested is None else index_items(info, "valid_shapes", src.rank,
                                                              "valid extent"))
     for d, (v, s) in enumerate(zip(valid, shape)):
         if v is not None and not 0 <= v <= s:
@@ -188,7 +178,7 @@ def _store_type(info: CallInfo) -> TensorType:
             f"got rank {src.rank} and rank {dst.rank}",
             "a lower-rank tile fills the tensor's trailing axes; reshape the tile to fewer axes",
         )
-    _index_list(info, "offsets", dst.rank, "offset")
+    index_items(info, "offsets", dst.rank, "offset")
     if src.dtype.name != dst.dtype.name and (
         src.space == "Vec" or (src.space is None and src.dtype.name not in ACC_DTYPES)
     ):
@@ -197,9 +187,7 @@ def _store_type(info: CallInfo) -> TensorType:
             f"{src.dtype.name} and {dst.dtype.name}",
             f"pl.cast the tile to pl.{dst.dtype.name} before storing it",
         )
-    atomic = enum_name(info.values.get("atomic"))
-    if atomic not in (None, "None_", "None", 0, "Add", 1):
-        raise OpTypeError(f"The operator {info.op} requires atomic None_ or Add, but got {atomic}")
+    require_atomic_mode(info)
     # A lower-rank tile covers the trailing axes: its window is left-padded with unit axes.
     window = (1,) * (dst.rank - src.rank) + tuple(src.valid)
     check_window(info, "offsets", window, dst.shape, verb="writes", whose="destination")
@@ -347,6 +335,7 @@ def _move_execute(src, *, target_memory=None, out=None, **_):
 
 register(OpSpec(
     name="tile.move",
+    reads_while_writing=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("target_memory", "space"),

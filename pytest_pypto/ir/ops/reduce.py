@@ -196,6 +196,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
         compute=_reducer(_kind, -1),
         batchable=True,
         spellings=(f"row_{_kind}",),
+        reads_while_writing=True,
         tier=2 if _kind in ("prod", "argmax", "argmin") else 1,
         doc=f"{_DOC[_kind]} of each row over the valid columns into [..., R, 1]; the tile form "
             "requires a scratch tmp_tile of the input's dtype, "
@@ -225,6 +226,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
         compute=_reducer(_kind, -2),  # axis 0 of the 2-D tile; -2 keeps a batch axis
         batchable=True,
         spellings=(f"col_{_kind}",),
+        reads_while_writing=_arg,
         tier=2 if _kind in ("prod", "argmax", "argmin") else 1,
         doc=f"{_DOC[_kind]} of each column over the valid rows into [1, C]"
             + ("; requires a tmp_tile of the input's dtype (FP16/FP32 sources)." if _arg else "."),

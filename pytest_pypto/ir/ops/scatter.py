@@ -18,19 +18,26 @@ An index outside its destination is a `SimulationError` naming the index (§4.2)
 
 from __future__ import annotations
 
-from typing import Any
-
-from pytest_pypto.ir.ops._indexing import MASK_NAMES, MASK_PATTERNS, check_indices, mask_pattern
-from pytest_pypto.ir.ops._rules import dims, np, require_dtype, require_rank, require_same_dtype, tensor, tile
+from pytest_pypto.ir.ops._indexing import (
+    MASK_PATTERNS,
+    SCATTER_DTYPES,
+    check_indices,
+    require_mask_pattern,
+    require_scatter_index,
+)
+from pytest_pypto.ir.ops._rules import (
+    dims,
+    np,
+    require_dtype,
+    require_rank,
+    require_same_dtype,
+    tensor,
+    tile,
+)
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType, TileType
 
-SCATTER_DTYPES = ("INT8", "INT16", "INT32", "FP16", "FP32", "BF16")
 MSCATTER_DTYPES = ("FP16", "FP32", "INT16", "INT32")
-
-
-def _index_bytes_for(dst_bytes: int) -> int:
-    return 2 if dst_bytes == 1 else dst_bytes
 
 
 # -------------------------------------------------------------------- scatter
@@ -44,15 +51,7 @@ def _scatter_type(info: CallInfo) -> TileType:
     require_rank(info, src, "src", exact=2)
     require_rank(info, dst, "dst", exact=2)
     require_rank(info, idx, "indexes", exact=2)
-    need = _index_bytes_for(dst.dtype.itemsize)
-    if idx.dtype.itemsize != need:
-        want = "INT32" if need == 4 else "INT16"
-        raise OpTypeError(
-            f"The operator {info.op} with dst dtype {dst.dtype.name} ({dst.dtype.itemsize} "
-            f"bytes) requires indexes dtype of {need} bytes, but got {idx.dtype.name} "
-            f"({idx.dtype.itemsize} bytes)",
-            f"pl.cast the indexes to pl.{want}",
-        )
+    require_scatter_index(info, dst.dtype, idx.dtype, "dst", "indexes")
     if tuple(idx.shape) != tuple(src.shape):
         raise OpTypeError(
             f"The operator {info.op} requires indexes of src's shape {dims(src.shape)}, but got "
@@ -90,24 +89,14 @@ register(OpSpec(
 # --------------------------------------------------------------- scatter_mask
 
 
-def _pattern(info: CallInfo) -> int:
-    pattern = mask_pattern(info.values.get("mask_pattern"))
-    if pattern not in MASK_PATTERNS:
-        raise OpTypeError(
-            f"The operator {info.op} requires mask_pattern in range [1, 7], but got "
-            f"{info.values.get('mask_pattern')!r}",
-            ", ".join(f"{k}={v}" for k, v in MASK_NAMES.items()),
-        )
-    return pattern
-
-
 def _scatter_mask_type(info: CallInfo) -> TileType:
     dst, src = tile(info, "dst"), tile(info, "src")
     require_dtype(info, dst.dtype, SCATTER_DTYPES, "dst dtype")
     require_same_dtype(info, dst.dtype, src.dtype, "dst and src")
     require_rank(info, src, "src", exact=2)
     require_rank(info, dst, "dst", exact=2)
-    _, stride = MASK_PATTERNS[_pattern(info)]
+    pattern = require_mask_pattern(info)
+    _, stride = MASK_PATTERNS[pattern]
     if src.shape[0] != dst.shape[0]:
         raise OpTypeError(
             f"The operator {info.op} requires src.shape[0] == dst.shape[0], got src rows "
@@ -115,7 +104,7 @@ def _scatter_mask_type(info: CallInfo) -> TileType:
         )
     if dst.shape[1] != src.shape[1] * stride:
         raise OpTypeError(
-            f"The operator {info.op} with mask_pattern={_pattern(info)} requires dst.shape[1] "
+            f"The operator {info.op} with mask_pattern={pattern} requires dst.shape[1] "
             f"({dst.shape[1]}) == src.shape[1] ({src.shape[1]}) * {stride}"
         )
     return dst.with_(space=None)

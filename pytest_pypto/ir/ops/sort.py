@@ -82,6 +82,7 @@ def _sort32_execute(src, idx, *, out=None, **_):
 
 register(OpSpec(
     name="tile.sort32",
+    reads_while_writing=True,
     params=(ParamSpec("src", "tile"), ParamSpec("idx", "tile")),
     type_rule=_sort32_type,
     mem=MemRule(operands={"src": ("Vec",), "idx": ("Vec",)}, result="Vec"),
@@ -180,6 +181,7 @@ def _mrgsort_execute(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=
 
 register(OpSpec(
     name="tile.mrgsort",
+    reads_while_writing=True,
     params=(
         ParamSpec("src0", "tile"),
         ParamSpec("src1", "tile", default=None, optional=True),

@@ -37,7 +37,13 @@ import math
 from typing import Any
 
 from pytest_pypto.ir.dtypes import UINT32
-from pytest_pypto.ir.ops._indexing import check_indices
+from pytest_pypto.ir.ops._indexing import (
+    GATHER_DTYPES,
+    SCATTER_DTYPES,
+    check_indices,
+    require_gather_index,
+    require_scatter_index,
+)
 from pytest_pypto.ir.ops._rules import dims, np, require_dtype, scalar, static_shape, tensor, tile
 from pytest_pypto.ir.registry import (
     REGISTRY,
@@ -49,11 +55,8 @@ from pytest_pypto.ir.registry import (
     ParamSpec,
     register,
 )
-from pytest_pypto.ir.tensor_forms import tile_view
+from pytest_pypto.ir.tensor_forms import stand_in_dims, tile_view
 from pytest_pypto.ir.types import TensorType, TileType, Type
-
-GATHER_DTYPES = ("FP16", "FP32", "INT16", "INT32")
-SCATTER_DTYPES = ("INT8", "INT16", "INT32", "FP16", "FP32", "BF16")
 
 
 def _lowered(*_: Any, **__: Any) -> Any:
@@ -189,12 +192,7 @@ def _gather_type(info: CallInfo) -> TensorType:
         raise OpTypeError(f"The operator {info.op} index form requires both dim and index")
     inp, idx = whole(info, "input"), whole(info, "index")
     require_dtype(info, inp.dtype, GATHER_DTYPES, "input dtype")
-    if not (idx.dtype.name == "INT32" or (idx.dtype.name == "INT16" and inp.dtype.bits == 16)):
-        raise OpTypeError(
-            f"The operator {info.op} requires index dtype INT32 (any input), or INT16 with a "
-            f"16-bit input, but got {idx.dtype.name} with input {inp.dtype.name}",
-            "pl.cast the index to pl.INT32",
-        )
+    require_gather_index(info, inp.dtype, idx.dtype, "input", "index")
     if inp.rank < 2:
         raise OpTypeError(f"The operator {info.op} requires rank >= 2, but got rank {inp.rank}")
     if idx.rank != inp.rank:
@@ -267,14 +265,7 @@ def _scatter_type(info: CallInfo) -> TensorType:
     if src.dtype.name != inp.dtype.name:
         raise OpTypeError(f"The operator {info.op} requires src dtype ({src.dtype.name}) to "
                           f"match input dtype ({inp.dtype.name})")
-    need = 2 if inp.dtype.itemsize == 1 else inp.dtype.itemsize
-    if idx.dtype.itemsize != need:
-        raise OpTypeError(
-            f"The operator {info.op} with input dtype {inp.dtype.name} ({inp.dtype.itemsize} "
-            f"bytes) requires index dtype of {need} bytes, but got {idx.dtype.name} "
-            f"({idx.dtype.itemsize} bytes)",
-            f"pl.cast the index to pl.{'INT32' if need == 4 else 'INT16'}",
-        )
+    require_scatter_index(info, inp.dtype, idx.dtype, "input", "index")
     for name, t in (("input", inp), ("src", src), ("index", idx)):
         if t.rank != 2:
             raise OpTypeError(f"The operator {info.op} supports rank-2 {name} only, but got "
@@ -367,10 +358,12 @@ register(OpSpec(
 
 
 def _rsqrt_type(info: CallInfo) -> TensorType:
-    x = whole(info, "tile")
+    src = tensor(info, "tile")
+    # pl.dynamic dims stand in as ints for the tile rule (the lowering loops over them).
+    x = whole(info, "tile") if src.is_static else TileType(stand_in_dims(src.shape, {}), src.dtype)
     tmp = x if info.values.get("high_precision") else None
     t = via_tile("tile.rsqrt", info, {"tile": x, "tmp": tmp})
-    return TensorType(tuple(t.shape), t.dtype)
+    return TensorType(tuple(t.shape) if src.is_static else tuple(src.shape), t.dtype)
 
 
 register(OpSpec(

@@ -33,20 +33,10 @@ from pytest_pypto.ir.registry import (
     ParamSpec,
     register,
 )
+from pytest_pypto.ir.tensor_forms import restore_dims, stand_in_dims, unstand
 from pytest_pypto.ir.types import TensorType, TileType
 
 # ------------------------------------------------------------------ shapes
-
-
-def _static(t: TensorType, name: str, op: str) -> tuple[int, ...]:
-    for d, dim in enumerate(t.shape):
-        if not isinstance(dim, int):
-            raise OpTypeError(
-                f"The operator {op} needs static shapes, but '{name}' has the dynamic "
-                f"dimension {dim} (dimension {d})",
-                "slice a static window of the tensor first",
-            )
-    return tuple(t.shape)
 
 
 def matrix_shape(shape: tuple[int, ...], trans: bool) -> tuple[int, int]:
@@ -80,23 +70,27 @@ def _product(info: CallInfo) -> tuple[tuple[int, ...], Any, Any]:
                 f"The operator {info.op} requires '{name}' of rank >= 2, but got rank {t.rank}",
                 "reshape the vector to [1, K] or [K, 1] first",
             )
-    ls = _static(lhs, "lhs", info.op)
-    rs = _static(rhs, "rhs", info.op)
+    # pl.dynamic dims stand in as ints for the rules (the lowering loops over them).
+    stand_ins: dict[Any, int] = {}
+    ls = stand_in_dims(tuple(lhs.shape), stand_ins)
+    rs = stand_in_dims(tuple(rhs.shape), stand_ins)
     m, k = matrix_shape(ls, bool(info.values.get("a_trans")))
     k2, n = matrix_shape(rs, bool(info.values.get("b_trans")))
     tile_info = CallInfo("tile.matmul", {"lhs": TileType((m, k), lhs.dtype),
                                          "rhs": TileType((k2, n), rhs.dtype)}, {})
     try:
         acc = REGISTRY["tile.matmul"].type_rule(tile_info)
+        batch = broadcast_batch(ls[:-2], rs[:-2], info.op)
     except OpRuleError as exc:
-        exc.message = exc.message.replace("tile.matmul", info.op)
+        exc.message = unstand(exc.message.replace("tile.matmul", info.op), stand_ins)
         exc.args = (exc.message,)
         if "K" in exc.message and (info.values.get("a_trans") or info.values.get("b_trans")):
             exc.hint = "K is the contracted dim after a_trans/b_trans: lhs [M, K] (a_trans: " \
                        "[K, M]), rhs [K, N] (b_trans: [N, K])"
         raise
-    batch = broadcast_batch(ls[:-2], rs[:-2], info.op)
-    return batch + (m, n), acc.dtype, lhs.dtype
+    shape = restore_dims(batch + (m, n), stand_ins)
+    assert shape is not None  # every result dim is an operand dim
+    return shape, acc.dtype, lhs.dtype
 
 
 def _matmul_type(info: CallInfo) -> TensorType:
@@ -245,8 +239,11 @@ register(OpSpec(
 
 
 def _local_type(info: CallInfo) -> TensorType:
-    shape = static_shape(info, "shape", info.values.get("shape"))
-    return TensorType(shape, info.values["dtype"])
+    shape = info.values.get("shape")
+    # A tensor op's result may keep its operands' pl.dynamic dims (sized at run time).
+    stand_ins: dict[Any, int] = {}
+    static_shape(info, "shape", stand_in_dims(tuple(shape or ()), stand_ins) or shape)
+    return TensorType(tuple(shape), info.values["dtype"])
 
 
 def _local_execute(*, shape, dtype, out=None, **_):
@@ -274,8 +271,7 @@ def _view_type(info: CallInfo) -> TensorType:
             f"The operator {info.op} requires indices for all but the last two dims of a "
             f"rank-{src.rank} tensor, but got {len(index)}"
         )
-    shape = _static(src, "tensor", info.op)
-    rows, cols = matrix_shape(shape, bool(info.values.get("transpose")))
+    rows, cols = matrix_shape(tuple(src.shape), bool(info.values.get("transpose")))
     return TensorType((rows, cols), src.dtype)
 
 

@@ -80,6 +80,7 @@ for _name, (_allowed, _fn, _doc) in _UNARY.items():
         mem=MemRule(operands={"tile": ("Vec",), "tmp": ("Vec",)}, result="Vec"),
         compute=_make(_fn),
         batchable=True,
+        reads_while_writing=_name in ("recip", "rsqrt"),
         spellings=(_name,),
         doc=f"Elementwise {_doc} over the valid region; shape, dtype and valid kept; "
             "computed in float32 (int64 for ints), rounded once.",

@@ -17,10 +17,14 @@ from typing import Any
 
 from pytest_pypto.ir.ops._rules import (
     OpBoundsError,
+    check_valid_extents,
     dims,
+    index_items,
     np,
+    require_int_scalar,
     require_same_dtype,
     tile,
+    window_ranges,
 )
 from pytest_pypto.ir.registry import (
     CallInfo,
@@ -30,27 +34,12 @@ from pytest_pypto.ir.registry import (
     ParamSpec,
     register,
 )
-from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.types import TileType
 
 PAD_NAMES = ("zero", "min", "max")
 
 
 # ------------------------------------------------------------------ shared rules
-
-
-def index_items(info: CallInfo, name: str, rank: int, what: str) -> tuple[Any, ...]:
-    """An index list of one entry per dimension (ints, or None where dynamic)."""
-    items = info.values.get(name)
-    if items is None or not isinstance(items, (tuple, list)):
-        raise OpTypeError(
-            f"The operator {info.op} requires '{name}' to be a list, but got {items!r}"
-        )
-    if len(items) != rank:
-        raise OpTypeError(
-            f"The operator {info.op} requires one {what} per dimension ({rank}), but got "
-            f"{len(items)} in '{name}'"
-        )
-    return tuple(items)
 
 
 def pad_name(info: CallInfo, value: Any) -> str | None:
@@ -82,12 +71,7 @@ def check_inside(
     """
     if info.arch is None:
         return
-    offsets = info.values.get(param) or ()
-    ranges = info.bounds.get(param, ())
-    for d, (off, ext, n) in enumerate(zip(offsets, extents, size)):
-        lo = hi = off
-        if off is None and d < len(ranges) and ranges[d] is not None:
-            lo, hi = ranges[d]
+    for d, lo, hi, ext, n in window_ranges(info, param, extents, size):
         if lo is not None and lo < 0:
             raise OpBoundsError(
                 f"{info.op} starts before dimension {d}: offset {lo} < 0",
@@ -393,6 +377,7 @@ def _transpose_compute(tile_: Any, tmp_tile: Any = None, *, axis1: int, axis2: i
 
 register(OpSpec(
     name="tile.transpose",
+    reads_while_writing=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("axis1", "int"),
@@ -443,12 +428,7 @@ def _validshape_type(info: CallInfo) -> TileType:
         raise OpTypeError(f"The operator {info.op} requires a 2-D tile, but got rank {src.rank}")
     valid = (info.values.get("valid_rows"), info.values.get("valid_cols"))
     for d, (v, name) in enumerate(zip(valid, ("valid_rows", "valid_cols"))):
-        t = info.types.get(name)
-        if isinstance(t, ScalarType) and not t.dtype.is_int:
-            raise OpTypeError(
-                f"The operator {info.op} requires an integer '{name}', but got {t.dtype.name}",
-                "pl.cast it to pl.INDEX",
-            )
+        require_int_scalar(info, name)
         if v is not None and not 0 <= v <= src.shape[d]:
             raise OpTypeError(
                 f"The operator {info.op} requires 0 <= {name} <= {src.shape[d]}, but got {v}"
@@ -458,13 +438,7 @@ def _validshape_type(info: CallInfo) -> TileType:
 
 def _validshape_execute(src, valid_rows, valid_cols, *, out=None, **_):
     valid = (int(valid_rows), int(valid_cols))
-    for d, v in enumerate(valid):
-        if not 0 <= v <= src.shape[d]:
-            raise OpBoundsError(
-                f"tile.set_validshape: valid extent {v} of dimension {d} is outside "
-                f"0..{src.shape[d]}",
-                "keep the valid region inside the tile's shape",
-            )
+    check_valid_extents("tile.set_validshape", valid, src.shape, "tile")
     return _view_value(src, src.data, valid)
 
 

@@ -21,8 +21,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_pypto.ir.ops._rules import OpBoundsError, dims, enum_name, np, tensor
-from pytest_pypto.ir.ops.matmul import ACC_DTYPES
+from pytest_pypto.ir.ops._rules import (
+    OpBoundsError,
+    check_valid_extents,
+    dims,
+    enum_name,
+    np,
+    require_atomic_mode,
+    require_int_scalar,
+    tensor,
+)
 from pytest_pypto.ir.ops.views import (
     check_inside,
     drop_axes,
@@ -42,7 +50,7 @@ from pytest_pypto.ir.registry import (
     ParamSpec,
     register,
 )
-from pytest_pypto.ir.types import DynVar, ScalarType, TensorType
+from pytest_pypto.ir.types import DynVar, TensorType
 
 # Source dtypes an assemble may convert from: a matmul accumulator, whose store into
 # the target converts once (RNE), as PyPTO's fix-pipe Acc -> GM store does.
@@ -194,12 +202,7 @@ def _validshape_type(info: CallInfo) -> TensorType:
         )
     valid = (info.values.get("valid_rows"), info.values.get("valid_cols"))
     for d, (v, name) in enumerate(zip(valid, ("valid_rows", "valid_cols"))):
-        t = info.types.get(name)
-        if isinstance(t, ScalarType) and not t.dtype.is_int:
-            raise OpTypeError(
-                f"The operator {info.op} requires an integer '{name}', but got {t.dtype.name}",
-                "pl.cast it to pl.INDEX",
-            )
+        require_int_scalar(info, name)
         n = src.shape[d]
         if v is not None and (v < 0 or (isinstance(n, int) and v > n)):
             raise OpTypeError(
@@ -210,13 +213,8 @@ def _validshape_type(info: CallInfo) -> TensorType:
 
 
 def _validshape_execute(t, valid_rows, valid_cols, *, out=None, **_):
-    for d, v in enumerate((int(valid_rows), int(valid_cols))):
-        if not 0 <= v <= t.shape[d]:
-            raise OpBoundsError(
-                f"tensor.set_validshape: valid extent {v} of dimension {d} is outside "
-                f"0..{t.shape[d]}",
-                "keep the valid region inside the tensor's shape",
-            )
+    check_valid_extents("tensor.set_validshape", (int(valid_rows), int(valid_cols)), t.shape,
+                        "tensor")
     return t
 
 
@@ -348,9 +346,7 @@ def _assemble_type(info: CallInfo) -> TensorType:
             f"{dims(src.shape)} into {dims(dst.shape)}"
         )
     offsets = index_items(info, "offset", dst.rank, "offset")
-    atomic = enum_name(info.values.get("atomic"))
-    if atomic not in (None, "None_", "None", 0, "Add", 1):
-        raise OpTypeError(f"The operator {info.op} requires atomic None_ or Add, but got {atomic}")
+    require_atomic_mode(info)
     # Only the source's valid region is transferred, so that is what must fit.
     written = (1,) * (dst.rank - src.rank) + tuple(
         d if isinstance(d, int) else None for d in src.valid_shape
