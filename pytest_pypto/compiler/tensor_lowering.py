@@ -193,8 +193,10 @@ class _Lowering:
                 result = HOOKS[value.op](self, out, value, spec)
             else:
                 result = self.lower_vector(out, value, spec)
-            if target is not None:
-                out.append(n.Assign((target,), self.ref(result), span=stmt.span))
+            if target is not None:  # a hook may return a pair (gather's compare form)
+                results = result if isinstance(result, tuple) else (result,)
+                for t, r in zip(stmt.targets, results):
+                    out.append(n.Assign((t,), self.ref(r), span=stmt.span))
         return out
 
     # ------------------------------------------------------------- building

@@ -40,6 +40,7 @@ from pytest_pypto.ir.types import DynVar, MemorySpace
 from pytest_pypto.language.surface import (
     Array,
     AtomicType,
+    CompactMode,
     DslFunction,
     FunctionType,
     InOut,
@@ -53,6 +54,8 @@ from pytest_pypto.language.surface import (
     SplitMode,
     Tensor,
     Tile,
+    TileLayout,
+    TileView,
     Tuple,
     at,
     cross_core_slot,
@@ -75,7 +78,7 @@ __all__ = [
     "while_", "cond",
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
-    "MemRef", "MemRefType", "Array", "array",
+    "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
 ]
 
 

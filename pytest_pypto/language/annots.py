@@ -28,7 +28,13 @@ from pytest_pypto.ir.types import (
 )
 from pytest_pypto.language import memref
 from pytest_pypto.language.context import FunctionContext, Tier3Hit
-from pytest_pypto.language.surface import AnnotationForm
+from pytest_pypto.language.surface import (
+    AnnotationForm,
+    CompactMode,
+    PadValue,
+    TileLayout,
+    TileView,
+)
 from pytest_pypto.language.unsupported import Layout
 
 
@@ -142,9 +148,12 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
         raise ctx.error(ParserTypeError, "pl.Tile needs [shape] and a dtype", node)
     space = None
     binding = None
+    view: TileView | None = None
     for i, extra in enumerate(args[2:], start=2):
         if isinstance(extra, MemorySpace) and space is None:
             space = extra.value
+        elif isinstance(extra, TileView) and view is None:
+            view = extra
         elif memref.is_memref(extra):
             where = _element(node, i, len(args))
             if binding is not None:
@@ -158,7 +167,8 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
                 ParserTypeError,
                 f"unexpected {extra!r} in a pl.Tile annotation",
                 node,
-                hint="the third element is a memory space such as pl.Mem.Vec",
+                hint="after [shape] and dtype come a memory space such as pl.Mem.Vec, a "
+                "pl.TileView(...) and a pl.MemRef(...), each at most once",
             )
     if binding is not None and space is None:
         raise ctx.error(
@@ -166,8 +176,75 @@ def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileTyp
             "Tile annotation with a memref argument must also specify explicit memory space",
             node, hint="e.g. pl.Tile[[64, 64], pl.FP32, buf[i % 2], pl.Mem.Vec]",
         )
-    return TileType(_dims(ctx, args[0], node, static=True), _dtype(ctx, args[1], node), space,
-                    memref=binding)
+    shape = _dims(ctx, args[0], node, static=True)
+    valid, pad = _view_region(ctx, view, shape, node) if view is not None else (None, None)
+    return TileType(shape, _dtype(ctx, args[1], node), space, valid, pad, memref=binding)
+
+
+_VIEW_KEYWORDS = ("valid_shape", "stride", "start_offset", "blayout", "slayout", "fractal",
+                  "pad", "compact")
+
+
+def tile_view(ctx: FunctionContext, pos: list[Any], kw: dict[str, Any], node: ast.AST
+              ) -> TileView:
+    """`pl.TileView(...)` evaluated in kernel code: PyPTO's keywords, each checked."""
+    if len(pos) > len(_VIEW_KEYWORDS):
+        raise ctx.error(ParserTypeError, f"pl.TileView takes at most {len(_VIEW_KEYWORDS)} "
+                        f"arguments, but {len(pos)} were given", node)
+    given = dict(zip(_VIEW_KEYWORDS, pos))
+    for key, arg in kw.items():
+        if key not in _VIEW_KEYWORDS:
+            raise ctx.error(ParserTypeError, f"pl.TileView got an unexpected keyword '{key}'",
+                            arg.node, hint=f"its keywords are: {', '.join(_VIEW_KEYWORDS)}")
+        if key in given:
+            raise ctx.error(ParserTypeError, f"pl.TileView got multiple values for '{key}'",
+                            arg.node)
+        given[key] = arg
+    values = {k: a.value for k, a in given.items()}
+    enums = {"blayout": TileLayout, "slayout": TileLayout, "pad": PadValue,
+             "compact": CompactMode}
+    for key, kind in enums.items():
+        if key in values and not isinstance(values[key], kind):
+            names = ", ".join(f"pl.{kind.__name__}.{m.name}" for m in kind)
+            raise ctx.error(ParserTypeError, f"pl.TileView {key}= must be one of {names}, but "
+                            f"got {values[key]!r}", given[key].node)
+    for key in ("valid_shape", "stride"):
+        if key in values and values[key] is not None \
+                and not isinstance(values[key], (list, tuple)):
+            raise ctx.error(ParserTypeError, f"pl.TileView {key}= takes a list such as [16, "
+                            f"64], but got {values[key]!r}", given[key].node)
+    fractal = values.get("fractal", 512)
+    if not isinstance(fractal, int) or isinstance(fractal, bool) or fractal <= 0:
+        raise ctx.error(ParserTypeError, f"pl.TileView fractal= must be a positive int, but "
+                        f"got {fractal!r}", given["fractal"].node)
+    return TileView(**values)
+
+
+def _view_region(ctx: FunctionContext, view: TileView, shape: tuple[int, ...], node: ast.AST
+                 ) -> tuple[tuple[int | None, ...] | None, str | None]:
+    """The valid region (None entries: known at run time) and pad a TileView declares."""
+    pad = None if view.pad is PadValue.null else view.pad.value
+    if view.valid_shape is None:
+        return None, pad
+    if len(view.valid_shape) != len(shape):
+        raise ctx.error(
+            ParserTypeError,
+            f"pl.TileView valid_shape {list(view.valid_shape)} has {len(view.valid_shape)} "
+            f"dims, but the tile is rank {len(shape)}", node,
+        )
+    valid: list[int | None] = []
+    for i, (v, s) in enumerate(zip(view.valid_shape, shape)):
+        if isinstance(v, Expr) and isinstance(v.type, ScalarType) and v.type.dtype.is_int:
+            valid.append(None)
+        elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= s:
+            valid.append(v)
+        else:
+            raise ctx.error(
+                ParserTypeError,
+                f"pl.TileView valid_shape[{i}] must be an int in 0..{s} (the tile's dim) or an "
+                f"integer Scalar, but got {v!r}", node,
+            )
+    return tuple(valid), pad
 
 
 def _array(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> ArrayType:
@@ -262,6 +339,31 @@ def check(
                     node,
                     hint=hint,
                 )
+    if isinstance(ann, TileType) and isinstance(value, TileType):
+        _check_view(ctx, ann, value, subject, node)
+
+
+def _check_view(ctx: FunctionContext, ann: TileType, value: TileType, subject: str,
+                node: ast.AST) -> None:
+    """A pl.TileView's static valid_shape and its pad must agree with the value's."""
+    if tuple(ann.valid) != tuple(ann.shape):  # a TileView valid_shape was given
+        for i, (a, v) in enumerate(zip(ann.valid, value.valid)):
+            if a is not None and v is not None and a != v:
+                shown = ["?" if x is None else x for x in value.valid]
+                raise ctx.error(
+                    ParserTypeError,
+                    f"Type annotation for {subject} says valid_shape[{i}] = {a}, but the "
+                    f"value's valid region is {shown}", node,
+                    hint="match the TileView's valid_shape to the value (pl.tile.set_validshape "
+                    "narrows a tile)",
+                )
+    if ann.pad is not None and value.pad is not None and ann.pad != value.pad:
+        raise ctx.error(
+            ParserTypeError,
+            f"Type annotation for {subject} says pad {ann.pad}, but the value pads with "
+            f"{value.pad}", node,
+            hint="match the TileView's pad to the value (pl.tile.fillpad sets it)",
+        )
 
 
 def type_difference(a: Type | None, b: Type | None) -> str | None:

@@ -193,6 +193,8 @@ def op_call(
         pos, kw = _drop_tile_only(ctx, spec, tile_entry("tile", name), display, pos, kw, node)
     elif spec.level == "tile":
         kw, out_dtype = _drop_tensor_only(ctx, spec, tensor_entry(name), display, kw)
+    if spec.short_name == "scatter_update":
+        pos, kw = _dim_first(pos, kw)
     bound = bind(ctx, spec, display, pos, kw, node)
     operands = [p for p in spec.params if p.kind in ("tile", "tensor")]
     if spec.scalar_form and len(operands) >= 2 and operands[1].name in bound:
@@ -215,6 +217,15 @@ def op_call(
     if spec.level == "tile" and out_dtype is not None:
         _check_out_dtype(ctx, display, call, out_dtype)
     return call
+
+
+def _dim_first(pos: list[Arg], kw: dict[str, Arg]) -> tuple[list[Arg], dict[str, Arg]]:
+    """PyPTO's scatter_update(input, dim, index, src) and (input, dim, index=, src=) call
+    shapes: a static int second argument is ``dim``, moved to its keyword."""
+    if len(pos) >= 2 and "dim" not in kw and isinstance(pos[1].value, int) \
+            and not isinstance(pos[1].value, bool):
+        return [pos[0], *pos[2:]], {**kw, "dim": pos[1]}
+    return pos, kw
 
 
 def _scalar_spec(spec: OpSpec) -> OpSpec:

@@ -38,7 +38,7 @@ from pytest_pypto.ir.nodes import (
     Var,
 )
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType
-from pytest_pypto.language import calls, memref, scalars
+from pytest_pypto.language import annots, calls, memref, scalars
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
@@ -49,6 +49,7 @@ from pytest_pypto.language.surface import (
     AnnotationForm,
     DslFunction,
     OpStub,
+    TileView,
 )
 
 _MISSING = object()
@@ -292,6 +293,8 @@ class ExprParser:
         target = self.eval(func)
         if target is MemRef:
             return memref.parse_call(self, node)
+        if target is TileView:  # an annotation record (language/annots.py reads it)
+            return annots.tile_view(self.ctx, *self.args_of(node), node)
         if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
             pos, kw = self.args_of(node)
             return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)

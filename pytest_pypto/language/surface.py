@@ -62,6 +62,54 @@ class PadValue(enum.Enum):
     max = "max"
 
 
+class TileLayout(enum.Enum):
+    """Box layouts of a `pl.TileView` (blayout / slayout): recorded, never simulated."""
+
+    none_box = "none_box"
+    row_major = "row_major"
+    col_major = "col_major"
+
+
+class CompactMode(enum.Enum):
+    """Partial-tile compact mode of a `pl.TileView`: recorded, never simulated."""
+
+    null = "null"
+    normal = "normal"
+
+
+class TileView:
+    """`pl.TileView(...)` in a `pl.Tile[...]` annotation: an inert record of PyPTO's view.
+
+    ``valid_shape`` (ints, or Scalars known at run time) and ``pad`` mean what they mean
+    on a tile (DSL.md §2.5): the annotation checks them against the value's type.  The
+    layout keywords (``stride``, ``start_offset``, ``blayout``, ``slayout``, ``fractal``,
+    ``compact``) describe the device's storage only; they are accepted and kept here.
+    """
+
+    def __init__(
+        self,
+        valid_shape: Any = None,
+        stride: Any = None,
+        start_offset: Any = None,
+        blayout: TileLayout = TileLayout.row_major,
+        slayout: TileLayout = TileLayout.none_box,
+        fractal: int = 512,
+        pad: PadValue = PadValue.null,
+        compact: CompactMode = CompactMode.null,
+    ) -> None:
+        self.valid_shape = None if valid_shape is None else tuple(valid_shape)
+        self.stride = None if stride is None else tuple(stride)
+        self.start_offset = start_offset
+        self.blayout = blayout
+        self.slayout = slayout
+        self.fractal = fractal
+        self.pad = pad
+        self.compact = compact
+
+    def __repr__(self) -> str:
+        return f"pl.TileView(valid_shape={self.valid_shape!r}, pad={self.pad!r})"
+
+
 class Level(enum.Enum):
     """`pl.at(level=...)`: only CORE_GROUP is in scope (Tier 1), the rest is Tier 3.
 

@@ -34,9 +34,7 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "function attributes": ("func_attr",),
 }
 
-_TIER2 = {
-    "TileView": "tile views in annotations",
-}
+_TIER2: dict[str, str] = {}
 
 # Tier 1 in DSL.md but not built in this slice of the toolchain yet.
 _NOT_YET: dict[str, str] = {}

@@ -68,7 +68,6 @@ def build():
 CONSTRUCTS = [
     ("not-yet-built", "", "with pl.at(level=pl.Level.CORE_GROUP): pass", "pl.at(",
      InvalidOperationError),
-    ("tier-2", "", "t = pl.TileView(valid_shape=[4, 4])", "pl.TileView(", InvalidOperationError),
     ("unknown-op", "", "t = pl.no_such_op(x)", "pl.no_such_op(", InvalidOperationError),
     ("bad-keyword", ", bogus=1", "pass", "bogus=1", InvalidOperationError),
     ("python-del", "", "del x", "del x", ParserSyntaxError),

@@ -285,17 +285,6 @@ def test_unsupported_statements_and_not_yet_constructs(line_of):
     assert "pl.at is not supported inside InCore function 'main'" in ei.value.message
     assert ei.value.line == line_of("at")
 
-    with pytest.raises(InvalidOperationError) as ei:
-        @pl.program
-        class K3:
-            @pl.function(type=pl.FunctionType.InCore)
-            def k(self, n: pl.Scalar[pl.INDEX]):
-                for i, (a,) in pl.range(n, init_values=(0,)):
-                    b = pl.TileView  # tier2
-                    a2 = pl.yield_(a)
-    assert "pl.TileView" in ei.value.message and "tier 2" in ei.value.message
-    assert ei.value.line == line_of("tier2")
-
 
 def test_tile_parameter_and_pl_dn_rejected(line_of):
     with pytest.raises(ParserTypeError) as ei:

@@ -97,6 +97,19 @@ class TwoDims:
 
 
 @pl.program
+class CompositeRows:
+    """A composite dim (`M * 2`) is a dynamic dim like any other."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M * 2, 64], pl.FP32],
+             out: pl.Out[pl.Tensor[[M * 2, 64], pl.FP32]]) -> pl.Tensor[[M * 2, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y = pl.sub(pl.exp(x), 1.0)
+            out = pl.assemble(out, y, [0, 0])
+        return out
+
+
+@pl.program
 class MatmulMNK:
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, a: pl.Tensor[[M, K], pl.FP16], b: pl.Tensor[[K, N], pl.FP16],
@@ -221,6 +234,17 @@ def test_both_dims_dynamic_with_a_broadcast_column_vector(platform):
         out = np.zeros((m, cols), np.float32)
         run(TwoDims, platform, x, v, out)
         np.testing.assert_array_equal(out, np.maximum(x, 0) * v, err_msg=f"{m}x{cols}")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_composite_dynamic_dim_loops_over_its_run_time_value(platform):
+    rng = np.random.default_rng(6)
+    for m in (1, 301):
+        x = rng.uniform(-2, 2, (2 * m, 64)).astype(np.float32)
+        out = np.zeros((2 * m, 64), np.float32)
+        run(CompositeRows, platform, x, out)
+        np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) - 1.0, rtol=1e-5,
+                                   atol=1e-6, err_msg=f"M={m}")
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

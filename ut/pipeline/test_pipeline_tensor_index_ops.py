@@ -566,8 +566,8 @@ def _parse_call(tmp_path, text):
 @pytest.mark.parametrize(("text", "cls", "message"), [
     ("pl.gather(x, dim=-1, index=i, mask_pattern=pl.tile.MaskPattern.P0101)", ParserTypeError,
      "the index form (dim, index) and mask form (mask_pattern) are mutually exclusive"),
-    ("pl.gather(x, kvalue=1.0, cmp_mode='eq', out_cols=8)", InvalidOperationError,
-     "compare form of tensor.gather (kvalue=, cmp_mode=, out_cols=) is not supported"),
+    ("pl.gather(x, kvalue=1.0, cmp_mode='bogus', out_cols=8)", ParserTypeError,
+     "tensor.gather requires cmp_mode in ['eq', 'ne', 'lt', 'le', 'gt', 'ge']"),
     ("pl.gather(x, dim=-1, index=i, output_dtype=pl.UINT32)", ParserTypeError,
      "output_dtype is only valid for the mask form"),
     ("pl.gather(x, dim=2, index=i)", ParserTypeError, "requires dim in [-2, 1], but got dim=2"),

@@ -191,7 +191,7 @@ register(OpSpec(
     mem=MemRule(operands={"input": ("Vec",), "index": ("Vec",), "src": ("Vec",)},
                 result="same:input"),
     execute=_scatter_update_execute,
-    spellings=("tile.scatter_update",),
+    spellings=("tile.scatter_update", "scatter_update"),
     tier=2,
     doc="input row index[b, s] = src row b*S + s, in place (dim=-2 only): 2-D input [rows, d] "
         "with src [B*S, d], or 4-D [blocks, block_size, 1, d] flattened to rows with src "

@@ -10,7 +10,8 @@ stores (or, for ``tensor.gather_row``, run directly on the DDR buffers):
   is torch.gather on any rank >= 2 (``out[.., k, ..] = input[.., index[.., k, ..], ..]``
   along ``dim``; ``index`` no larger than ``input`` on the other axes); mask form
   ``gather(input, mask_pattern=, output_dtype=)`` is tile.gather_mask per row; the
-  compare form (``kvalue``/``cmp_mode``/``out_cols``) is named but not built.
+  compare form ``gather(input, kvalue=, cmp_mode=, out_cols=)`` is tile.gather_compare
+  and returns ``(dst, cdst)`` (``gather_tail.py``).
 * ``tensor.scatter``: index form ``scatter(input, dim=-1, index, src)`` (rank 2:
   ``out = input; out[b, index[b, k]] = src[b, k]``, k ascending, so the last write
   wins); mask form ``scatter(input, mask_pattern=, dst=)`` writes each input row into
@@ -173,15 +174,13 @@ def gather_form(info: CallInfo) -> str:
 
 def _gather_type(info: CallInfo) -> TensorType:
     form = gather_form(info)
-    if form == "compare":
-        raise OpRuleError(
-            f"The compare form of {info.op} (kvalue=, cmp_mode=, out_cols=) is not supported "
-            "by the bundled toolchain yet",
-            "use the index or mask form",
-        )
     if info.values.get("output_dtype") is not None and form != "mask":
         raise OpTypeError(f"The operator {info.op}: output_dtype is only valid for the mask "
                           "form (mask_pattern=...)")
+    if form == "compare":  # tile.gather_compare per row (ir/ops/gather_tail.py)
+        from pytest_pypto.ir.ops.gather_tail import compare_tensor_type
+
+        return compare_tensor_type(info, whole(info, "input"))
     if form == "mask":
         src = whole(info, "input")
         if src.rank != 2:
@@ -231,7 +230,9 @@ register(OpSpec(
         "torch.gather along dim on rank >= 2 (INT32 index, or INT16 with a 16-bit input; "
         "index no larger than input off dim; result of index's shape); an index outside "
         "input's dim is a SimulationError. Mask form gather(input, mask_pattern=, "
-        "output_dtype=): tile.gather_mask per row. The compare form is not built yet.",
+        "output_dtype=): tile.gather_mask per row. Compare form gather(input, kvalue=, "
+        "cmp_mode=, out_cols=, offset=, count_dtype=): tile.gather_compare, returning (dst "
+        "[rows, out_cols] INT32, cdst [1, rows]).",
 ))
 
 
