@@ -83,6 +83,8 @@ def derive(tile_spec: OpSpec) -> OpSpec:
 
 
 def _derive(tile_spec: OpSpec) -> OpSpec:
+    from pytest_pypto.ir.ops._rules import lowered_by_compiler
+
     short = tile_spec.short_name
     name = f"tensor.{short}"
     params = tuple(
@@ -100,13 +102,9 @@ def _derive(tile_spec: OpSpec) -> OpSpec:
             "over tiles that fit the arch (DSL.md §1.7).",
         spellings=(name,),
         scalar_form=f"tensor.{scalar.split('.', 1)[1]}" if scalar else None,
-        execute=_lowered_only,
+        execute=lowered_by_compiler,
         tier=tile_spec.tier,
     )
-
-
-def _lowered_only(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("tensor-level ops are lowered to tile ops by the compiler")
 
 
 def tile_view(t: TensorType, what: str, op: str) -> TileType:

@@ -315,3 +315,8 @@ def check_window(
                 f"> {whose} extent {size}",
                 hint,
             )
+
+
+def lowered_by_compiler(*_: Any, **__: Any) -> Any:
+    """The `execute` of tensor-level ops the compiler lowers to tile ops: never run."""
+    raise RuntimeError("this tensor-level op is lowered to tile ops by the compiler")

@@ -32,6 +32,7 @@ from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._indexing import OpIndexError, check_indices
 from pytest_pypto.ir.ops._rules import (
     dims,
+    lowered_by_compiler,
     np,
     require_dtype,
     require_rank,
@@ -48,10 +49,6 @@ COUNT_DTYPES = ("INT32", "UINT32")
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
 PAGED_DTYPES = ("FP16", "BF16", "FP32", "INT8")
 PAGED_SPACES = ("Mat", "Vec")
-
-
-def _lowered(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("this tensor-level op is lowered to tile ops by the compiler")
 
 
 def cmp_mode_index(op: str, value: Any) -> int:
@@ -305,7 +302,7 @@ register(OpSpec(
             ParamSpec("src", "tensor"), ParamSpec("dim", "int", default=-2)),
     type_rule=_scatter_update_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("scatter_update", "tensor.scatter_update"),
     tier=2,
     doc="tile.scatter_update on whole tensors: a copy of input whose row index[b, s] is src "

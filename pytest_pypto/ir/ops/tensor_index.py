@@ -45,7 +45,16 @@ from pytest_pypto.ir.ops._indexing import (
     require_gather_index,
     require_scatter_index,
 )
-from pytest_pypto.ir.ops._rules import dims, np, require_dtype, scalar, static_shape, tensor, tile
+from pytest_pypto.ir.ops._rules import (
+    dims,
+    lowered_by_compiler,
+    np,
+    require_dtype,
+    scalar,
+    static_shape,
+    tensor,
+    tile,
+)
 from pytest_pypto.ir.registry import (
     REGISTRY,
     CallInfo,
@@ -58,10 +67,6 @@ from pytest_pypto.ir.registry import (
 )
 from pytest_pypto.ir.tensor_forms import stand_in_dims, tile_view
 from pytest_pypto.ir.types import TensorType, TileType, Type
-
-
-def _lowered(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("this tensor-level op is lowered to tile ops by the compiler")
 
 
 def via_tile(tile_op: str, info: CallInfo, types: dict[str, Type | None],
@@ -223,7 +228,7 @@ register(OpSpec(
     ),
     type_rule=_gather_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("gather", "tensor.gather"),
     tier=2,
     doc="Tensor gather (PyPTO's unified form). Index form gather(input, dim, index): "
@@ -298,7 +303,7 @@ register(OpSpec(
     ),
     type_rule=_scatter_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("scatter", "tensor.scatter"),
     tier=2,
     doc="Tensor scatter (PyPTO's unified form), returning a new tensor. Index form "
@@ -338,7 +343,7 @@ register(OpSpec(
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("tensor.cmp",),
     scalar_form="tensor.cmps",
     doc=_CMP_DOC.format(what="of two tensors (rhs may broadcast where a dim is 1)"),
@@ -350,7 +355,7 @@ register(OpSpec(
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     doc=_CMP_DOC.format(what="of a tensor with a scalar (pl.cmp(t, 0.0))"),
 ))
 
@@ -373,7 +378,7 @@ register(OpSpec(
             ParamSpec("high_precision", "bool", default=False)),
     type_rule=_rsqrt_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("tensor.rsqrt",),
     doc="Tensor 1/sqrt(x) inside InCore code; high_precision=True selects tile.rsqrt's "
         "two-operand form, with the scratch tile allocated by the lowering.",
@@ -411,7 +416,7 @@ register(OpSpec(
     ),
     type_rule=_mrgsort_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("tensor.mrgsort",),
     tier=2,
     doc="Tensor merge sort of (value, index) pairs: format 1 mrgsort(src, block_len=L) or "
@@ -440,7 +445,7 @@ register(OpSpec(
     ),
     type_rule=_random_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("random", "tensor.random"),
     tier=2,
     doc="A tensor of Philox4x32 counter-based random 32-bit words (tile.random's numbers over "
@@ -487,7 +492,7 @@ register(OpSpec(
     params=(ParamSpec("input", "tensor"), ParamSpec("target", "tensor")),
     type_rule=_expand_clone_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("expand_clone", "tensor.expand_clone"),
     writes="target",
     tier=2,
@@ -512,7 +517,7 @@ register(OpSpec(
             ParamSpec("transpose", "bool", default=False)),
     type_rule=_create_l1_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("create_l1", "tensor.create_l1"),
     tier=2,
     doc="An on-chip (Mat) accumulator of static 2D shape that pl.gather_row fills and "

@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from pytest_pypto.ir.dtypes import INT32
-from pytest_pypto.ir.ops._rules import OpBoundsError, dims, dtype_list, tensor
+from pytest_pypto.ir.ops._rules import OpBoundsError, dims, dtype_list, lowered_by_compiler, tensor
 from pytest_pypto.ir.ops.combine import REINTERPRET_DTYPES
 from pytest_pypto.ir.ops.tensor_index import via_tile
 from pytest_pypto.ir.registry import (
@@ -34,11 +34,6 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TensorType
-
-
-def _lowered(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("this tensor-level op is lowered to tile ops by the compiler")
-
 
 # -------------------------------------------------------------------------- ci
 
@@ -58,7 +53,7 @@ register(OpSpec(
     ),
     type_rule=_ci_type,
     mem=MemRule(),
-    execute=_lowered,
+    execute=lowered_by_compiler,
     spellings=("arange", "tensor.ci", "tensor.arange"),
     tier=2,
     doc="A new [1, ..., N] integer tensor start + k (start - k when descending), INT32 by "
