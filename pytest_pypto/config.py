@@ -67,6 +67,12 @@ class RunConfig:
     strict_war: bool = False
     schedule_seed: int | None = None
     sim_clusters: int | None = None
+    # Debugging switches (--pypto-precise, --pypto-timeout, --pypto-trace) and the
+    # runtime that executes (None: the registry's choice for the platform).
+    precise: bool = False
+    timeout: float | None = None
+    trace: bool = False
+    runtime: str | None = None
     # PyPTO's dependency capture: the simulator always records its task graph (deps.json).
     enable_dep_gen: bool = False
     # Accepted without effect on the simulator (PYPTO_ONLY_FIELDS).
@@ -99,6 +105,8 @@ class RunConfig:
                 f"RunConfig(uninitialized={self.uninitialized!r}): expected one of "
                 f"{', '.join(UNINITIALIZED_CHOICES)}"
             )
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"RunConfig(timeout={self.timeout!r}): must be > 0 seconds")
         if self.sim_clusters is not None and self.sim_clusters < 1:
             raise ValueError(f"RunConfig(sim_clusters={self.sim_clusters!r}): must be >= 1")
 

@@ -46,7 +46,27 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_pypto.harness.options import SETTINGS_KEY, resolve
 
     config.stash[SETTINGS_KEY] = resolve(config)
+    from pytest_pypto.harness.session import check_runtime_option
+
+    check_runtime_option(config)  # a new session reads the installed runtimes afresh
+    from pytest_pypto.harness.paths import check_paths
+
+    controller = not hasattr(config, "workerinput")
+    # A kernels/cache dir that can never work: one usage error now (harness/paths.py).
+    for message in check_paths(config, config.stash[SETTINGS_KEY], strict=controller):
+        if controller:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(message), stacklevel=2)
     config.pluginmanager.register(_CacheHooks(), "pypto-compile-cache")
+    from pytest_pypto.harness.failures import FailureHooks
+
+    config.pluginmanager.register(FailureHooks(), "pypto-failures")  # readable failures
+    config.pluginmanager.register(_KeptArtifactHooks(), "pypto-kept-artifacts")
+    if controller:
+        from pytest_pypto.harness.remote import join_path_options
+
+        join_path_options(config)  # before xdist hands the arguments to -d workers
+    if config.stash[SETTINGS_KEY].codegen_only:
+        config.pluginmanager.register(_CodegenOnlyHooks(), "pypto-codegen-only")
     from pytest_pypto.harness.jit import bind_session
 
     bind_session(config)  # @pl.jit / CompiledProgram calls: this session's cache and cell
@@ -69,6 +89,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from pytest_pypto.harness.jit import unbind_session
 
     unbind_session(config)
+    registry = sys.modules.get("pytest_pypto.runtime.registry")
+    if registry is not None:  # child processes, device handles: released at session end
+        registry.close_all()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from pytest_pypto.harness.session import broken_runtime_lines
+
+    for line in broken_runtime_lines(terminalreporter.config):
+        terminalreporter.write_line(line, red=True)
 
 
 class _CacheHooks:
@@ -79,34 +109,125 @@ class _CacheHooks:
         self.hits = 0  # reported by xdist workers
         self.misses = 0
         self.damaged = 0
+        self.places: dict[str, list[str]] = {}  # cache used -> the workers that used it
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_pypto.harness.session import CACHE_OUTPUT, compile_cache
+        from pytest_pypto.harness.session import (
+            CACHE_OUTPUT,
+            CACHE_WHERE_OUTPUT,
+            cache_where,
+            compile_cache,
+        )
 
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             cache = compile_cache(session.config)
             workeroutput[CACHE_OUTPUT] = [cache.hits, cache.misses, cache.damaged]
+            workeroutput[CACHE_WHERE_OUTPUT] = cache_where(session.config)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from pytest_pypto.harness.session import CACHE_OUTPUT
+        from pytest_pypto.harness.session import CACHE_OUTPUT, CACHE_WHERE_OUTPUT
 
-        hits, misses, damaged = getattr(node, "workeroutput", {}).get(CACHE_OUTPUT, (0, 0, 0))
+        output = getattr(node, "workeroutput", {})
+        hits, misses, damaged = output.get(CACHE_OUTPUT, (0, 0, 0))
         self.hits += hits
         self.misses += misses
         self.damaged += damaged
+        if (hits or misses) and CACHE_WHERE_OUTPUT in output:
+            worker = getattr(getattr(node, "gateway", None), "id", "?")
+            self.places.setdefault(output[CACHE_WHERE_OUTPUT], []).append(worker)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_pypto.harness.session import cache_summary, compile_cache
+        from pytest_pypto.harness.session import cache_summary, cache_where, compile_cache
 
-        cache = compile_cache(terminalreporter.config)
+        config = terminalreporter.config
+        cache = compile_cache(config)
         hits, misses = self.hits + cache.hits, self.misses + cache.misses
         damaged = self.damaged + cache.damaged
+        places = {where: list(ids) for where, ids in self.places.items()}
+        if places and (cache.hits or cache.misses):
+            places.setdefault(cache_where(config), []).append("the controller")
         if hits or misses:
-            terminalreporter.write_line(
-                cache_summary(terminalreporter.config, hits, misses, damaged)
-            )
+            terminalreporter.write_line(cache_summary(config, hits, misses, damaged, places))
+
+
+class _CodegenOnlyHooks:
+    """--pypto-codegen-only (harness/codegen_only.py): mark the running test, so its
+    first dispatch skips it; ship (worker) or fold (controller) the compiled-kernel
+    counts into the coverage ledger."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
+        from pytest_pypto.harness.codegen_only import running
+
+        with running(item):
+            return (yield)
+
+    def _ledger(self, config: pytest.Config) -> Any:
+        hooks = config.pluginmanager.get_plugin("pypto-ledger")
+        return hooks.ledger() if hooks is not None else None
+
+    @pytest.hookimpl(tryfirst=True)  # before the ledger's --pypto-require check
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_pypto.harness.codegen_only import COMPILED_OUTPUT, compiled_entries
+
+        entries = compiled_entries(session.config)
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[COMPILED_OUTPUT] = entries
+        ledger = self._ledger(session.config)
+        if ledger is not None:  # the controller: its own compiles (none under xdist)
+            ledger.add_compiled(entries)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from pytest_pypto.harness.codegen_only import COMPILED_OUTPUT
+
+        ledger = self._ledger(node.config)
+        if ledger is not None:
+            ledger.add_compiled(getattr(node, "workeroutput", {}).get(COMPILED_OUTPUT, ()))
+
+
+class _KeptArtifactHooks:
+    """Artifacts kept by xdist workers in another directory (``-d --tx popen//chdir=``)
+    come back to the controller's kernels dir (harness/remote.py)."""
+
+    def __init__(self) -> None:
+        self.shipments: list[Any] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        from pytest_pypto.harness.remote import configure_node
+
+        configure_node(node.config, node)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_pypto.harness.remote import KEPT_OUTPUT, ship
+
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            payload = ship(session.config)
+            if payload is not None:
+                workeroutput[KEPT_OUTPUT] = payload
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from pytest_pypto.harness.remote import KEPT_OUTPUT, receive
+
+        payload = getattr(node, "workeroutput", {}).get(KEPT_OUTPUT)
+        if payload:
+            worker = getattr(getattr(node, "gateway", None), "id", "?")
+            self.shipments.append(receive(node.config, worker, payload))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_pypto.harness.remote import summary_lines
+
+        lines = summary_lines(terminalreporter.config, self.shipments)
+        if lines:
+            terminalreporter.section("pypto artifacts kept by remote workers")
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -121,11 +242,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         chooses_own_cells,
         constraints_of,
         needs_cells,
+        requires_of,
     )
     from pytest_pypto.harness.session import settings
 
     try:
         constraints_of(metafunc.definition)
+        requires_of(metafunc.definition)
     except ValueError as exc:
         pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
     if not needs_cells(metafunc.fixturenames) or chooses_own_cells(metafunc.definition):
@@ -150,7 +273,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         cell = cell_of(callspec.params, item.fixturenames) if callspec is not None else None
         if cell is not None:
             item.user_properties.append((CELL_PROPERTY, cell))
-        reason = item_skip_reason(item, cell, requested, lambda: onboard_missing(config))
+        reason = item_skip_reason(
+            item, cell, requested, lambda cell=cell: onboard_missing(config, cell)
+        )
+        if reason is None and item.get_closest_marker("pypto_requires") is not None:
+            from pytest_pypto.harness.session import requires_skip
+
+            reason = requires_skip(item)  # the cell's runtime's version (loads runtimes)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -262,14 +391,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from pytest_pypto.harness.session import RUNNER_KEY
 
         cls = failure_class_of(call.excinfo.value)
+        if getattr(call.excinfo.value, "one_line", False):  # the session's error, not the test's
+            report.longrepr = f"{cls}: {getattr(call.excinfo.value, 'message', call.excinfo.value)}"
         if cls is not None and not any(k == FAILURE_PROPERTY for k, _ in item.user_properties):
             item.user_properties.append((FAILURE_PROPERTY, cls))
             report.user_properties = list(item.user_properties)
         runner = item.stash.get(RUNNER_KEY, None)
         if runner is not None and call.when == "call":
+            from pytest_pypto.harness.remote import kept_text
+
             kept = runner.keep_failure()
-            if kept is not None:
-                report.sections.append(("pypto artifacts", f"artifacts kept in: {kept}"))
+            if kept is not None or getattr(runner, "keep_error", None) is not None:
+                text = kept_text(item.config, runner)
+                if kept is not None and (kept / "trace.json").is_file():
+                    from pytest_pypto.harness.runner import schedule_note
+
+                    text += f"\n{schedule_note(kept)}"  # the last run's graph and schedule
+                report.sections.append(("pypto artifacts", text))
+    if call.when == "call":
+        from pytest_pypto.harness.remote import note_runner
+        from pytest_pypto.harness.session import RUNNER_KEY
+
+        runner = item.stash.get(RUNNER_KEY, None)
+        note_runner(item.config, runner)  # shipped from -d workers
+        if runner is not None:
+            runner.forget_run()  # kept or not, the last run's graph is not held any longer
     return report
 
 

@@ -1,7 +1,7 @@
 """System test: task semantics of the simulated runtime on compiled kernels.
 
 A write-after-read is not ordered by the runtime (as on the device): under
-``strict_war`` it is reported, and a shuffled schedule (``schedule_seed``) can run
+``strict_war`` it fails the run, naming the hazard, and a shuffled schedule (``schedule_seed``) can run
 the writer first, which is exactly the class of bug those options exist to expose.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 import pytest_pypto
 import pytest_pypto.language as pl
-from pytest_pypto.ir.errors import PyptoWarning
+from pytest_pypto.ir.errors import SimulationError
 
 R, C = 16, 32
 
@@ -66,12 +66,18 @@ def test_submission_order_reads_before_the_overwrite(pypto_runner, pypto_config,
     assert run.war_hazards == []  # only reported when asked
 
 
-def test_strict_war_reports_the_unordered_overwrite(pypto_runner, pypto_config, pypto_rng):
+def test_strict_war_fails_on_the_unordered_overwrite(pypto_runner, pypto_config, pypto_rng):
     config = dataclasses.replace(pypto_config, strict_war=True)
-    with pytest.warns(PyptoWarning, match="write-after-read"):
-        run, _, _, _ = _run(pypto_runner, config, pypto_rng)
-    (hazard,) = run.war_hazards
+    buf = pypto_rng.standard_normal((R, C)).astype(np.float32)
+    before = buf.copy()
+    x, snap = np.ones((R, C), np.float32), np.zeros((R, C), np.float32)
+    compiled = pypto_runner.compile(ReadThenOverwrite)
+    with pytest.raises(SimulationError, match="write-after-read") as caught:
+        pytest_pypto.run(compiled, x, buf, snap, config=config)
+    (hazard,) = caught.value.war_hazards
     assert (hazard["reader"], hazard["writer"], hazard["tensor_name"]) == (0, 1, "buf")
+    assert "kernel 'overwrite'" in caught.value.message
+    np.testing.assert_array_equal(buf, before)  # a failed run writes nothing back
 
 
 def test_shuffled_schedules_expose_the_missing_dependency(pypto_runner, pypto_config, pypto_rng):

@@ -91,13 +91,14 @@ def test_onboard_status_reports_what_is_missing(
     dev: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The installed runtimes are pinned both ways, so neither branch depends on this host.
-    monkeypatch.setattr(devices, "onboard_runtimes", lambda: ())
+    none = devices.RuntimeCensus(serving={"a2a3": (), "a5": ()}, installed="sim")
+    monkeypatch.setattr(devices, "onboard_runtimes", lambda: none)
     status = onboard_status(dev_root=tmp_path, env={})
     assert (status.devices, status.runtimes) == ((), ())
     assert status.missing() == (
         f"no NPU visible (no {tmp_path}/davinci<N> device node); "
-        "no onboard runtime installed (no entry point in group 'pytest_pypto.runtimes'; "
-        "the package ships the simulator only)"
+        "no onboard runtime (no available runtime of entry-point group "
+        "'pytest_pypto.runtimes' serves it; installed: sim)"
     )
     narrowed = onboard_status(dev_root=tmp_path, env={"ASCEND_RT_VISIBLE_DEVICES": "1"},
                               requested=(0, 1))
@@ -107,11 +108,18 @@ def test_onboard_status_reports_what_is_missing(
     )
     with_npus = onboard_status(dev_root=dev, env={}, requested=(1, 2))
     assert with_npus.devices == (1, 2)
-    assert with_npus.missing().startswith("no onboard runtime installed")
-    monkeypatch.setattr(devices, "onboard_runtimes", lambda: ("fake",))
+    assert with_npus.missing("a5").startswith("no onboard runtime serving a5 (")
+    # A runtime serving a5 only: a5 cells can run, a2a3 cells still cannot.
+    a5_only = devices.RuntimeCensus(serving={"a2a3": (), "a5": ("fake",)}, installed="fake, sim")
+    monkeypatch.setattr(devices, "onboard_runtimes", lambda: a5_only)
     ready = onboard_status(dev_root=dev, env={}, requested=(1, 2))
     assert ready.runtimes == ("fake",)
-    assert ready.missing() is None
+    assert ready.missing("a5") is None and ready.missing() is None
+    assert ready.missing("a2a3").startswith("no onboard runtime serving a2a3 (")
+    # A broken third-party runtime might serve anything: its cells run and fail, naming it.
+    broken = devices.RuntimeCensus(serving={"a2a3": (), "a5": ()}, broken=("bad",))
+    monkeypatch.setattr(devices, "onboard_runtimes", lambda: broken)
+    assert onboard_status(dev_root=dev, env={}).missing("a2a3") is None
 
 
 def test_lease_is_exclusive_and_released(tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ def lower(
     dump_dir: Path | None = None,
 ) -> tuple[n.Program, PassContext]:
     """Run every pass on a deep copy of ``program``: the checked IR and what passes decided."""
+    __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if not isinstance(program, n.Program):
         from pytest_pypto.language.deferred import DeferredProgram
 
@@ -143,6 +144,7 @@ def compile(  # noqa: A001  (PyPTO's name)
     (default on).  Either way the numerics are identical; only speed changes.
     ``accepted``: PyPTO compile keywords with no effect here, recorded in the manifest.
     """
+    __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if config is None:
         config = RunConfig()
     out = Path(output_dir) if output_dir is not None else _scratch_dir()

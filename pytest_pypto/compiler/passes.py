@@ -65,6 +65,9 @@ class PassContext:
     def facts(self, fn_name: str) -> KernelFacts:
         return self.kernels.setdefault(fn_name, KernelFacts())
 
+    def __repr__(self) -> str:  # short: tracebacks and --showlocals print it
+        return f"<PassContext {self.arch.name}: {len(self.kernels)} kernels decided>"
+
     def source_line(self, span: n.Span | None) -> str | None:
         if span is None or not self.source_lines or not 0 < span.line <= len(self.source_lines):
             return None

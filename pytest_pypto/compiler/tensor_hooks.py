@@ -398,5 +398,4 @@ def lower_create_l1(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec
 
 
 # The tail ops' lowerings register themselves in HOOKS on import.
-from pytest_pypto.compiler import tensor_tail_hooks  # noqa: E402,F401
-from pytest_pypto.compiler import gather_tail_hooks  # noqa: E402,F401
+from pytest_pypto.compiler import gather_tail_hooks, tensor_tail_hooks  # noqa: E402,F401

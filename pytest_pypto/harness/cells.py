@@ -4,7 +4,8 @@ A test that requests a platform-bound fixture gets one item per requested cell
 (id = platform string).  Markers narrow the cells a test makes sense on; a cell
 outside them is skipped with a reason that says which marker and why, never
 silently deselected.  Onboard cells also skip when this host has no NPU or no
-onboard runtime.
+onboard runtime (never under ``--pypto-codegen-only``, which runs nothing: there the
+session's ``onboard_missing`` is None).
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ MARKERS: tuple[tuple[str, str], ...] = (
         "PyPTO migration alias: the platform strings the test supports "
         f"({', '.join(PLATFORMS)}); other cells are skipped",
     ),
+    (
+        "pypto_requires(specifier)",
+        "a PEP 440 version specifier (e.g. '>=0.4,<0.6') the cell's runtime must satisfy; "
+        "cells whose runtime version does not are skipped",
+    ),
+    (
+        "pypto_isolate",
+        "on sim cells, run this test's kernels in a child process (runtime 'isolated'): "
+        "a crash or hang fails only this test (--pypto-isolate for one test)",
+    ),
 )
 
 __all__ = [
@@ -59,6 +70,8 @@ __all__ = [
     "constraints_of",
     "item_skip_reason",
     "needs_cells",
+    "requires_of",
+    "requires_skip_reason",
     "skip_reason",
 ]
 
@@ -156,6 +169,43 @@ def constraints_of(node: object) -> Constraints:
         onboard=onboard,
         sim=sim,
     )
+
+
+def requires_of(node: object) -> Any:
+    """The `SpecifierSet` of a test's ``pypto_requires`` markers (stacked ones
+    intersect), None without one; ValueError explains a bad specifier."""
+    marks = list(node.iter_markers("pypto_requires"))  # type: ignore[attr-defined]
+    if not marks:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    combined = SpecifierSet()
+    for mark in marks:
+        if len(mark.args) != 1 or not isinstance(mark.args[0], str) or mark.kwargs:
+            raise ValueError(
+                "@pytest.mark.pypto_requires takes one version specifier string, "
+                "e.g. pypto_requires('>=0.4,<0.6')"
+            )
+        try:
+            combined &= SpecifierSet(mark.args[0])
+        except InvalidSpecifier:
+            raise ValueError(
+                f"@pytest.mark.pypto_requires({mark.args[0]!r}): not a PEP 440 version "
+                f"specifier; write e.g. '>=0.4,<0.6' or '==1.2.*'"
+            ) from None
+    return combined
+
+
+def requires_skip_reason(node: object, runtime: str, version: str, cell: str) -> str | None:
+    """Why ``pypto_requires`` rules out a cell whose runtime is ``runtime`` ``version``
+    (the specifiers as the test spells them)."""
+    specifier = requires_of(node)
+    if specifier is None or specifier.contains(version, prereleases=True):
+        return None
+    spelled = ", ".join(
+        f"pypto_requires({m.args[0]!r})" for m in node.iter_markers("pypto_requires")  # type: ignore[attr-defined]
+    )
+    return f"cell {cell} runs on runtime {runtime} {version}, which does not satisfy {spelled}"
 
 
 def marker_skip_reason(constraints: Constraints, cell: str) -> str | None:

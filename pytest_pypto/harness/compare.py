@@ -27,7 +27,11 @@ don't-care: any actual value passes there.
 A failure raises `MismatchError` (an ``AssertionError``) whose text names the output,
 the mismatched count and percent, the greatest absolute and relative differences
 with their index and the difference allowed there, the first mismatching elements,
-and the caller's context lines (platform, seed, a command that reproduces it).
+and the caller's context lines (platform, seed, a command that reproduces it).  NaN
+and infinities in the actual output are counted apart (the greatest differences then
+measure the finite elements), and elements that still hold the simulator's poison
+pattern for never-written memory are counted as never written, with a hint.  Inside
+a pytest-pypto test the plugin appends the test's platform, seed and repro command.
 """
 
 from __future__ import annotations
@@ -104,6 +108,10 @@ class OutputMismatch(NamedTuple):
     max_rel: Extreme | None
     first: tuple[tuple[tuple[int, ...], Any, Any, float], ...]  # index, actual, expected, diff
     shape_error: str | None = None
+    nan: int = 0  # mismatching elements whose actual value is NaN
+    inf: int = 0  # ... is an infinity
+    poisoned: int = 0  # ... still holds the simulator's never-written pattern
+    first_poisoned: tuple[int, ...] | None = None  # index of the first of those
 
     @property
     def percent(self) -> float:
@@ -118,17 +126,41 @@ class OutputMismatch(NamedTuple):
             f"({_pct(self.percent)}); {self.dtype}, rtol={_num(self.rtol)}, "
             f"atol={_num(self.atol)}"
         ]
+        among = " among finite elements" if self.nan or self.inf else ""
         for label, ext in (("absolute", self.max_abs), ("relative", self.max_rel)):
             if ext is not None:
                 out.append(
-                    f"  greatest {label} difference: {_num(ext.value)} at index "
+                    f"  greatest {label} difference{among}: {_num(ext.value)} at index "
                     f"{_idx(ext.index)} (allowed {_num(ext.allowed)})"
                 )
+        if self.max_abs is None and among:
+            out.append("  greatest difference: none to measure (no element is finite in both)")
+        out.extend(self._poison_lines())
         shown = len(self.first)
         which = f"first {shown} of {self.mismatched} " if shown < self.mismatched else ""
         out.append(f"  {which}mismatching elements (index: actual, expected, diff):")
         for index, actual, expected, diff in self.first:
             out.append(f"    {_idx(index)}: {_num(actual)}, {_num(expected)}, {_num(diff)}")
+        return out
+
+    def _poison_lines(self) -> list[str]:
+        """NaN / inf counts of the mismatches, and how many were never written."""
+        out = []
+        if self.nan or self.inf:
+            kinds = [f"{n} {what}" for n, what in ((self.nan, "NaN"), (self.inf, "inf")) if n]
+            out.append(
+                f"  not finite in the actual output: {' and '.join(kinds)} of the "
+                f"{self.mismatched} mismatching elements"
+            )
+        if self.poisoned:
+            out.append(
+                f"  never written: {self.poisoned} elements hold the simulator's poison "
+                f"pattern (memory no store reached, or values computed from it)"
+            )
+            where = ""
+            if self.first_poisoned is not None:
+                where = f" (first never-written element at index {_idx(self.first_poisoned)})"
+            out.append(f"  help: a store is missing or its offsets do not cover the tensor{where}")
         return out
 
 
@@ -152,6 +184,14 @@ class MismatchError(AssertionError):
     def with_context(self, context: Iterable[str]) -> MismatchError:
         """The same mismatches with more context lines appended."""
         return MismatchError(self.outputs, (*self.context, *context))
+
+    def add_context(self, context: Iterable[str]) -> None:
+        """Append the context lines this error lacks, in place (the plugin adds the
+        test's platform, seed and repro command to an error already raised)."""
+        new = tuple(line for line in context if line not in self.context)
+        if new:
+            self.context = (*self.context, *new)
+            self.args = (self.report(),)
 
 
 def _num(value: Any) -> str:
@@ -242,14 +282,50 @@ def find_mismatch(
         allowed = at + rt * np.abs(e64)
         rel = diff / np.abs(e64)
         allowed_rel = np.where(allowed == 0, 0.0, allowed / np.abs(e64))
-    max_abs = _extreme(diff, allowed)
-    max_rel = _extreme(rel, allowed_rel)
+        # NaN / inf in the actual output are counted apart; the greatest differences
+        # measure the finite part (a NaN difference would hide them).
+        a_finite = np.isfinite(a64)
+        diff_finite = np.where(a_finite, diff, np.nan)
+        rel_finite = np.where(a_finite, rel, np.nan)
+    max_abs = _extreme(diff_finite, allowed)
+    max_rel = _extreme(rel_finite, allowed_rel)
     flat = np.flatnonzero(bad)[:first]
     rows = []
     for f in flat:
         index = tuple(int(i) for i in np.unravel_index(f, a.shape)) if a.ndim else ()
         rows.append((index, a[index].item(), e[index].item(), float(diff[index])))
-    return OutputMismatch(name, mismatched, a.size, rt, at, dtype, max_abs, max_rel, tuple(rows))
+    nan = int((bad & np.isnan(a64)).sum())
+    inf = int((bad & np.isinf(a64)).sum())
+    poisoned_at = bad & _poisoned(a)
+    poisoned = int(poisoned_at.sum())
+    first_poisoned = None
+    if poisoned:
+        f = int(np.flatnonzero(poisoned_at)[0])
+        first_poisoned = tuple(int(i) for i in np.unravel_index(f, a.shape)) if a.ndim else ()
+    return OutputMismatch(
+        name, mismatched, a.size, rt, at, dtype, max_abs, max_rel, tuple(rows),
+        nan=nan, inf=inf, poisoned=poisoned, first_poisoned=first_poisoned,
+    )
+
+
+def _poisoned(a: np.ndarray) -> np.ndarray:
+    """Where ``a`` holds, bit for bit, the simulator's value for never-written memory
+    (`pytest_pypto.ir.values.poison_value`: a NaN for floats, 0xA5.. bytes for ints).
+
+    BOOL poison is ``True``, indistinguishable from data: never reported.  A dtype the
+    DSL does not store (float64 goldens) has no pattern.
+    """
+    from pytest_pypto.ir.dtypes import ALL_DTYPES
+    from pytest_pypto.ir.values import poison_value
+
+    dt = next(
+        (d for d in ALL_DTYPES if d.storage == a.dtype.name and d.kind != "bool"), None
+    )
+    if dt is None or a.dtype.itemsize not in (1, 2, 4, 8):
+        return np.zeros(a.shape, dtype=bool)
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    pattern = np.asarray(poison_value(dt), dtype=a.dtype).reshape(1).view(bits)[0]
+    return np.ascontiguousarray(a).view(bits) == pattern
 
 
 def _extreme(values: np.ndarray, allowed: np.ndarray) -> Extreme | None:

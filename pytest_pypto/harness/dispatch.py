@@ -1,16 +1,28 @@
-"""`pytest_pypto.run`: compile when needed, then dispatch on the simulator of the platform.
+"""`pytest_pypto.run`: compile when needed, then dispatch on the runtime of the cell.
 
 The harness sits above both the compiler and the runtime, so this is where a
-parsed program meets a `Worker`.  The compiler is imported lazily: dispatching an
-already compiled artifact never loads it.  A program passed again with the same
-compile options reuses its artifact (an in-process memo per program object), so
-calling ``run`` in a loop compiles once.
+parsed program meets a `Runtime`, chosen by the registry
+(`pytest_pypto.runtime.registry.runtime_for`) and nowhere else.  The compiler is
+imported lazily: dispatching an already compiled artifact never loads it.  A
+program passed again with the same compile options reuses its artifact (an
+in-process memo per program object), so calling ``run`` in a loop compiles once.
+A runtime that brings its own compiler (``compiles = True``) compiles the program
+instead.
+
+On a platform that executes on an NPU, the device is leased exactly around the
+runtime's ``execute`` (unless ``config.device_id`` names one already), and an
+exception from the runtime that is not the toolchain's becomes a `DeviceFailure`
+naming the runtime, with the original as its cause.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import os
 import weakref
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.config import RunConfig
@@ -19,10 +31,9 @@ from pytest_pypto.ir.artifact import CompiledProgram
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_pypto.runtime.worker import SimRun, Worker
 
-__all__ = ["run", "worker_for"]
+__all__ = ["execute", "run", "worker_for"]
 
 _DEFAULT = RunConfig()
-_workers: dict[str, Worker] = {}
 _compiled: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledProgram]] = (
     weakref.WeakKeyDictionary()
 )
@@ -44,38 +55,132 @@ def _compile(program: Any, config: RunConfig) -> CompiledProgram:
 
 
 def worker_for(platform: str) -> Worker:
-    """The process-wide `Worker` of a platform (raises for onboard platforms)."""
-    worker = _workers.get(platform)
-    if worker is None:
-        from pytest_pypto.runtime.worker import Worker
+    """The process-wide `Worker` of a sim platform: the ``sim`` runtime's (raises
+    `OnboardExecutionError` for onboard platforms)."""
+    from pytest_pypto.runtime.registry import RuntimeSelectionError, default_registry
 
-        worker = _workers[platform] = Worker(platform=platform)
-    return worker
+    try:
+        sim = default_registry().get("sim")
+    except RuntimeSelectionError:  # unusable as registered: a private one still works
+        sim = _private_sim()
+    return sim.worker(platform)
+
+
+@functools.lru_cache(maxsize=1)
+def _private_sim() -> Any:
+    from pytest_pypto.runtime.simulator import SimRuntime
+
+    return SimRuntime()
 
 
 def run(
     program_or_compiled: Any, *arrays: Any, config: RunConfig = _DEFAULT,
-    outputs_in: bool = False,
+    outputs_in: bool = False, lease: Callable[[], Any] | None = None,
 ) -> SimRun | CompiledProgram:
     """Run a kernel program on ``config.platform`` with ``arrays`` bound to the entry's params.
 
     ``program_or_compiled`` is a parsed program (``@pl.program``; compiled here with
     ``config``), a `CompiledProgram`, or an artifact directory.  Out/InOut arrays
-    (numpy arrays or CPU torch tensors) receive the results in place; the returned `SimRun` also holds them by name, the
-    executed task graph and the path of its ``deps.json``.  ``outputs_in``: pure Out
+    (numpy arrays or CPU torch tensors) receive the results in place; the runtime's
+    returned `Execution` (on sim, a `SimRun`) also holds them by name, the executed task
+    graph and (`SimRun`) the path of its ``deps.json``.  ``outputs_in``: pure Out
     arrays start with the caller's data instead of poison (PyPTO's cases).  With
-    ``config.codegen_only`` nothing is dispatched and the `CompiledProgram` is returned.
+    ``config.codegen_only`` nothing is dispatched and the `CompiledProgram` is returned;
+    inside a test of a ``--pypto-codegen-only`` session the call skips the test instead.
+    The runtime is the registry's choice for the cell (``config.runtime`` names one);
+    with none usable the program is still compiled (its errors come first), then a
+    `DeviceFailure` says which runtimes exist.  ``lease``: how the pytest runner leases
+    a device (a context-manager factory yielding its id; default: any visible NPU).
     """
+    runtime: Any = None
+    unusable: Exception | None = None
+    from pytest_pypto.harness.codegen_only import gate_on, held
+
+    if not (config.codegen_only or gate_on()):  # codegen-only never looks a runtime up
+        from pytest_pypto.runtime.registry import runtime_for
+
+        try:
+            runtime = runtime_for(config)
+        except Exception as exc:  # noqa: BLE001  (raised after the compile checks)
+            unusable = exc
     if isinstance(program_or_compiled, (CompiledProgram, str, os.PathLike)):
         compiled = program_or_compiled
+    elif runtime is not None and getattr(runtime, "compiles", False):
+        compiled = runtime.compile(program_or_compiled, config)
     else:
         compiled = _compile(program_or_compiled, config)
-    if config.codegen_only:
+    if held(compiled, config):  # --pypto-codegen-only: inside a test, a skip here
         if not isinstance(compiled, CompiledProgram):
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
         return compiled
+    if unusable is not None:
+        raise unusable
     arrays = tuple(_at_boundary(a) for a in arrays)
-    return worker_for(config.platform).run(compiled, *arrays, config=config, outputs_in=outputs_in)
+    return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+
+
+def execute(
+    runtime: Any,
+    compiled: Any,
+    arrays: Sequence[Any],
+    *,
+    config: RunConfig,
+    outputs_in: bool = False,
+    lease: Callable[[], Any] | None = None,
+) -> Any:
+    """``runtime.execute`` with the device leased around it where the platform has one
+    (module docstring); returns the runtime's `Execution`."""
+    if config.device_id is not None or not _on_device(config):
+        return _call(runtime, compiled, arrays, config, outputs_in, config.device_id)
+    with (lease or functools.partial(_any_device, config))() as device:
+        leased = dataclasses.replace(config, device_id=device)
+        return _call(runtime, compiled, arrays, leased, outputs_in, device)
+
+
+def _call(
+    runtime: Any, compiled: Any, arrays: Sequence[Any], config: RunConfig, outputs_in: bool,
+    device: int | None,
+) -> Any:
+    __tracebackhide__ = True
+    try:
+        return runtime.execute(
+            compiled, tuple(arrays), config=config, outputs_in=outputs_in, device=device
+        )
+    except Exception as exc:
+        from pytest_pypto.ir.errors import PyptoError
+
+        if isinstance(exc, PyptoError) or not _on_device(config):
+            raise  # the toolchain's own errors carry their class; the simulator's tracebacks help
+        from pytest_pypto.runtime.protocol import DeviceFailure
+
+        name = getattr(runtime, "name", type(runtime).__name__)
+        where = config.platform if device is None else f"{config.platform} (device {device})"
+        raise DeviceFailure(
+            f"runtime '{name}' failed on {where}: {type(exc).__name__}: {exc}", runtime=name
+        ) from exc
+
+
+def _on_device(config: RunConfig) -> bool:
+    """Whether the cell executes on an NPU (onboard platforms), which is then leased."""
+    from pytest_pypto.arch import ExecutionMode
+
+    return config.execution_mode is ExecutionMode.ONBOARD
+
+
+@contextlib.contextmanager
+def _any_device(config: RunConfig) -> Any:
+    """Lease any visible NPU (outside the pytest runner, which brings its own lease)."""
+    from pytest_pypto.runtime.devices import DeviceLease, discover_npus
+    from pytest_pypto.runtime.protocol import DeviceFailure
+
+    devices = discover_npus()
+    if not devices:
+        raise DeviceFailure(
+            f"cannot run on {config.platform}: no NPU visible to lease (no /dev/davinci<N>; "
+            f"PYPTO_DEV_ROOT and ASCEND_RT_VISIBLE_DEVICES narrow them)"
+        )
+    with DeviceLease.acquire(devices) as held_lease:
+        yield held_lease.device_id
 
 
 def _at_boundary(value: Any) -> Any:

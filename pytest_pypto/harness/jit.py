@@ -15,7 +15,9 @@ PyPTO's call conventions on the simulator:
 * **Out tensors start as the caller's data**, as device buffers do in PyPTO's
   in-place calls (an atomic-add store accumulates onto it); under `pypto_runner`
   a pure Out starts poisoned instead (DSL.md §1.5).
-* ``--pypto-codegen-only``: compiled, not run (returns None).
+* ``--pypto-codegen-only``: compiled, not run: inside a test the call ends it as a
+  skip naming the program and cell (harness/codegen_only.py); outside a test, and for
+  ``RunConfig(codegen_only=True)``, it returns None.
 
 Importing this module registers the launcher; the plugin binds the running pytest
 session (`bind_session`) so compiles share its cache.  Standard library only at
@@ -29,7 +31,7 @@ from typing import Any
 
 from pytest_pypto.ir import launch
 
-__all__ = ["HarnessLauncher", "bind_session", "unbind_session"]
+__all__ = ["HarnessLauncher", "bind_session", "current_session", "unbind_session"]
 
 # The running pytest sessions' configs, innermost last (pytester runs sessions in-process).
 _sessions: list[Any] = []
@@ -48,6 +50,11 @@ def unbind_session(pconfig: Any) -> None:
 
 def _current() -> Any:
     return _sessions[-1] if _sessions else None
+
+
+def current_session() -> Any:
+    """The innermost running pytest session's config (None outside pytest)."""
+    return _current()
 
 
 class HarnessLauncher:
@@ -95,6 +102,9 @@ class HarnessLauncher:
 
     def compile(self, program: Any, config: Any) -> Any:
         compiled = self._cache().compile(program, config)
+        from pytest_pypto.harness.codegen_only import note_compiled
+
+        note_compiled(compiled)
         if config.save_kernels_dir:
             from pytest_pypto.harness.runner import copy_artifact
 
@@ -108,14 +118,15 @@ class HarnessLauncher:
 
         run_config = RunConfig(platform=compiled.platform) if config is None else self.config(config)
         full, outputs = coerce_args(compiled, args)
-        if run_config.codegen_only:
+        from pytest_pypto.harness.codegen_only import held
+
+        if held(compiled, run_config):  # under --pypto-codegen-only a test skips here
             return None
-        from pytest_pypto.harness.dispatch import worker_for
+        from pytest_pypto.harness.dispatch import run as dispatch
         from pytest_pypto.harness.tensors import is_torch, torch_view
 
         arrays = [torch_view(a) if is_torch(a) else a for a in full]
-        worker_for(run_config.platform).run(compiled, *arrays, config=run_config,
-                                            outputs_in=True)
+        dispatch(compiled, *arrays, config=run_config, outputs_in=True)  # the cell's runtime
         return outputs
 
 

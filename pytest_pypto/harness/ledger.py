@@ -12,6 +12,10 @@ process) is reported by the controller itself, through ``pytest_handlecrashitem`
 with a report that carries no ``user_properties``: `Ledger.worker_crashed` labels it
 with the test's cell (from the test's earlier reports, else its node id's ``[...]``
 part) and the failure class ``worker-crash``, so it counts as failed for its cell.
+
+Under ``--pypto-codegen-only`` the ledger also counts the programs and kernels
+compiled per cell (`Ledger.add_compiled`, from every process: xdist workers ship
+theirs at session end), one line per cell, so a CI gate shows what it checked.
 """
 
 from __future__ import annotations
@@ -93,6 +97,33 @@ class Ledger:
     outcomes: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
     # node id -> cell, from every report that named it (a crash report names none)
     cells_by_nodeid: dict[str, str] = field(default_factory=dict)
+    # --pypto-codegen-only: cell -> {(program, digest): kernels}; None: not counted
+    compiled: dict[str, dict[tuple[str, str], int]] | None = None
+
+    def add_compiled(self, entries: Iterable[Sequence[Any]]) -> None:
+        """Count compiled programs, ``[platform, program, digest, kernels]`` each (see
+        ``harness/codegen_only.py``); the same program on a cell counts once."""
+        if self.compiled is None:
+            self.compiled = {}
+        for platform, program, digest, kernels in entries:
+            self.compiled.setdefault(str(platform), {})[(str(program), str(digest))] = int(kernels)
+
+    def compiled_lines(self, requested: Iterable[str] = ()) -> list[str]:
+        """Per cell, ``a5: 3 kernels compiled (2 programs), 0 run`` (none when not
+        counting)."""
+        if self.compiled is None:
+            return []
+        cells = self.cells(requested)
+        cells += [c for c in self.compiled if c not in cells]
+        lines = []
+        for cell in cells:
+            programs = self.compiled.get(cell, {})
+            kernels = sum(programs.values())
+            lines.append(
+                f"{cell}: {_plural(kernels, 'kernel')} compiled "
+                f"({_plural(len(programs), 'program')}), 0 run (--pypto-codegen-only)"
+            )
+        return lines
 
     def worker_crashed(self, report: Any) -> None:
         """Label xdist's report of a test whose worker died (``pytest_handlecrashitem``)
@@ -167,8 +198,10 @@ class Ledger:
         return sum(counts[o] for o in EXECUTED)
 
     def unmet(self, required: Sequence[str]) -> list[str]:
-        """Required cells that executed no test."""
-        return [cell for cell in required if not self.executed(cell)]
+        """Required cells that executed no test (under --pypto-codegen-only: that
+        compiled no kernel either, since nothing executes there)."""
+        compiled = self.compiled or {}
+        return [cell for cell in required if not self.executed(cell) and not compiled.get(cell)]
 
     def table(self, requested: Iterable[str] = ()) -> list[str]:
         """The ledger as text lines: a cell x outcome table, then per cell its failures
@@ -188,7 +221,11 @@ class Ledger:
             ):
                 for detail, n in sorted(details.items(), key=lambda kv: (-kv[1], kv[0])):
                     lines.append(f"{cell}: {n} {outcome}: {detail}")
-        return lines
+        return lines + self.compiled_lines(requested)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def unmet_lines(unmet: Sequence[str], requested: Iterable[str]) -> list[str]:

@@ -83,6 +83,25 @@ def parse_path(raw: str) -> str:
     return text
 
 
+def parse_timeout(raw: str) -> float:
+    """Seconds (a positive number) a kernel run may take before it fails."""
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ValueError("not a number of seconds") from None
+    if not value > 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def parse_name(raw: str) -> str:
+    """A runtime name (an entry point of the group ``pytest_pypto.runtimes``)."""
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("empty name")
+    return text
+
+
 def parse_cells(raw: str) -> tuple[str, ...]:
     """A comma list of platform strings (cells)."""
     parts = _split(raw)
@@ -225,6 +244,59 @@ OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option(
+        "shuffle",
+        "SEED",
+        "shuffle the order of ready tasks with this seed (exposes missing dependencies)",
+        parse=parse_seed,
+        choices="a non-negative integer",
+    ),
+    Option(
+        "strict-war",
+        "",
+        "fail a run that has write-after-read hazards the device does not order",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "precise",
+        "",
+        "compute every op in FP32 without per-op rounding (rounding loss vs a wrong algorithm)",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "timeout",
+        "SECONDS",
+        "fail a kernel run that takes longer than this",
+        parse=parse_timeout,
+        choices="a positive number of seconds",
+    ),
+    Option(
+        "trace",
+        "",
+        "write a Chrome/Perfetto trace of each run's schedule into the kept artifact",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "isolate",
+        "",
+        "run kernels in a child process (a crash or hang fails only that test)",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "runtime",
+        "NAME",
+        "the runtime that executes kernels (default: the first installed one serving the cell)",
+        parse=parse_name,
+        choices="the name of an installed runtime (entry-point group pytest_pypto.runtimes)",
+    ),
+    Option(
         "require",
         "CELLS",
         "fail the session if a listed cell executed no test",
@@ -249,6 +321,13 @@ class Settings(NamedTuple):
     cache_dir: str | None = None
     no_cache: bool = False
     alias: bool = False
+    shuffle: int | None = None
+    strict_war: bool = False
+    precise: bool = False
+    timeout: float | None = None
+    trace: bool = False
+    isolate: bool = False
+    runtime: str | None = None
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -313,6 +392,13 @@ def _raw(
     if ini:
         return ini, f"ini key {opt.ini}"
     return opt.default, "the default"
+
+
+def source_of(config: pytest.Config, name: str, env: Mapping[str, str] | None = None) -> str:
+    """Where option ``name``'s value came from ("the command line", "ini key ...", ...),
+    for messages about a value that parsed but cannot be used (harness/paths.py)."""
+    opt = next(o for o in OPTIONS if o.name == name)
+    return _raw(config, opt, os.environ if env is None else env)[1]
 
 
 def early_switch(config: pytest.Config, name: str, env: Mapping[str, str] | None = None) -> bool:

@@ -1,7 +1,8 @@
 """The `pypto_runner` fixture's object: compile, run and check on the item's cell.
 
-Onboard cells are skipped before a runner exists, so a runner always dispatches on
-the simulator.  Every failure carries a failure class (``compile-error``,
+A runner dispatches on its cell's runtime (the registry's choice: the simulator on
+sim cells, an installed onboard runtime on onboard cells, which are skipped before a
+runner exists when none is usable).  Every failure carries a failure class (``compile-error``,
 ``runtime-error``, ``device-error``, ``mismatch``) as ``exc.failure_class``; the
 plugin copies it into the test's ``user_properties`` (hence junitxml).  ``check``
 failures also name the platform, the seed and a command that reproduces them.
@@ -9,7 +10,10 @@ failures also name the platform, the seed and a command that reproduces them.
 Compiles go through the compile cache (harness/cache.py); where output goes
 (``config.save_kernels_dir``) is applied after every compile, hit or miss.  A failing
 ``check`` keeps its artifact with the inputs, expected and actual outputs as ``.npy``
-files in ``keep_dir`` and names that directory in its report.
+files in ``keep_dir`` and names that directory in its report.  A kept failure also
+holds the last run's task graph (``deps.json``) and its schedule (``trace.json``,
+``schedule.png`` with matplotlib): a failed run's note names them there, not in the
+simulator's temporary run directory.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ class Runner:
         self.keep_dir = Path(keep_dir) if keep_dir is not None else None
         self.last_compiled: Any = None  # the artifact a failure keeps
         self.kept: Path | None = None  # where it was kept
+        self.keep_error: str | None = None  # why it could not be kept
         self._last_arrays: Sequence[Any] = ()
+        self._last_record: Any = None  # the last run's deps.json record (or its builder)
         # Onboard: a context manager factory leasing a device (yields its id) held only
         # while a kernel executes (PLUGIN.md §9); compiles happen outside it.
         self._lease = lease
@@ -94,6 +100,9 @@ class Runner:
         with _classified("compile-error"):
             compiled = self.cache.compile(program, self.config, specs=specs)
         self.last_compiled = compiled
+        from pytest_pypto.harness.codegen_only import note_compiled
+
+        note_compiled(compiled)  # the coverage ledger's count under --pypto-codegen-only
         if self.config.save_kernels_dir:
             copy_artifact(compiled.artifact_dir, Path(self.config.save_kernels_dir))
         return compiled
@@ -106,9 +115,10 @@ class Runner:
 
         Without arrays, the arguments of the last `run` are kept as ``arguments/``.
         Returns the directory (None when nothing was compiled or there is nowhere to
-        keep it); keeping twice is a no-op.
+        keep it); keeping twice is a no-op.  A directory that cannot be written leaves
+        the failure as it is: why is in ``keep_error`` (the report names it).
         """
-        if self.kept is not None:
+        if self.kept is not None or self.keep_error is not None:
             return self.kept
         if self.last_compiled is None:
             return None
@@ -116,18 +126,25 @@ class Runner:
         if target is None:
             return None
         target = Path(target)
-        copy_artifact(self.last_compiled.artifact_dir, target)
-        if arrays is None:
-            arrays = {"arguments": _named_args(self.last_compiled, self._last_arrays)}
-        _save_arrays(target, arrays)
+        try:
+            copy_artifact(self.last_compiled.artifact_dir, target)
+            if arrays is None:
+                arrays = {"arguments": _named_args(self.last_compiled, self._last_arrays)}
+            _save_arrays(target, arrays)
+            self._keep_run_record(target)
+        except OSError as exc:
+            self.keep_error = f"{target}: {type(exc).__name__}: {exc}"
+            return None
         self.kept = target.resolve()
         return self.kept
 
     def run(self, program: Any, *arrays: Any, outputs_in: bool = False) -> Any:
         """Run ``program`` (or a `CompiledProgram`) with ``arrays`` on this cell's simulator.
 
-        Returns the simulator's `SimRun` (outputs written in place), or the
-        `CompiledProgram` under ``--pypto-codegen-only``.  Given a `PTOTestCase`,
+        Returns the simulator's `SimRun` (outputs written in place).  Under
+        ``--pypto-codegen-only`` nothing runs: inside a test this call ends it as a skip
+        naming the program and cell (harness/codegen_only.py); elsewhere it returns the
+        `CompiledProgram`.  Given a `PTOTestCase`,
         returns its `RunResult` instead of raising.  ``outputs_in``: pure Out arrays
         are copied in (their data is the buffer's start) instead of poisoned.
         """
@@ -139,30 +156,85 @@ class Runner:
                 raise TypeError("run(case) takes no arrays: the case defines its tensors")
             return self.run_case(program)
         compiled = program
-        if not _is_compiled(program):
+        if not _is_compiled(program) and not self._runtime_compiles():
             compiled = self.compile(program)
-        if self.config.codegen_only:
+        from pytest_pypto.harness.codegen_only import held
+
+        if held(compiled, self.config):  # --pypto-codegen-only: the test skips here
             return compiled
         from pytest_pypto.harness.dispatch import run as dispatch
 
+        dispatch = self._recording(dispatch)  # the run's task graph, kept if the test fails
         self._last_arrays = arrays
-        if self._lease is None or self.config.device_id is not None:
-            with _classified("runtime-error"):
-                return dispatch(compiled, *arrays, config=self.config, outputs_in=outputs_in)
-        import dataclasses
+        with _classified("runtime-error"):
+            # Onboard, the device is leased only around the runtime's execute (dispatch.py).
+            return dispatch(
+                compiled, *arrays, config=self.config, outputs_in=outputs_in, lease=self._lease
+            )
 
-        with self._lease() as device, _classified("runtime-error"):
-            config = dataclasses.replace(self.config, device_id=device)
-            return dispatch(compiled, *arrays, config=config, outputs_in=outputs_in)
+    def _runtime_compiles(self) -> bool:
+        """Whether the cell's runtime brings its own compiler (``compiles``): `run` then
+        hands it the program.  False under codegen-only (no runtime is looked up) and when
+        no runtime is usable (the dispatch says why)."""
+        if self.config.codegen_only:
+            return False
+        from pytest_pypto.runtime.registry import runtime_for
+
+        try:
+            return bool(getattr(runtime_for(self.config), "compiles", False))
+        except Exception:  # noqa: BLE001  (reported by the dispatch)
+            return False
+
+    def _recording(self, dispatch: Callable[..., Any]) -> Callable[..., Any]:
+        """``dispatch`` remembering the record (deps.json content) of the run it makes, or
+        of the run that failed; a failure's note then names where the test keeps it."""
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            self._last_record = None
+            try:
+                result = dispatch(*args, **kwargs)
+            except Exception as exc:
+                self._last_record = getattr(exc, "run_record", None)
+                _point_notes_at_kept(exc, self.config.save_kernels_dir or self.keep_dir)
+                raise
+            self._last_record = _record_of(result)
+            return result
+
+        return recorded
+
+    def forget_run(self) -> None:
+        """Drop the last run's task graph (called once the test's report is made)."""
+        self._last_record = None
+
+    def _keep_run_record(self, target: Path) -> None:
+        """The last run's deps.json and its schedule (trace.json, schedule.png) in ``target``."""
+        record = self._last_record
+        if callable(record):  # a successful run: its record is built on demand
+            record = record()
+        if not isinstance(record, dict):
+            return
+        import json
+
+        from pytest_pypto.runtime.trace import write_trace
+
+        (target / "deps.json").write_text(json.dumps(record))
+        write_trace(record, target)
 
     def check(self, case: Any) -> Any:
         """Build the case's inputs, run, compare every output; raise with the full report.
 
-        Returns the `RunResult` when every output matches (under codegen-only: once
-        the program compiled).
+        Returns the `RunResult` when every output matches.  Under
+        ``--pypto-codegen-only`` the test skips once the program compiled (outside a
+        test: the `RunResult`, with no outputs).
         """
         __tracebackhide__ = True
-        return self._execute(case)
+        result = self._execute(case)
+        if self.config.codegen_only and self.last_compiled is not None:
+            from pytest_pypto.harness.codegen_only import held
+
+            held(self.last_compiled, self.config)  # a skip inside a test
+        return result
 
     def run_case(self, case: Any) -> Any:
         """Like `check`, but failures come back in the `RunResult` instead of raising."""
@@ -192,7 +264,7 @@ class Runner:
         program = case.get_program()
         started = time.perf_counter()
         try:
-            compiled = self.compile(program, specs=specs)
+            compiled = program if self._runtime_compiles() else self.compile(program, specs=specs)
         except Exception as exc:
             _add_context(exc, self.context)
             raise
@@ -244,6 +316,46 @@ def copy_artifact(artifact: Path, target: Path) -> None:
 
 def _kept_line(kept: Path | None) -> tuple[str, ...]:
     return (f"artifacts kept in: {kept}",) if kept is not None else ()
+
+
+def _record_of(execution: Any) -> Any:
+    """A callable building the run's deps.json record (None when the runtime has none)."""
+    if getattr(type(execution), "record", None) is None:  # a class attribute: not built here
+        return None
+    return lambda: getattr(execution, "record", None)
+
+
+def schedule_note(where: Path) -> str:
+    """Where a failing test keeps its run's task graph and schedule picture."""
+    import importlib.util
+
+    note = (
+        f"task graph: {where / 'deps.json'}; schedule: {where / 'trace.json'} "
+        "(open in ui.perfetto.dev)"
+    )
+    if importlib.util.find_spec("matplotlib") is None:
+        from pytest_pypto.runtime.trace import PNG_HINT
+
+        note += f"; {PNG_HINT}"
+    else:
+        note += f", {where / 'schedule.png'}"
+    return note
+
+
+def _point_notes_at_kept(exc: BaseException, target: Any) -> None:
+    """A failed run's note names its deps.json in a temporary run directory, removed at
+    exit: point it at the test's kept directory, where `keep_failure` writes it."""
+    deps = getattr(exc, "deps_path", None)
+    notes = getattr(exc, "notes", None)
+    if deps is None or target is None or not isinstance(notes, tuple):
+        return
+    target = Path(target).resolve()
+    if target in Path(deps).resolve().parents:
+        return  # already written under the kept directory (--pypto-save-kernels, --pypto-trace)
+    old = f"graph: {deps}"
+    exc.notes = tuple(  # type: ignore[attr-defined]
+        n.replace(old, schedule_note(target)) if old in n else n for n in notes
+    )
 
 
 def _named_args(compiled: Any, arrays: Sequence[Any]) -> dict[str, Any]:

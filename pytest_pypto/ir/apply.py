@@ -10,21 +10,35 @@ Speed matters (the simulator must stay within a small factor of plain numpy), so
 the fast path makes no copies beyond numpy's own result arrays: no widening copy
 for FP32/INT64, no narrowing copy when the dtype already matches, no poison fill
 when the result covers the whole tile.
+
+Precise mode (``RunConfig.precise``, ``--pypto-precise``): `PRECISE` is set by the
+simulator around a run (a context variable, like `values.UNINITIALIZED`, so nothing
+stays set after it).  While it is true, `place` keeps a float result whose dtype is
+narrower than FP32 in FP32 storage instead of rounding it, so a chain of BF16/FP16
+ops runs without per-op rounding; the tile keeps its dtype (its label) and the one
+rounding happens where data leaves the kernel (a store into the tensor, which
+converts to the tensor's dtype).  Explicit `pl.cast` conversions still round: they
+are the program's own choice.  `nominal` narrows such a tile for the ops that read
+its storage bit by bit.
 """
 
 from __future__ import annotations
 
+import contextvars
 import math
 from typing import Any
 
 import numpy as np
 
-from pytest_pypto.ir.dtypes import ALL_DTYPES, DataType
+from pytest_pypto.ir.dtypes import ALL_DTYPES, FP32, DataType
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue, new_buffer, widen
 
 _BY_NUMPY: dict[Any, DataType] = {}
+
+# True while a precise run executes (set and reset by the simulator's Worker).
+PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("pypto_precise", default=False)
 
 
 def dtype_of(array: np.ndarray) -> DataType:
@@ -122,9 +136,17 @@ def _joint_views(tiles: list[TileValue]) -> list[np.ndarray]:
     return views
 
 
+def _low_float(dtype: DataType) -> bool:
+    return dtype.is_float and dtype.bits < 32
+
+
 def place(wide: Any, out: TileType, inputs: tuple[Any, ...] = ()) -> TileValue:
-    """Round ``wide`` once to ``out.dtype`` and put it at the origin of a fresh tile buffer."""
-    narrowed = convert_array(wide, out.dtype)
+    """Round ``wide`` once to ``out.dtype`` and put it at the origin of a fresh tile buffer
+    (under `PRECISE`, a float result narrower than FP32 stays in FP32 storage)."""
+    storage = out.dtype
+    if _low_float(storage) and PRECISE.get():
+        storage = FP32
+    narrowed = convert_array(wide, storage)
     # A result that owns its memory is fresh (numpy made it); anything else may alias an input.
     if narrowed.base is not None or not narrowed.flags.writeable:
         if not narrowed.flags.writeable or any(
@@ -137,9 +159,22 @@ def place(wide: Any, out: TileType, inputs: tuple[Any, ...] = ()) -> TileValue:
     else:
         if len(valid) != len(out.shape) or any(v > s for v, s in zip(valid, out.shape)):
             raise ValueError(f"result region {valid} does not fit the tile shape {out.shape}")
-        data = new_buffer(tuple(out.shape), out.dtype, out.pad)
+        data = new_buffer(tuple(out.shape), storage, out.pad)
         data[tuple(slice(0, v) for v in valid)] = narrowed
     return TileValue(data, valid, out.dtype, out.space or "Vec", out.pad)
+
+
+def nominal(value: Any) -> Any:
+    """``value`` with its buffer in its dtype's own storage: a precise-mode tile held in
+    FP32 is rounded once to its dtype (a copy); anything else is returned as is."""
+    if not isinstance(value, TileValue):
+        return value
+    target = value.dtype.np if value.dtype.storage is not None else None
+    if target is None or value.data.dtype == target:
+        return value
+    return TileValue(
+        convert_array(value.data, value.dtype), value.valid, value.dtype, value.space, value.pad
+    )
 
 
 def _full(t: TileValue) -> bool:
@@ -165,13 +200,17 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
     else:
         views = iter([t.valid_view() for t in tiles])
     args = []
+    scalar_dtype = None
     for op in operands:
         if isinstance(op, TileValue):
             args.append(widen(next(views), op.dtype))
         elif op is None or isinstance(op, np.ndarray):
             args.append(op)
         else:
-            args.append(scalar_to_dtype(op, lead_dtype))
+            if scalar_dtype is None:  # precise: a scalar is not rounded to a narrow tile dtype
+                low = _low_float(lead_dtype) and PRECISE.get()
+                scalar_dtype = FP32 if low else lead_dtype
+            args.append(scalar_to_dtype(op, scalar_dtype))
     with np.errstate(all="ignore"):
         wide = spec.compute(*args, **attrs)
     if out is None:

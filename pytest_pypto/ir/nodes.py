@@ -267,6 +267,9 @@ class Function(Node):
     strict_ssa: bool = False
     unsupported: Unsupported | None = None
 
+    def __repr__(self) -> str:  # short: tracebacks and --showlocals print it
+        return f"<Function {self.name} ({self.kind}): {len(self.params)} params>"
+
 
 @dataclass(eq=False)
 class Program(Node):
@@ -277,3 +280,8 @@ class Program(Node):
     file: str
     span: Span | None = None
     source_lines: tuple[str, ...] = ()  # the whole file, for diagnostics' snippets
+
+    def __repr__(self) -> str:  # short: the dataclass repr would print the whole file
+        count = len(self.functions)
+        names = ", ".join(self.functions)
+        return f"<Program {self.name}: {count} function{'s' if count != 1 else ''} ({names})>"

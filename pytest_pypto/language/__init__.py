@@ -37,6 +37,8 @@ from pytest_pypto.ir.dtypes import (
     DataType,
 )
 from pytest_pypto.ir.types import DynVar, MemorySpace
+from pytest_pypto.language.jit import InlineFunction, JITFunction, inline, jit
+from pytest_pypto.language.memref import MemRef, MemRefType
 from pytest_pypto.language.surface import (
     Array,
     AtomicType,
@@ -63,8 +65,6 @@ from pytest_pypto.language.surface import (
     split,
     spmd,
 )
-from pytest_pypto.language.jit import InlineFunction, JITFunction, inline, jit
-from pytest_pypto.language.memref import MemRef, MemRefType
 from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
 
 Mem = MemorySpace
@@ -94,6 +94,7 @@ def program(cls: type) -> Any:
     still imports, so one bad kernel fails its own tests, not the file's collection.
     Inside a function the error is raised here, where the caller can see it.
     """
+    __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     import sys
 
     from pytest_pypto.ir.errors import PyptoError

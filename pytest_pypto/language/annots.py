@@ -126,7 +126,88 @@ def _dims(ctx: FunctionContext, value: Any, node: ast.AST, *, static: bool) -> t
     return tuple(dims)
 
 
+def _is_dim(value: Any) -> bool:
+    """A single dimension as a shape list would hold it (an int, pl.dynamic, an int Scalar)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, DynVar)):
+        return True
+    return isinstance(value, Expr) and isinstance(value.type, ScalarType) \
+        and value.type.dtype.is_int
+
+
+def _written_items(ctx: FunctionContext, form: str, args: tuple[Any, ...], node: ast.AST
+                   ) -> tuple[str, list[str], ast.AST]:
+    """How the user spelled ``pl.<form>`` and each of its items, and the node to point at.
+
+    Read from the source when ``node`` (or the subscript inside pl.Out[...]) is the
+    literal annotation; else rendered from the evaluated values (an alias, a helper).
+    """
+    sub: ast.AST = node
+    while isinstance(sub, ast.Subscript):
+        head = ctx.text(sub.value)
+        if head.split(".")[-1] not in ("Out", "InOut"):  # pl.Tensor, or an alias of it
+            items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+            if len(items) == len(args):
+                return head, [ctx.text(i) for i in items], sub
+            break
+        sub = sub.slice
+    return f"pl.{form}", [_value_text(a) for a in args], node
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value_text(v) for v in value) + "]"
+    return repr(value)
+
+
+def _check_spelling(ctx: FunctionContext, form: str, args: tuple[Any, ...], node: ast.AST
+                    ) -> None:
+    """The usual misspellings of ``pl.Tensor[[shape], dtype]`` / ``pl.Tile[...]``, each
+    named with the annotation written right: shape not in a list, dtype first, no dtype."""
+    head, items, where = _written_items(ctx, form, args, node)
+    written = f"{head}[{', '.join(items)}]"
+    dtype_at = next((i for i, a in enumerate(args) if isinstance(a, DataType)), None)
+    dims_end = next((i for i, a in enumerate(args) if not _is_dim(a)), len(args))
+    example = "pl.FP32"
+    if dims_end > 0:  # pl.Tensor[M, N, pl.FP32]: the dims are separate arguments
+        rest = items[dims_end:] or [example]
+        fixed = f"{head}[[{', '.join(items[:dims_end])}], {', '.join(rest)}]"
+        what = "the shape must be a list" + ("" if dtype_at is not None else ", and a dtype follows")
+        raise ctx.error(
+            ParserTypeError,
+            f"{written}: {what}; written like this, every dimension is a separate argument",
+            where,
+            hint=f"write {fixed}" + ("" if dtype_at is not None else " (with the dtype you need)"),
+        )
+    if dtype_at == 0:  # pl.Tensor[pl.FP32, [M, N]]: dtype first
+        shape = [t for a, t in zip(args[1:], items[1:]) if isinstance(a, (list, tuple))]
+        dims = [t for a, t in zip(args[1:], items[1:]) if _is_dim(a)]
+        if shape:
+            fixed_shape = shape[0]
+        elif dims:
+            fixed_shape = f"[{', '.join(dims)}]"
+        else:
+            raise ctx.error(
+                ParserTypeError, f"{written} has no shape", where,
+                hint=f"write {head}[[M, N], {items[0]}] with the {form.lower()}'s dimensions",
+            )
+        extras = [t for a, t in zip(args[1:], items[1:])
+                  if not isinstance(a, (list, tuple)) and not _is_dim(a)]
+        fixed = f"{head}[{', '.join([fixed_shape, items[0], *extras])}]"
+        raise ctx.error(
+            ParserTypeError, f"{written}: the shape comes first, then the dtype", where,
+            hint=f"write {fixed}",
+        )
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):  # pl.Tensor[[M, N]]
+        raise ctx.error(
+            ParserTypeError, f"{written} has no dtype", where,
+            hint=f"write {head}[{items[0]}, {example}] (with the dtype you need)",
+        )
+
+
 def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TensorType:
+    _check_spelling(ctx, "Tensor", args, node)
     if len(args) < 2:
         raise ctx.error(ParserTypeError, "pl.Tensor needs [shape] and a dtype", node)
     for extra in args[2:]:
@@ -144,6 +225,7 @@ def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> Tenso
 
 
 def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileType:
+    _check_spelling(ctx, "Tile", args, node)
     if len(args) < 2:
         raise ctx.error(ParserTypeError, "pl.Tile needs [shape] and a dtype", node)
     space = None

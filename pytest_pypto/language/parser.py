@@ -14,6 +14,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, surface
+from pytest_pypto.language import annots, funcalls, surface
 from pytest_pypto.language.context import (
     FunctionContext,
     SourceMap,
@@ -29,7 +30,6 @@ from pytest_pypto.language.context import (
     all_bound_names,
 )
 from pytest_pypto.language.expressions import ExprParser
-from pytest_pypto.language import funcalls
 from pytest_pypto.language.funcalls import check_call
 from pytest_pypto.language.statements import BodyParser
 
@@ -61,6 +61,7 @@ def parse_program(
     when one file defines several classes with the same qualified name (inspect
     would always return the first).
     """
+    __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     found = _locate(cls, where)
     bound: dict[int, frozenset[str]] = {}
     if found is not None:
@@ -71,9 +72,22 @@ def parse_program(
         file, classdef, smap = _from_inspect(cls)
     parser = ProgramParser(smap, namespace, bound)
     functions = parser.parse(classdef)
-    return Program(
+    program = Program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
+    _NAMESPACES[program] = namespace
+    return program
+
+
+# The names a program's class saw when decorated (globals and the enclosing function's
+# locals), kept beside the IR, not in it (the compiler deep-copies programs): a runtime
+# that rebuilds the class with another `pl` (runtimes/pypto.py) re-executes it in them.
+_NAMESPACES: weakref.WeakKeyDictionary[Program, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def program_namespace(program: Program) -> dict[str, Any] | None:
+    """The namespace ``program``'s class was decorated in (None: not parsed from a class)."""
+    return _NAMESPACES.get(program)
 
 
 class _FileIndex:

@@ -211,13 +211,43 @@ class DslFunction:
         return f"pl.{self.name}"
 
 
+class _OpReference:
+    """`OpStub.__doc__`: the op's reference, rendered from its registry entries on first
+    access (language/opref.py), so importing `pl` renders nothing."""
+
+    def __init__(self, class_doc: str) -> None:
+        self.class_doc = class_doc
+
+    def __get__(self, stub: Any, owner: Any = None) -> str:
+        if stub is None:
+            return self.class_doc
+        text = stub.__dict__.get("_reference")
+        if text is None:
+            from pytest_pypto.language.opref import reference
+
+            text = stub.__dict__["_reference"] = reference(stub.namespace, stub.op_name)
+        return text
+
+    def __set__(self, stub: Any, value: str) -> None:
+        """DslFunction's placeholder text is ignored: the rendered reference wins."""
+
+
 class OpStub(DslFunction):
-    """`pl.X` / `pl.tile.X` / `pl.tensor.X` for a registry op; the parser binds it."""
+    __doc__ = _OpReference(
+        "`pl.X` / `pl.tile.X` / `pl.tensor.X` for a registry op; the parser binds it."
+    )
 
     def __init__(self, name: str, namespace: str = "") -> None:
         super().__init__(f"{namespace}.{name}" if namespace else name, f"The op pl.{name}.")
         self.op_name = name
         self.namespace = namespace
+
+    @property
+    def __signature__(self) -> Any:
+        """`inspect.signature(pl.X)`: every keyword of every form, from the registry."""
+        from pytest_pypto.language.opref import signature_of
+
+        return signature_of(self.namespace, self.op_name)
 
 
 class Unsupported:

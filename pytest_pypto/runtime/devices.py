@@ -12,8 +12,10 @@ loading the toolchain.
 - A lease is an exclusive ``fcntl`` lock on ``<lock dir>/davinci<N>.lock``: every
   process on the host (xdist workers, parallel pytest runs) sees it, and it dies with
   its process.  The lock dir is ``$PYPTO_LOCK_DIR`` or ``<tmp>/pytest-pypto-devices``.
-- An onboard runtime is an entry point in the group ``pytest_pypto.runtimes``; the
-  package ships the simulator only.
+- An onboard runtime is an available runtime of the registry
+  (`pytest_pypto.runtime.registry`, entry-point group ``pytest_pypto.runtimes``)
+  serving an onboard platform; the bundled ones (``sim``, ``isolated``) only simulate.
+  Looking them up imports them, so it happens only when onboard cells are requested.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import re
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 DEV_ROOT_ENV = "PYPTO_DEV_ROOT"
 VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"
@@ -42,6 +44,7 @@ __all__ = [
     "VISIBLE_ENV",
     "DeviceLease",
     "OnboardStatus",
+    "RuntimeCensus",
     "discover_npus",
     "format_device_list",
     "onboard_runtimes",
@@ -123,15 +126,29 @@ def discover_npus(
     return tuple(sorted(found))
 
 
-def onboard_runtimes() -> tuple[str, ...]:
-    """Names of the installed onboard runtimes (entry points in ``pytest_pypto.runtimes``)."""
-    from importlib.metadata import entry_points
+class RuntimeCensus(NamedTuple):
+    """The installed runtimes as onboard cells see them."""
 
-    try:
-        eps = entry_points(group=RUNTIME_GROUP)
-    except TypeError:  # Python < 3.10 API shape; kept for safety
-        eps = entry_points().get(RUNTIME_GROUP, [])  # type: ignore[attr-defined]
-    return tuple(sorted({ep.name for ep in eps}))
+    serving: Mapping[str, tuple[str, ...]]  # onboard platform -> available runtimes
+    broken: tuple[str, ...] = ()  # third-party runtimes that failed to load (may serve any)
+    installed: str = ""  # "isolated, pypto (unavailable), sim" for messages
+
+
+def onboard_runtimes() -> RuntimeCensus:
+    """Which available runtimes serve each onboard platform (loads the runtimes)."""
+    from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+    from pytest_pypto.runtime.registry import default_registry
+
+    registry = default_registry()
+    onboard = [p for p in PLATFORMS if parse_platform(p)[1] is not ExecutionMode.SIM]
+    listing = ", ".join(
+        i.name if i.status == "ok" else f"{i.name} ({i.status})" for i in registry.installed()
+    )
+    return RuntimeCensus(
+        serving={p: tuple(registry.serving(p)) for p in onboard},
+        broken=tuple(i.name for i in registry.broken_third_party()),
+        installed=listing,
+    )
 
 
 @dataclass(frozen=True)
@@ -139,13 +156,18 @@ class OnboardStatus:
     """What onboard cells have to work with on this host; computed once per session."""
 
     devices: tuple[int, ...]
-    runtimes: tuple[str, ...]
+    runtimes: tuple[str, ...]  # available runtimes serving some onboard platform
     dev_root: str
     visible_env: str | None
     requested: tuple[int, ...] | None
+    serving: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    broken: tuple[str, ...] = ()
+    installed: str = ""
 
-    def missing(self) -> str | None:
-        """Why onboard cells cannot run here (None when they can)."""
+    def missing(self, platform: str | None = None) -> str | None:
+        """Why onboard cells (of ``platform``; None: of any) cannot run here (None when
+        they can).  A broken third-party runtime is not "missing": the cells run and
+        fail, naming it, rather than skip it silently."""
         reasons = []
         if not self.devices:
             where = f"no {self.dev_root}/davinci<N> device node"
@@ -154,10 +176,13 @@ class OnboardStatus:
             if self.requested is not None:
                 where += f" in --pypto-device {format_device_list(self.requested)}"
             reasons.append(f"no NPU visible ({where})")
-        if not self.runtimes:
+        serving = self.serving.get(platform, ()) if platform is not None else self.runtimes
+        if not serving and not self.broken:
+            which = f" serving {platform}" if platform is not None else ""
+            installed = f"; installed: {self.installed}" if self.installed else ""
             reasons.append(
-                f"no onboard runtime installed (no entry point in group {RUNTIME_GROUP!r}; "
-                f"the package ships the simulator only)"
+                f"no onboard runtime{which} (no available runtime of entry-point group "
+                f"{RUNTIME_GROUP!r} serves it{installed})"
             )
         return "; ".join(reasons) or None
 
@@ -169,9 +194,13 @@ def onboard_status(
 ) -> OnboardStatus:
     """Discover NPUs and onboard runtimes in one go (for skips and the report header)."""
     env = os.environ if env is None else env
+    census = onboard_runtimes()
     return OnboardStatus(
         devices=discover_npus(dev_root, env, requested),
-        runtimes=onboard_runtimes(),
+        runtimes=tuple(sorted({n for names in census.serving.values() for n in names})),
+        serving=dict(census.serving),
+        broken=census.broken,
+        installed=census.installed,
         dev_root=str(_dev_root(dev_root, env)),
         visible_env=env.get(VISIBLE_ENV),
         requested=tuple(requested) if requested is not None else None,

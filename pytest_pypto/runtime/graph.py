@@ -13,7 +13,9 @@ default (always a valid order, since a task only depends on earlier ones), or in
 seeded random order among the ready tasks, which exposes missing dependencies.
 Each executed task is placed on simulated cores with a unit-time list schedule:
 ``aic`` takes one AIC, ``aiv`` one AIV, ``mix`` one AIC plus both AIVs of the
-same cluster.  The placement is a record of concurrency, not a timing model.
+same cluster.  The placement is a record of concurrency, not a timing model; each
+task also records the host time spent in its kernel (``host_us``, for profiling the
+simulator, not the device).  `pytest_pypto.runtime.trace` draws the record.
 
 Cost: each root buffer indexes its live writers by element interval
 (`tensors.WindowIndex`), so an argument is checked only against writers whose byte
@@ -45,7 +47,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
-        "block", "kwargs",
+        "block", "kwargs", "seconds",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -68,6 +70,7 @@ class Task:
         self.dependents: list[int] = []  # tasks depending on this one (seeded schedules only)
         self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
         self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
+        self.seconds = 0.0  # host wall time inside the kernel (measured, not a device time)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -95,6 +98,7 @@ class Task:
             "slots": list(self.slots),
             "step": self.step,
             "order": self.order,
+            "host_us": round(self.seconds * 1e6, 3),
             "args": args,
             "deps": [{"task": t, "kind": k} for t, k in sorted(self.deps.items())],
         }
@@ -452,7 +456,8 @@ class TaskGraph:
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
             raise
-        self.kernel_seconds += perf_counter() - start
+        task.seconds = perf_counter() - start
+        self.kernel_seconds += task.seconds
         if result:
             for pos, value in zip(task.returns, result):
                 view = task.call_args[pos]
@@ -485,4 +490,16 @@ class TaskGraph:
             "edges": edges,
             "execution_order": list(self.executed),
             "war_hazards": list(self.war_hazards),
+            "kernels": {name: _kernel_record(k) for name, k in self.kernels.items()},
         }
+
+
+def _kernel_record(kernel: Any) -> dict[str, Any]:
+    """A kernel as deps.json names it: core type and the user's ``file:line`` of its first
+    statement (from the generated source's span table; "" when it has none)."""
+    spans = getattr(kernel, "spans", None) or {}
+    source = ""
+    if spans:
+        first = spans[min(spans)]
+        source = f"{first.file}:{first.line}"
+    return {"core_type": getattr(kernel, "core_type", ""), "source": source}

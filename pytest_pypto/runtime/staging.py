@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_pypto.ir.artifact import ArgInfo, Manifest, dim_label
+from pytest_pypto.ir.artifact import ArgInfo, Manifest
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name, round_float
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span

@@ -7,6 +7,13 @@ task graph (`graph`), copies Out/InOut results back (only when everything before
 succeeded: a failed run leaves the caller's arrays as they were) and writes the
 executed graph to ``deps.json`` in a run directory.
 
+The debugging switches of the RunConfig act here: ``schedule_seed`` shuffles ready
+tasks (`graph`); ``strict_war`` records write-after-read hazards and fails the run
+(`WarHazardError`, runtime-error) naming them; ``precise`` runs the kernels bound to
+`runtime.precise.precise_bind` with `ir.apply.PRECISE` set for the run only;
+``trace`` writes ``trace.json`` (`runtime.trace`) next to ``deps.json``, under the
+kept artifact directory when the config names one.
+
 The runtime reads artifacts and the op registry only; it never imports the
 compiler or the language.
 """
@@ -19,7 +26,6 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -28,16 +34,18 @@ import numpy as np
 
 from pytest_pypto.arch import ExecutionMode, parse_platform, platform_string, spec
 from pytest_pypto.config import RunConfig
+from pytest_pypto.ir.apply import PRECISE
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
-from pytest_pypto.ir.errors import PyptoWarning, SimulationError
+from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
+from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.staging import stage
 
-__all__ = ["OnboardExecutionError", "SimRun", "Worker"]
+__all__ = ["OnboardExecutionError", "SimRun", "WarHazardError", "Worker"]
 
 
 class OnboardExecutionError(SimulationError):
@@ -119,6 +127,17 @@ class SimRun:
     def run_dir(self) -> Path:
         return self.deps_path.parent
 
+    @property
+    def trace_path(self) -> Path:
+        """Path of this run's trace.json (Chrome trace-event JSON, `runtime.trace`), written
+        next to deps.json on first use (with schedule.png when matplotlib is installed)."""
+        path = self.run_dir / "trace.json"
+        if not path.is_file():
+            from pytest_pypto.runtime.trace import write_trace
+
+            write_trace(self.record, self.run_dir)
+        return path
+
     def deps(self) -> dict[str, Any]:
         """The parsed deps.json."""
         return json.loads(self.deps_path.read_text())
@@ -185,6 +204,8 @@ class Worker:
         """
         cfg = config if config is not None else _DEFAULT_CONFIG
         loaded = self.load(artifact)
+        if cfg.precise and self.bind is registry_bind:  # the same kernels, precise-mode ops
+            loaded = load_artifact(loaded.directory, precise_bind)
         manifest = loaded.manifest
         clusters = cfg.sim_clusters or self.arch.sim_clusters
         graph = TaskGraph(
@@ -192,6 +213,7 @@ class Worker:
         )
         rt = Orchestrator(loaded.kernels, graph, [])
         token = UNINITIALIZED.set(cfg.uninitialized)
+        precise = PRECISE.set(bool(cfg.precise))
         try:
             entry_args, copy_back, dyn = stage(manifest, arrays, rt, outputs_in=outputs_in)
             entry = loaded.make_orchestration(rt)
@@ -200,19 +222,16 @@ class Worker:
             with np.errstate(all="ignore"):
                 entry(*entry_args)
                 graph.drain()
+            if graph.war_hazards:  # recorded under strict_war only: a failed run
+                raise _war_error(manifest.program, graph)
         except SimulationError as exc:
-            if exc.span is None:  # raised by rt on behalf of an orchestration line
-                tb, path = exc.__traceback__, loaded.orchestration_path
-                exc.span = span_in(tb, path, loaded.orchestration_spans)
-                values = scalar_values(tb, path, loaded.orchestration_scalars)
-                if values:
-                    exc.notes = (*exc.notes, f"at run time, {values}")
-            exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt))
+            if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
+                _locate(exc, loaded)
+            exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt, exc))
             raise
         finally:
+            PRECISE.reset(precise)
             UNINITIALIZED.reset(token)
-        if graph.war_hazards:  # before the copy-back: a warning raised as an error fails the run
-            _warn_war(manifest.program, graph.war_hazards)
         # Only a run that succeeded reaches the caller's Out/InOut arrays (DSL.md §1.5).
         for caller, staged in copy_back:
             np.copyto(caller, staged)
@@ -242,40 +261,97 @@ class Worker:
             meta=meta,
             config=cfg,
         )
-        if cfg.save_kernels:
+        if cfg.save_kernels or cfg.trace:
             result.deps_path  # noqa: B018  (kept runs are written now)
+        if cfg.trace:
+            result.trace_path  # noqa: B018
         return result
 
 
 _DEFAULT_CONFIG = RunConfig()
 
 
+def _locate(exc: SimulationError, loaded: LoadedArtifact) -> None:
+    """Give ``exc`` the user span of the innermost generated frame it passed through:
+    a kernel's (e.g. a --pypto-timeout alarm raised in a kernel's loop), else the
+    orchestration line that asked ``rt`` for what failed."""
+    tb = exc.__traceback__
+    by_path = {k.path: k for k in loaded.kernels.values()}
+    kernel = None
+    while tb is not None:
+        kernel = by_path.get(tb.tb_frame.f_code.co_filename, kernel)
+        tb = tb.tb_next
+    tb = exc.__traceback__
+    if kernel is not None:
+        path, spans, scalars = kernel.path, kernel.spans, kernel.scalars
+    else:
+        path, spans = loaded.orchestration_path, loaded.orchestration_spans
+        scalars = loaded.orchestration_scalars
+    exc.span = span_in(tb, path, spans)
+    values = scalar_values(tb, path, scalars)
+    if values:
+        exc.notes = (*exc.notes, f"at run time, {values}")
+
+
 def _sim_twin(arch: Any) -> str:
     return platform_string(arch, ExecutionMode.SIM)
 
 
-def _partial_record(cfg: RunConfig, program: str, graph: TaskGraph, rt: Orchestrator) -> str:
-    """Write the graph of a failed run (tasks submitted so far, order executed) for debugging."""
+def _partial_record(
+    cfg: RunConfig, program: str, graph: TaskGraph, rt: Orchestrator, error: SimulationError
+) -> str:
+    """Write the graph of a failed run (tasks submitted so far, order executed) for debugging
+    (and its trace under ``cfg.trace``).  The record and its path are kept on ``error``
+    (``run_record``, ``deps_path``), so a harness can keep them with the failing test."""
     try:
-        path = _new_run_dir(cfg, program) / "deps.json"
-        record = graph.to_json(rt.roots, {"program": program, "failed": True})
+        meta = {"program": program, "platform": cfg.platform, "failed": True}
+        record = graph.to_json(rt.roots, meta)
+        error.run_record = record  # type: ignore[attr-defined]
+        run_dir = _new_run_dir(cfg, program)
+        path = run_dir / "deps.json"
         path.write_text(json.dumps(record))
+        error.deps_path = path  # type: ignore[attr-defined]
+        if cfg.trace:
+            from pytest_pypto.runtime.trace import write_trace
+
+            write_trace(record, run_dir)
     except Exception as exc:  # the original error matters more than this record
         return f"task graph not recorded ({exc})"
     done = len(graph.executed)
     return f"{done} of {len(graph.tasks)} submitted tasks ran before the error; graph: {path}"
 
 
-def _warn_war(program: str, hazards: list[dict[str, Any]]) -> None:
+class WarHazardError(SimulationError):
+    """A strict_war run found a write-after-read the device does not order (runtime-error)."""
+
+
+def _war_error(program: str, graph: TaskGraph) -> WarHazardError:
+    """The failure of a strict_war run: every hazard named (reader, writer, tensor, bytes),
+    at the writer kernel's first line."""
+    hazards = graph.war_hazards
+    tasks = graph.tasks
+
+    def who(tid: int) -> str:
+        return f"task {tid} (kernel '{tasks[tid].kernel}')"
+
+    lines = [
+        f"{who(h['writer'])} writes '{h['tensor_name']}' bytes {h['writer_bytes']} that "
+        f"{who(h['reader'])} reads (bytes {h['reader_bytes']}) without depending on it"
+        for h in hazards
+    ]
     first = hazards[0]
-    warnings.warn(
-        f"'{program}': {len(hazards)} write-after-read hazard(s) the device does not order; "
-        f"first: task {first['writer']} writes '{first['tensor_name']}' bytes "
-        f"{first['writer_bytes']} that task {first['reader']} reads (bytes "
-        f"{first['reader_bytes']}) without depending on it",
-        PyptoWarning,
-        stacklevel=3,
+    writer = graph.kernels.get(tasks[first["writer"]].kernel)
+    spans = getattr(writer, "spans", None) or {}
+    error = WarHazardError(
+        f"'{program}': {len(hazards)} write-after-read hazard(s) the device does not order: "
+        f"{lines[0]}",
+        spans[min(spans)] if spans else None,
+        hint="the runtime orders only RAW and WAW: make the writer take the reader's output "
+        "as an input (or write into another tensor), so the overwrite waits for the read",
     )
+    error.notes = (*error.notes, *(f"also: {line}" for line in lines[1:8]))
+    error.war_hazards = list(hazards)  # type: ignore[attr-defined]
+    return error
 
 
 # -- run directories ------------------------------------------------------------------
@@ -289,7 +365,7 @@ def _new_run_dir(cfg: RunConfig, program: str) -> Path:
     kernels, else in a per-process temporary directory removed at exit."""
     global _temp_root
     n = next(_run_counter)
-    if cfg.save_kernels:
+    if cfg.save_kernels or (cfg.trace and cfg.save_kernels_dir):
         base = Path(cfg.save_kernels_dir or "build_output") / "runs"
         path = base / f"{program}-{os.getpid()}-{n:05d}"
         path.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest_pypto.compat.pypto.language as pl
 import pytest
+import pytest_pypto.compat.pypto.language as pl
 import torch
 from pypto_kit import TorchAdd
 

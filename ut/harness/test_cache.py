@@ -199,10 +199,10 @@ def test_disabled_cache_compiles_every_time(tmp_path: Path) -> None:
 def test_onboard_lease_is_held_only_while_the_kernel_executes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PLUGIN.md §9: compiling happens outside the device lease, dispatch inside it."""
+    """PLUGIN.md §9: compiling happens outside the device lease, execute inside it."""
     import contextlib
 
-    import pytest_pypto.harness.dispatch as dispatch
+    from pytest_pypto.runtime import registry
 
     events: list[str] = []
     held = False
@@ -222,11 +222,24 @@ def test_onboard_lease_is_held_only_while_the_kernel_executes(
         events.append(f"compile (lease held: {held})")
         return real_compile(program, config, **kw)
 
-    def fake_dispatch(compiled, *arrays, config, outputs_in=False):
-        events.append(f"dispatch on device {config.device_id} (lease held: {held})")
+    class Npu:  # an onboard runtime recording where it executes
+        name, version, platforms = "npu", "1.0", ("a2a3",)
+
+        def execute(self, compiled, arrays, *, config, outputs_in=False, device=None):
+            assert device == config.device_id
+            events.append(f"dispatch on device {device} (lease held: {held})")
+
+        def close(self):
+            pass
+
+    class Entry:
+        name, value = "npu", "test:Npu"
+
+        def load(self):
+            return Npu
 
     monkeypatch.setattr(api, "compile", compile_outside)
-    monkeypatch.setattr(dispatch, "run", fake_dispatch)
+    monkeypatch.setattr(registry, "_default", registry.Registry([Entry()]))
     onboard = RunConfig(platform="a2a3")
     runner = Runner(onboard, rng_factory=lambda: None, cache=CompileCache(tmp_path), lease=lease)
     runner.run(ADD)

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pipeline_kit import PLATFORMS, run
 
 import pytest_pypto.language as pl
 from pytest_pypto.ir.errors import InvalidOperationError, ParserTypeError
-
-from pipeline_kit import PLATFORMS, run
 
 THIS = Path(__file__).read_text(encoding="utf-8").splitlines()
 

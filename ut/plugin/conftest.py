@@ -22,12 +22,28 @@ def fake_npus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return dev
 
 
+FAKE_RUNTIME_MODULE = """
+class Runtime:
+    name = "fakenpu"
+    version = "1.0"
+    platforms = ("a2a3", "a5")
+
+    def execute(self, artifact, arrays, *, config, outputs_in=False, device=None):
+        raise RuntimeError("fakenpu executes nothing")
+
+    def close(self):
+        pass
+"""
+
+
 @pytest.fixture
 def fake_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An installed onboard runtime: a dist-info with an entry point in pytest_pypto.runtimes."""
+    """An installed onboard runtime serving a2a3 and a5 (executing nothing): a dist-info
+    with an entry point in pytest_pypto.runtimes, and its module."""
     site = tmp_path / "site"
     info = site / "fake_npu_runtime-1.0.dist-info"
     info.mkdir(parents=True)
+    (site / "fake_npu_runtime.py").write_text(FAKE_RUNTIME_MODULE)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-npu-runtime\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         textwrap.dedent(

@@ -88,7 +88,7 @@ def test_header_onboard_without_npus(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass\n")
     result = pytester.runpytest("--pypto-mode=onboard")
     result.stdout.fnmatch_lines(
-        ["*cells a2a3; devices none visible (onboard runtime: none installed);*"]
+        ["*cells a2a3; devices none visible (onboard runtime: none available);*"]
     )
 
 

@@ -9,8 +9,7 @@ import pytest
 from runtime_artifacts import K, T
 
 from pytest_pypto import RunConfig
-from pytest_pypto.ir.errors import PyptoWarning
-from pytest_pypto.runtime.worker import Worker
+from pytest_pypto.runtime.worker import WarHazardError, Worker
 
 F = [64, 64]
 
@@ -103,13 +102,13 @@ def test_write_after_read_is_not_an_edge(artifact):
 def test_strict_war_reports_the_hazard(artifact):
     buf = np.full(F, 3.0, np.float32)
     r = np.zeros(F, np.float32)
-    with pytest.warns(PyptoWarning, match="write-after-read") as caught:
-        run = Worker("a2a3sim").run(_war(artifact), buf, r, config=RunConfig(strict_war=True))
-    assert "task 1 writes 'buf'" in str(caught[0].message)
-    assert len(run.war_hazards) == 1
-    hazard = run.war_hazards[0]
+    with pytest.raises(WarHazardError, match="write-after-read") as caught:
+        Worker("a2a3sim").run(_war(artifact), buf, r, config=RunConfig(strict_war=True))
+    assert "task 1 (kernel 'k_write') writes 'buf'" in caught.value.message
+    assert "task 0 (kernel 'k_read') reads" in caught.value.message
+    (hazard,) = caught.value.war_hazards
     assert (hazard["reader"], hazard["writer"], hazard["tensor_name"]) == (0, 1, "buf")
-    assert run.deps()["war_hazards"] == run.war_hazards
+    assert caught.value.run_record["war_hazards"] == [hazard]
 
 
 def test_schedule_seed_exposes_a_missing_dependency(artifact):

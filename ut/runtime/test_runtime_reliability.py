@@ -5,7 +5,6 @@ caller data checked at the staging boundary."""
 from __future__ import annotations
 
 import random
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.artifact import read_manifest, write_manifest
 from pytest_pypto.ir.dtypes import dtype_by_name
-from pytest_pypto.ir.errors import PyptoWarning, SimulationError
+from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime import graph as graph_module
 from pytest_pypto.runtime import tensors as tensors_module
 from pytest_pypto.runtime.graph import Cores, TaskGraph
@@ -331,7 +330,7 @@ def test_staging_error_of_a_later_parameter_leaves_an_earlier_out_untouched(arti
     np.testing.assert_array_equal(out, 7.0)
 
 
-def test_warning_raised_as_an_error_leaves_outputs_untouched(artifact):
+def test_strict_war_failure_leaves_outputs_untouched(artifact):
     art = artifact(
         entry_args=[T("buf", F, direction="InOut"), T("r", F, direction="Out")],
         kernels=[
@@ -345,10 +344,8 @@ def test_warning_raised_as_an_error_leaves_outputs_untouched(artifact):
         """,
     )
     buf, r = np.full(F, 3.0, np.float32), np.full(F, 5.0, np.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PyptoWarning)
-        with pytest.raises(PyptoWarning, match="write-after-read"):
-            Worker("a2a3sim").run(art, buf, r, config=RunConfig(strict_war=True))
+    with pytest.raises(SimulationError, match="write-after-read"):
+        Worker("a2a3sim").run(art, buf, r, config=RunConfig(strict_war=True))
     np.testing.assert_array_equal(buf, 3.0)
     np.testing.assert_array_equal(r, 5.0)
 

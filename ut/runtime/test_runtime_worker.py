@@ -12,6 +12,7 @@ import pytest_pypto
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.runtime.protocol import DeviceFailure
 from pytest_pypto.runtime.worker import OnboardExecutionError, SimRun, Worker
 
 F = [16, 32]
@@ -348,7 +349,7 @@ def test_public_run_dispatches_a_compiled_program(artifact, rng):
                                                                codegen_only=True)) is compiled
     with pytest.raises(SimulationError, match="compiled for platform 'a5sim'"):
         pytest_pypto.run(compiled, x, out)  # default config: a2a3sim
-    with pytest.raises(OnboardExecutionError):
+    with pytest.raises(DeviceFailure, match="no available runtime serves a5"):
         pytest_pypto.run(compiled, x, out, config=RunConfig(platform="a5"))
 
 

@@ -41,7 +41,7 @@ def _check_scale(info: CallInfo, name: str, want: tuple[Any, Any], want_valid: t
                 f"{dims(s.shape)} (dimension {axis})",
                 "lhs_scale is [M, ceil(K/32)], rhs_scale is [ceil(K/32), N]",
             )
-    for axis, (got, exp) in enumerate(zip(s.valid, want_valid)):
+    for got, exp in zip(s.valid, want_valid):
         if got is not None and exp is not None and got < exp:
             raise OpTypeError(
                 f"The operator {info.op} requires {name} valid shape to cover {dims(want_valid)}, "

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The path options (``--pypto-kernels-dir``, ``--pypto-cache-dir``) checked at configure.
+
+A path that can never work is one `pytest.UsageError` naming the option, the value,
+where it came from and why (exit status 4), instead of an INTERNALERROR from the
+first test that writes there.  The rules:
+
+- a file at the path, or a file where one of its parent directories should be, is
+  always an error (for both options, whatever else is set);
+- ``--pypto-kernels-dir``: when the run writes there for every test
+  (``--pypto-save-kernels``, ``--pypto-dump-passes``, ``--pypto-trace``) it is created
+  and probed now, and a directory that cannot be created or written is an error;
+  otherwise only failing tests write there, so it is probed and removed again (a
+  passing run leaves no directory behind) and one that cannot be created or written
+  is a warning: failing tests then keep no artifacts (`keeping_off`);
+- an explicit ``--pypto-cache-dir`` (unless ``--pypto-no-cache``) is created and probed
+  now; one that cannot be written is an error.  The default cache location (pytest's
+  cache dir) that cannot be written stays a warning: the cache is then off.
+
+Relative paths are taken from the rootdir.  Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["check_paths", "keeping_off", "rooted", "writes_kernels_dir"]
+
+_KEEP_OFF_KEY = pytest.StashKey[str]()
+
+
+def rooted(config: pytest.Config, raw: str) -> Path:
+    """``raw`` as an absolute path (``~`` expanded; relative: from the rootdir)."""
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else config.rootpath / path
+
+
+def writes_kernels_dir(settings: Any) -> bool:
+    """Whether every test writes its artifact under the kernels dir (not only failures)."""
+    return bool(settings.save_kernels or settings.dump_passes or settings.trace)
+
+
+def keeping_off(config: pytest.Config) -> str | None:
+    """Why failing tests keep no artifacts in this session (None: they do)."""
+    return config.stash.get(_KEEP_OFF_KEY, None)
+
+
+def _file_in_the_way(path: Path) -> str | None:
+    """Why ``path`` can never be a directory (a file at it or above it), else None."""
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file, not a directory"
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, so no directory can be created under it"
+            return None
+    return None
+
+
+def _not_creatable(path: Path) -> str | None:
+    """Why ``path`` could not be created and written; leaves nothing behind (the
+    directories it creates to find out are removed again: a passing run creates none)."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    try:
+        why = _probe(path)
+    finally:
+        for directory in missing:  # deepest first
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+    return why
+
+
+def _probe(path: Path) -> str | None:
+    """Create ``path`` and a file in it (removed again); why that failed, else None."""
+    from pytest_pypto.harness.cache import probe_writable
+
+    why = probe_writable(path)
+    return None if why is None else f"it cannot be created or written ({why})"
+
+
+def _usage_error(config: pytest.Config, name: str, raw: str, why: str) -> pytest.UsageError:
+    from pytest_pypto.harness.options import source_of
+
+    return pytest.UsageError(
+        f"--pypto-{name}: cannot use {raw!r} (from {source_of(config, name)}): {why}. "
+        f"Give a directory that can be created and written (relative paths are taken "
+        f"from the rootdir {config.rootpath})."
+    )
+
+
+def check_paths(config: pytest.Config, settings: Any, *, strict: bool = True) -> list[str]:
+    """Check the path options (module docstring): raise the usage error, or return the
+    warnings to show.  ``strict`` False (an xdist worker: the controller has checked)
+    only decides `keeping_off`, never raises."""
+    warnings = []
+    raw = settings.kernels_dir
+    kernels = rooted(config, raw)
+    why = _file_in_the_way(kernels)
+    if why is None and writes_kernels_dir(settings):
+        why = _probe(kernels) if strict else None
+    if why is not None:
+        if strict:
+            raise _usage_error(config, "kernels-dir", raw, why)
+        config.stash[_KEEP_OFF_KEY] = why
+    elif not writes_kernels_dir(settings):
+        why = _not_creatable(kernels)
+        if why is not None:
+            config.stash[_KEEP_OFF_KEY] = why
+            warnings.append(
+                f"--pypto-kernels-dir {raw!r}: {why}; failing tests will keep no artifacts"
+            )
+    if settings.cache_dir is not None and strict:
+        cache = rooted(config, settings.cache_dir)
+        why = _file_in_the_way(cache)
+        if why is None and not settings.no_cache:
+            why = _probe(cache)
+        if why is not None:
+            raise _usage_error(config, "cache-dir", settings.cache_dir, why)
+    return warnings

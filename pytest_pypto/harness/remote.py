@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: Apache-2.0
+"""xdist workers in another directory (``-d --tx popen//chdir=DIR``, ``ssh=...``).
+
+Such a worker resolves ``--pypto-kernels-dir`` from its own rootdir, so the artifacts it
+keeps (failing tests, ``--pypto-save-kernels``, dumps, traces) land on its side.  A
+worker whose kernels dir differs from the controller's ships them back through
+``workeroutput`` as ``{"<kept dir>/<file>": bytes}``, up to `SHIP_LIMIT` bytes per
+worker; the controller writes them under its own kernels dir and the terminal summary
+names both ends (and what was too large to ship, where it stayed).
+
+``-d`` also rewrites every path-like argument against the rsync roots and rejects an
+existing relative path with an INTERNALERROR ("arg X not relative to an rsync root"),
+so ``--pypto-kernels-dir X`` (two arguments) broke once X existed while
+``--pypto-kernels-dir=X`` worked: `join_path_options` turns our path options into the
+one-argument spelling before xdist reads the arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "KEPT_OUTPUT",
+    "SHIP_LIMIT",
+    "Shipment",
+    "controller_kernels_dir",
+    "join_path_options",
+    "kept_text",
+    "note_kept",
+    "note_runner",
+    "receive",
+    "ship",
+    "summary_lines",
+]
+
+KEPT_OUTPUT = "pypto_kept_artifacts"  # workeroutput key (a `ship` payload)
+_INPUT = "pypto_kernels_dir"  # workerinput key: the controller's kernels dir
+SHIP_LIMIT = 64 * 1024 * 1024  # bytes of kept artifacts one worker ships back
+_KEPT_KEY = pytest.StashKey[list]()
+# Options taking a path: ours, the compat plugin's PyPTO spelling, and xdist's own
+# --rsyncdir (``-d --rsyncdir tests`` trips over the same check).
+PATH_FLAGS = ("--pypto-kernels-dir", "--pypto-cache-dir", "--kernels-dir", "--rsyncdir")
+
+
+def join_path_options(config: pytest.Config) -> None:
+    """Rewrite ``--pypto-kernels-dir X`` as ``--pypto-kernels-dir=X`` in the invocation
+    arguments xdist hands to its workers (module docstring)."""
+    args = list(config.invocation_params.args or ())
+    joined: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = str(args[i])
+        if arg in PATH_FLAGS and i + 1 < len(args):
+            joined.append(f"{arg}={args[i + 1]}")
+            i += 2
+            continue
+        joined.append(arg)
+        i += 1
+    if joined != [str(a) for a in args]:
+        config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(joined))
+
+
+def _kernels_dir(config: pytest.Config) -> Path:
+    from pytest_pypto.harness.paths import rooted
+    from pytest_pypto.harness.session import settings
+
+    return rooted(config, settings(config).kernels_dir).resolve()
+
+
+def configure_node(config: pytest.Config, node: Any) -> None:
+    """Controller, per worker: tell it where the controller keeps artifacts."""
+    node.workerinput[_INPUT] = str(_kernels_dir(config))
+
+
+def controller_kernels_dir(config: pytest.Config) -> Path | None:
+    """On a worker whose kernels dir is not the controller's: the controller's, else None."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or _INPUT not in workerinput:
+        return None
+    theirs = Path(workerinput[_INPUT])
+    return None if theirs == _kernels_dir(config) else theirs
+
+
+def note_kept(config: pytest.Config, directory: Path) -> None:
+    """Remember a directory a test kept artifacts in (shipped at the session's end)."""
+    kept = config.stash.setdefault(_KEPT_KEY, [])
+    if directory not in kept:
+        kept.append(directory)
+
+
+def note_runner(config: pytest.Config, runner: Any) -> None:
+    """After a test's call: remember what its runner kept (a failure's or a saved artifact)."""
+    if runner is None:
+        return
+    kept = getattr(runner, "kept", None)
+    if kept is not None:
+        note_kept(config, Path(kept))
+    saved = getattr(getattr(runner, "config", None), "save_kernels_dir", None)
+    if saved and Path(saved).is_dir():
+        note_kept(config, Path(saved))
+
+
+def kept_text(config: pytest.Config, runner: Any) -> str:
+    """The failing test's "pypto artifacts" report section: where its artifact is (on a
+    worker elsewhere: also where the controller will have it)."""
+    if runner.kept is None:
+        return f"artifacts not kept: {runner.keep_error}"
+    text = f"artifacts kept in: {runner.kept}"
+    theirs = controller_kernels_dir(config)
+    if theirs is not None and Path(runner.kept).is_relative_to(_kernels_dir(config)):
+        worker = config.workerinput.get("workerid", "?")
+        name = Path(runner.kept).relative_to(_kernels_dir(config))
+        text += (
+            f" on worker {worker}; the controller gets a copy in {theirs / name} when the "
+            f"session ends (see its summary)"
+        )
+    return text
+
+
+def ship(config: pytest.Config, limit: int = SHIP_LIMIT) -> dict[str, Any] | None:
+    """The worker's payload of kept artifacts (None when it needs none)."""
+    if controller_kernels_dir(config) is None:
+        return None
+    base = _kernels_dir(config)
+    files: dict[str, bytes] = {}
+    left: list[tuple[str, int]] = []
+    shipped: list[str] = []
+    total = 0
+    for directory in config.stash.get(_KEPT_KEY, []):
+        directory = Path(directory).resolve()
+        if not directory.is_dir() or not directory.is_relative_to(base):
+            continue
+        members = [p for p in sorted(directory.rglob("*")) if p.is_file()]
+        size = sum(p.stat().st_size for p in members)
+        if total + size > limit:
+            left.append((str(directory), size))
+            continue
+        total += size
+        shipped.append(directory.relative_to(base).as_posix())
+        for p in members:
+            files[p.relative_to(base).as_posix()] = p.read_bytes()
+    return {"where": str(base), "dirs": shipped, "files": files, "left": left}
+
+
+@dataclasses.dataclass
+class Shipment:
+    """What one worker's kept artifacts became on the controller."""
+
+    worker: str
+    where: str  # the worker's kernels dir
+    dirs: list[str]  # kept dirs (relative names) written on the controller
+    left: list[tuple[str, int]]  # (worker path, bytes) not shipped: over the limit
+    error: str | None = None  # why writing them on the controller failed
+
+
+def receive(config: pytest.Config, worker: str, payload: dict[str, Any]) -> Shipment:
+    """Controller: write a worker's payload under the controller's kernels dir."""
+    base = _kernels_dir(config)
+    shipment = Shipment(worker, payload["where"], list(payload["dirs"]), list(payload["left"]))
+    try:
+        for name, data in payload["files"].items():
+            if Path(name).is_absolute() or ".." in Path(name).parts:
+                continue  # never outside the kernels dir
+            target = base / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    except OSError as exc:
+        shipment.error = f"{type(exc).__name__}: {exc}"
+    return shipment
+
+
+def summary_lines(config: pytest.Config, shipments: list[Shipment]) -> list[str]:
+    """The terminal summary: where each remote worker's kept artifacts are now."""
+    base = _kernels_dir(config)
+    lines = []
+    for s in shipments:
+        for name in s.dirs:
+            if s.error is None:
+                lines.append(f"{base / name}  (kept by worker {s.worker} in {s.where}/{name})")
+            else:
+                lines.append(
+                    f"{s.where}/{name} on worker {s.worker}: not copied to {base} ({s.error})"
+                )
+        for path, size in s.left:
+            lines.append(
+                f"{path} on worker {s.worker}: left there ({size / 2**20:.1f} MiB, over the "
+                f"{SHIP_LIMIT // 2**20} MiB a worker ships back)"
+            )
+    return lines
