@@ -315,6 +315,17 @@ def repro_command(config: pytest.Config, nodeid: str, platform: str) -> str:
         args.append("--pypto-codegen-only")
     if s.alias:  # the test imports pypto: without the alias it would not collect
         args.append("--pypto-alias")
+    # The switches that change how the run behaves (schedule, numerics, runtime).
+    if s.shuffle is not None:
+        args.append(f"--pypto-shuffle {s.shuffle}")
+    for on, flag in ((s.strict_war, "--pypto-strict-war"), (s.precise, "--pypto-precise"),
+                     (s.isolate, "--pypto-isolate")):
+        if on:
+            args.append(flag)
+    if s.timeout is not None:
+        args.append(f"--pypto-timeout {s.timeout:g}")
+    if s.runtime is not None:
+        args.append(f"--pypto-runtime {shlex.quote(s.runtime)}")
     command = " ".join(args)
     rootdir = config.rootpath
     if config.invocation_params.dir != rootdir:

@@ -207,3 +207,25 @@ def test_failure_classes_in_junitxml(cases: pytest.Pytester) -> None:
     assert "pypto_failure_class" not in props["test_plain[a2a3sim]"]
     for p in props.values():
         assert p["pypto_platform"] == "a2a3sim" and int(p["pypto_seed"]) >= 0
+
+
+def test_repro_command_keeps_the_switches_that_change_the_run(cases: pytest.Pytester) -> None:
+    """A failure under --pypto-shuffle/--pypto-precise/... reproduces only with them."""
+    cases.makepyfile(
+        test_bad="""
+        from kcases import WrongAdd
+
+        def test_wrong(pypto_runner):
+            pypto_runner.check(WrongAdd())
+        """
+    )
+    result = cases.runpytest(
+        "--pypto-arch=a2a3", "--pypto-seed=3", "--pypto-shuffle=7", "--pypto-precise",
+        "--pypto-strict-war", "--pypto-timeout=2.5",
+    )
+    result.assert_outcomes(failed=1)
+    (line,) = re.findall(r"reproduce: (pytest .*)", result.stdout.str())
+    assert line == (
+        "pytest 'test_bad.py::test_wrong[a2a3sim]' --pypto-arch a2a3 --pypto-mode sim "
+        "--pypto-seed 3 --pypto-shuffle 7 --pypto-strict-war --pypto-precise --pypto-timeout 2.5"
+    )

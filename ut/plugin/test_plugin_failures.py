@@ -110,8 +110,9 @@ def _match(result: pytest.RunResult, patterns: list[str], **kwargs: object) -> N
 
 
 def _failure_text(result: pytest.RunResult) -> str:
-    """The FAILURES/ERRORS sections (the header names the plugin's own paths)."""
-    out = result.stdout.str()
+    """The FAILURES/ERRORS sections (the header names the plugin's own paths), without the
+    short summary (under CI=true pytest prints whole messages there, not one line)."""
+    out = result.stdout.str().split("short test summary info")[0]
     start = min(i for i in (out.find("= ERRORS ="), out.find("= FAILURES =")) if i >= 0)
     return out[start:]
 

@@ -118,7 +118,8 @@ def test_the_repro_command_reproduces_the_seed(pytester: pytest.Pytester) -> Non
     text = first.stdout.str()
     seed = _junit_seed(xml)
     assert f"seed: {seed} (base seed 0)" in text
-    (command,) = re.findall(r"reproduce: (cd .*)$", text, re.M)
+    failures = text.split("short test summary info")[0]  # CI=true repeats it in the summary
+    (command,) = re.findall(r"reproduce: (cd .*)$", failures, re.M)
     cd, rest = command.split(" && ", 1)
     argv = shlex.split(rest)
     assert argv[0] == "pytest"
