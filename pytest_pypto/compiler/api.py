@@ -1,4 +1,4 @@
-"""`compile(program, config)`: run the passes for the config's arch and write the artifact.
+"""`compile(program, config)`: run the passes for the config's arch; the artifact in memory.
 
 Compilation reads only `config.arch` for its decisions; the execution mode is
 recorded in the manifest (the runtime refuses an artifact of another platform)
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import copy
+import functools
 import gc
+import itertools
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -39,17 +41,19 @@ from pytest_pypto.compiler.listing import (
     orchestration_listing,
     render_program,
 )
-from pytest_pypto.compiler.passes import Pass, PassContext, PassManager
+from pytest_pypto.compiler.passes import KernelFacts, Pass, PassContext, PassManager
 from pytest_pypto.config import RunConfig
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.artifact import (
     SIM_BACKEND,
     ArgInfo,
+    ArtifactInMemory,
     CompiledProgram,
     KernelInfo,
     Manifest,
-    write_manifest,
+    Text,
 )
+from pytest_pypto.ir.clone import clone_program
 from pytest_pypto.ir.registry import REGISTRY, OpSpec
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 
@@ -89,7 +93,7 @@ def lower(
     registry: Mapping[str, OpSpec] | None = None,
     dump_dir: Path | None = None,
 ) -> tuple[n.Program, PassContext]:
-    """Run every pass on a deep copy of ``program``: the checked IR and what passes decided."""
+    """Run every pass on a copy of ``program`` (ir/clone.py): the checked IR and the decisions."""
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if not isinstance(program, n.Program):
         from pytest_pypto.language.deferred import DeferredProgram
@@ -109,22 +113,25 @@ def lower(
         memory_planner=config.memory_planner,
     )
     work = PassManager(PASSES).run(
-        copy.deepcopy(program), ctx, dump_dir=dump_dir, printer=ir_printer()
+        clone_program(program), ctx, dump_dir=dump_dir, printer=ir_printer()
     )
     return work, ctx
 
 
 _scratch_root: Path | None = None
+_scratch_count = itertools.count()
 
 
-def _scratch_dir() -> Path:
-    """A fresh artifact directory under one per-process temporary root removed at exit,
-    so compiling without ``output_dir`` never leaves directories behind."""
+def _scratch_dir(program: object) -> Path:
+    """Where an artifact compiled without ``output_dir`` is written if it ever is: a
+    fresh name (program, process, counter) under one per-process temporary root
+    removed at exit.  Only the root is created here; nothing is written into it."""
     global _scratch_root
     if _scratch_root is None:
         _scratch_root = Path(tempfile.mkdtemp(prefix="pypto-artifacts-"))
         atexit.register(shutil.rmtree, _scratch_root, True)
-    return Path(tempfile.mkdtemp(dir=_scratch_root))
+    name = getattr(program, "name", None) or "program"
+    return _scratch_root / f"{name}-{os.getpid()}-{next(_scratch_count):05d}"
 
 
 def compile(  # noqa: A001  (PyPTO's name)
@@ -135,32 +142,40 @@ def compile(  # noqa: A001  (PyPTO's name)
     registry: Mapping[str, OpSpec] | None = None,
     batch_loops: bool | None = None,
     accepted: Mapping[str, object] | None = None,
+    write: bool | None = None,
 ) -> CompiledProgram:
-    """Compile ``program`` for ``config.arch`` into an artifact directory.
+    """Compile ``program`` for ``config.arch``: the artifact, in memory.
 
-    ``output_dir`` None makes a fresh temporary directory.  The user's program is
-    never mutated (the passes work on a deep copy).  ``batch_loops`` turns batched
-    loop execution (compiler/batching.py) on or off; None reads ``PYPTO_BATCH_LOOPS``
-    (default on).  Either way the numerics are identical; only speed changes.
-    ``accepted``: PyPTO compile keywords with no effect here, recorded in the manifest.
+    ``output_dir`` is the artifact's directory (None: a fresh temporary one).  Its
+    files are written there now when ``write`` (None: when ``output_dir`` is given or
+    passes are dumped), else only when something reads ``artifact_dir``.  Pass dumps
+    (``config.dump_passes``) are written into ``<output_dir>/passes`` while compiling
+    either way.  The user's program is never mutated (the passes work on a copy).
+    ``batch_loops`` turns batched loop execution (compiler/batching.py) on or off;
+    None reads ``PYPTO_BATCH_LOOPS`` (default on).  Either way the numerics are
+    identical; only speed changes.  ``accepted``: PyPTO compile keywords with no
+    effect here, recorded in the manifest.
     """
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if config is None:
         config = RunConfig()
-    out = Path(output_dir) if output_dir is not None else _scratch_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    home = Path(output_dir) if output_dir is not None else _scratch_dir(program)
+    if write is None:
+        write = output_dir is not None or bool(config.dump_passes)
     with _gc_paused():
         work, ctx = lower(
             program, config, registry=registry,
-            dump_dir=out / "passes" if config.dump_passes else None,
+            dump_dir=home / "passes" if config.dump_passes else None,
         )
         if batch_loops is None:
             batch_loops = batching.enabled_by_env()
-        manifest = write_artifact(
-            work, ctx, config, out, batch_loops=batch_loops, accepted=accepted
+        memory = generate_artifact(
+            work, ctx, config, home, batch_loops=batch_loops, accepted=accepted
         )
-        ir_text = ir_printer()(work)
-    return CompiledProgram(artifact_dir=out, manifest=manifest, ir_text=ir_text)
+    compiled = CompiledProgram(memory=memory, ir_text=functools.partial(ir_printer(), work))
+    if write:
+        compiled.artifact_dir  # noqa: B018  (written now)
+    return compiled
 
 
 @contextlib.contextmanager
@@ -227,20 +242,19 @@ def _extra(
     return extra
 
 
-def write_artifact(
+def generate_artifact(
     program: n.Program,
     ctx: PassContext,
     config: RunConfig,
-    out: Path,
+    home: Path,
     *,
     batch_loops: bool = True,
     accepted: Mapping[str, object] | None = None,
-) -> Manifest:
-    """Codegen: kernels, orchestration, listings and the manifest."""
+) -> ArtifactInMemory:
+    """Codegen: kernels, orchestration and the manifest; listings rendered on first use."""
     platform = config.platform
     sim_backend = SIM_BACKEND if config.is_sim else None
-    kernels_dir = out / "kernels"
-    kernels_dir.mkdir(exist_ok=True)
+    texts: dict[str, Text] = {}
     infos: list[KernelInfo] = []
     func_ids: dict[str, int] = {}
     written: dict[str, set[int]] = {}
@@ -250,12 +264,10 @@ def write_artifact(
         facts = ctx.facts(fn.name)
         head = header(f"kernel {fn.name}", platform, sim_backend)
         plans = batching.plan_kernel(fn, ctx.registry, batch_loops)
-        (kernels_dir / f"{fn.name}.py").write_text(
-            kernel_source(fn, ctx.registry, head[2:], plans)
+        texts[f"kernels/{fn.name}.py"] = kernel_source(fn, ctx.registry, head[2:], plans)
+        texts[f"kernels/{fn.name}.txt"] = functools.partial(
+            _kernel_listing, fn, facts, func_id, platform, sim_backend, plans
         )
-        (kernels_dir / f"{fn.name}.txt").write_text(kernel_listing(
-            fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()]
-        ))
         written[fn.name] = coverage.fully_written_params(fn, plans)
         infos.append(KernelInfo(
             name=fn.name,
@@ -268,11 +280,9 @@ def write_artifact(
         ))
     entry = program.functions[ctx.entry]  # type: ignore[index]
     head = header(f"orchestration of {program.name}", platform, sim_backend)
-    (out / "orchestration.py").write_text(
-        orchestration_source(program, entry, ctx.registry, head[2:])
-    )
-    (out / "orchestration.txt").write_text(
-        orchestration_listing(program, entry, func_ids, ctx.kernels, platform, sim_backend)
+    texts["orchestration.py"] = orchestration_source(program, entry, ctx.registry, head[2:])
+    texts["orchestration.txt"] = functools.partial(
+        orchestration_listing, program, entry, func_ids, ctx.kernels, platform, sim_backend
     )
     entry_written = coverage.entry_fully_written(entry, written)
     manifest = Manifest(
@@ -288,5 +298,13 @@ def write_artifact(
         kernels=infos,
         extra=_extra(entry, config, accepted),
     )
-    write_manifest(out, manifest)
-    return manifest
+    return ArtifactInMemory(manifest, texts, home)
+
+
+def _kernel_listing(
+    fn: n.Function, facts: KernelFacts, func_id: int, platform: str, sim_backend: str | None,
+    plans: Mapping[int, batching.LoopPlan],
+) -> str:
+    return kernel_listing(
+        fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()]
+    )

@@ -14,13 +14,12 @@ in the orchestration).  Every generated line that comes from a user statement is
 mapped back to it in a trailing ``SPANS`` table, and the Scalars it reads in
 ``SCALARS`` (generated line -> ((user name, local), ...)), so a run-time error
 names the user's file:line and the values involved (DSL.md §6.4).
+The shared statement and scalar-expression emission is in `compiler.codegen_stmts`;
+which moves may share a buffer and which locals die where, in `compiler.codegen_alias`.
 """
 
 from __future__ import annotations
 
-import enum
-import keyword
-import math
 import re
 from typing import Any
 
@@ -32,13 +31,13 @@ from pytest_pypto.compiler.batching import (
     LoopPlan,
     window,
 )
+from pytest_pypto.compiler.codegen_alias import MOVE_OP, last_uses, shareable_moves
+from pytest_pypto.compiler.codegen_stmts import Emitter, Names, py_const  # noqa: F401
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_exprs, iter_stmts, stmt_exprs
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.dtypes import DataType
-from pytest_pypto.ir.errors import CompileError
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
-from pytest_pypto.ir.types import DynExpr, DynVar, ScalarType, TensorType, TileType
+from pytest_pypto.ir.types import TileType
 
 PREAMBLE_HELPERS = '''
 from pytest_pypto.ir.dtypes import round_float as _round_float
@@ -56,7 +55,6 @@ def _div(a, b):
     return _idiv(a, b)
 '''
 
-RESERVED = frozenset({"make", "bind", "rt", "range", "int", "float", "bool", "max", "min", "abs"})
 # Orchestration tensor ops -> (rt method, number of leading params it takes).
 RT_METHODS = {
     "create_tensor": ("create_tensor", 3),
@@ -75,283 +73,6 @@ LAUNCH_OPS = frozenset(
     {"tile.get_block_idx", "tile.get_block_num", "tensor.get_block_idx", "tensor.get_block_num"}
 )
 LAUNCH_PARAM = "_launch"
-UNARY = {"-": "-", "neg": "-", "USub": "-", "not": "not ", "Not": "not ", "~": "~", "Invert": "~"}
-
-
-class Names:
-    """User names -> distinct, valid Python identifiers that avoid the helpers' names."""
-
-    def __init__(self) -> None:
-        self.map: dict[str, str] = {}
-        self.used: set[str] = set()
-
-    def __call__(self, name: str) -> str:
-        return self.fresh(name, name)
-
-    def fresh(self, key: str, name: str) -> str:
-        """The identifier of ``key``, made from ``name`` the first time ``key`` is seen."""
-        got = self.map.get(key)
-        if got is not None:
-            return got
-        base = re.sub(r"\W", "_", name) or "v"
-        if base[0].isdigit() or base.startswith("_") or keyword.iskeyword(base) or base in RESERVED:
-            base = "v_" + base.lstrip("_")
-        candidate, i = base, 1
-        while candidate in self.used:
-            i += 1
-            candidate = f"{base}_{i}"
-        self.used.add(candidate)
-        self.map[key] = candidate
-        return candidate
-
-
-def py_const(value: Any, dtypes: set[str]) -> str:
-    """A static value as Python source (DataTypes by their imported name)."""
-    if isinstance(value, DataType):
-        dtypes.add(value.name)
-        return value.name
-    if isinstance(value, enum.Enum):
-        return repr(value.value if isinstance(value.value, str) and value.name == value.value else value.name)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "float('nan')"
-        if math.isinf(value):
-            return "float('inf')" if value > 0 else "float('-inf')"
-        return repr(value)
-    if isinstance(value, (tuple, list)):
-        items = [py_const(v, dtypes) for v in value]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    return repr(value)
-
-
-class Emitter:
-    """Shared statement and scalar-expression emission; subclasses emit op calls."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.spans: list[n.Span | None] = []  # per line of ``lines``: the user statement
-        self.scalars: list[tuple[tuple[str, str], ...]] = []  # per line: Scalars it reads
-        self.span: n.Span | None = None
-        self.reads: tuple[tuple[str, str], ...] = ()
-        self.names = Names()
-        self.dtypes: set[str] = set()
-        self.dyn_sources: dict[DynVar, tuple[str, int]] = {}  # -> (param local, axis)
-        self.dyn_used: dict[DynVar, str] = {}  # DynVars read in the body -> their local
-        self.loop_vars: list[tuple[n.Var, ...]] = []  # enclosing loops' iteration variables
-
-    def emit(self, depth: int, text: str) -> None:
-        self.lines.append("    " * depth + text)
-        self.spans.append(self.span)
-        self.scalars.append(self.reads)
-
-    def bind_params(self, fn: n.Function) -> list[str]:
-        """Parameter locals, and where each dynamic dim of their shapes can be read."""
-        params = []
-        for p in fn.params:
-            local = self.names(p.name)
-            params.append(local)
-            if isinstance(p.type, TensorType):
-                for axis, d in enumerate(p.type.shape):
-                    if isinstance(d, DynVar) and d not in self.dyn_sources:
-                        self.dyn_sources[d] = (local, axis)
-        return params
-
-    def dyn_local(self, d: DynVar, span: n.Span | None = None) -> str:
-        local = self.dyn_used.get(d)
-        if local is None and d not in self.dyn_sources and isinstance(d, DynExpr):
-            parts = [p if isinstance(p, int) else self.dyn_local(p, span) for p in (d.lhs, d.rhs)]
-            return f"({parts[0]} {d.op} {parts[1]})"  # a composite dim from its parts
-        if local is None:
-            if d not in self.dyn_sources and not self.solve_dyn(d):
-                raise CompileError(
-                    f"dynamic dimension '{d.name}' is used as a value, but no tensor parameter "
-                    f"of this function has it in its shape",
-                    span or self.span,
-                    hint=f"pass a tensor whose annotation uses {d.name}, or use a Scalar "
-                    "parameter for the value",
-                )
-            local = self.names.fresh(f"\0dyn{d.uid}", d.name)
-            self.dyn_used[d] = local
-        return local
-
-    def solve_dyn(self, d: DynVar) -> bool:
-        """Read ``d`` off a parameter dim ``d * k``, ``d + k`` or ``d - k`` (PyPTO's
-        composite dims) when no parameter dim is ``d`` itself."""
-        for e, (local, axis) in list(self.dyn_sources.items()):
-            if not isinstance(e, DynExpr) or e.op not in ("*", "+", "-"):
-                continue
-            for var, k, var_left in ((e.lhs, e.rhs, True), (e.rhs, e.lhs, False)):
-                if var is d and isinstance(k, int) and not (e.op == "*" and k == 0):
-                    src = self.dyn_binding(local, axis)
-                    if e.op == "*":
-                        code = f"{src} // {k}"
-                    elif e.op == "+":
-                        code = f"{src} - {k}"
-                    else:
-                        code = f"{src} + {k}" if var_left else f"{k} - {src}"
-                    self.dyn_sources[d] = (f"({code})", -1)
-                    return True
-        return False
-
-    def dyn_binding(self, local: str, axis: int) -> str:
-        """Source of one dynamic dim read from a parameter (kernels: numpy views)."""
-        return f"{local}.shape[{axis}]"
-
-    def prepend_dyn_bindings(self, depth: int, span: n.Span | None) -> None:
-        """Bind the dynamic dims the body used, at the top of the function."""
-        lines = [
-            "    " * depth + f"{local} = {self._dyn_source(d)}"
-            for d, local in self.dyn_used.items()
-        ]
-        self.lines[:0] = lines
-        self.spans[:0] = [span] * len(lines)
-        self.scalars[:0] = [()] * len(lines)
-
-    def _dyn_source(self, d: DynVar) -> str:
-        local, axis = self.dyn_sources[d]
-        return local if axis == -1 else self.dyn_binding(local, axis)  # -1: solve_dyn's code
-
-    def tables(self, first_line: int) -> list[str]:
-        """The trailing ``SPANS``/``SCALARS`` tables; ``first_line``: the module line of
-        ``lines[0]``."""
-        spans, scalars = [], []
-        for i, (span, reads) in enumerate(zip(self.spans, self.scalars)):
-            if span is not None:
-                spans.append(f"    {first_line + i}: {(span.file, span.line, span.col)!r},")
-            if reads:
-                scalars.append(f"    {first_line + i}: {reads!r},")
-        return ["SPANS = {", *spans, "}", "SCALARS = {", *scalars, "}", ""]
-
-    # ---- expressions
-    def expr(self, e: Any) -> str:
-        if isinstance(e, n.Var):
-            return self.names(e.name)
-        if isinstance(e, n.DynDim):
-            return self.dyn_local(e.var, e.span)
-        if isinstance(e, DynVar):
-            return self.dyn_local(e)
-        if isinstance(e, n.Const):
-            return py_const(e.value, self.dtypes)
-        if isinstance(e, (n.Call, n.FuncCall)):
-            return self.call(e)
-        if isinstance(e, n.BinOp):
-            a, b = self.expr(e.lhs), self.expr(e.rhs)
-            if e.op in ("max", "min"):
-                return f"{e.op}({a}, {b})"
-            if e.op == "/":
-                category = _category(e)
-                if category == "float":
-                    return _rounded(e, f"({a} / {b})")
-                return f"_idiv({a}, {b})" if category == "int" else f"_div({a}, {b})"
-            return _rounded(e, f"({a} {e.op} {b})")
-        if isinstance(e, n.Compare):
-            return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
-        if isinstance(e, n.UnaryOp):
-            return f"({UNARY.get(e.op, e.op)}{self.expr(e.operand)})"
-        if isinstance(e, n.ScalarCast):
-            dt = e.dtype
-            if dt.is_float:
-                return f"_round_float(float({self.expr(e.operand)}), {dt.name!r})"
-            conv = "bool" if dt.name == "BOOL" else "int"
-            return f"{conv}({self.expr(e.operand)})"
-        if isinstance(e, (tuple, list)):
-            items = [self.expr(v) for v in e]
-            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-        return py_const(e, self.dtypes)
-
-    def call(self, e: n.Expr) -> str:
-        raise NotImplementedError
-
-    # ---- statements
-    def body(self, stmts: list[n.Stmt], depth: int, yield_to: tuple[n.Var, ...] = ()) -> None:
-        start = len(self.lines)
-        for s in stmts:
-            saved = self.span, self.reads
-            self.span, self.reads = _user_span(s) or self.span, self.scalar_reads(s)
-            self.stmt(s, depth, yield_to)
-            self.span, self.reads = saved
-        if len(self.lines) == start:
-            self.emit(depth, "pass")
-
-    def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
-        if isinstance(s, n.Assign):
-            targets = ", ".join(self.names(t.name) for t in s.targets)
-            self.emit(depth, f"{targets} = {self.expr(s.value)}")
-        elif isinstance(s, n.ExprStmt):
-            self.emit(depth, self.expr(s.expr))
-        elif isinstance(s, n.Yield):
-            if yield_to:
-                lhs = ", ".join(self.names(v.name) for v in yield_to)
-                rhs = ", ".join(self.expr(v) for v in s.values)
-                self.emit(depth, f"{lhs} = {rhs}")
-        elif isinstance(s, n.For):
-            for var, init in s.carried:
-                self.emit(depth, f"{self.names(var.name)} = {self.expr(init)}")
-            if isinstance(s, n.While):
-                self.emit(depth, f"while {self.expr(s.cond)}:")
-            else:
-                bounds = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
-                self.emit(depth, f"for {self.names(s.var.name)} in range({bounds}):")
-            iter_vars = tuple(v for v, _ in s.carried)
-            self.loop_vars.append(iter_vars)
-            self.body(s.body, depth + 1, iter_vars)
-            self.loop_vars.pop()
-            for res, (var, _) in zip(s.results, s.carried):
-                self.emit(depth, f"{self.names(res.name)} = {self.names(var.name)}")
-        elif isinstance(s, n.LoopJump):
-            targets = self.loop_vars[-1] if self.loop_vars else ()
-            if targets and s.values:
-                lhs = ", ".join(self.names(v.name) for v in targets)
-                self.emit(depth, f"{lhs} = {', '.join(self.expr(v) for v in s.values)}")
-            self.emit(depth, "break" if isinstance(s, n.Break) else "continue")
-        elif isinstance(s, n.If):
-            self.emit(depth, f"if {self.expr(s.cond)}:")
-            self.body(s.then_body, depth + 1, s.results)
-            if s.else_body:
-                self.emit(depth, "else:")
-                self.body(s.else_body, depth + 1, s.results)
-        elif isinstance(s, n.Return):
-            items = [self.expr(v) for v in s.values]
-            self.emit(depth, "return (" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
-
-
-    def scalar_reads(self, s: n.Stmt) -> tuple[tuple[str, str], ...]:
-        """(user name, local) of the Scalars and dynamic dims statement ``s`` reads."""
-        seen: dict[str, str] = {}
-        for top in stmt_exprs(s):
-            for e in iter_exprs(top):
-                if isinstance(e, n.Var) and isinstance(e.type, ScalarType):
-                    seen.setdefault(e.name, self.names(e.name))
-                elif isinstance(e, n.DynDim) and e.var in self.dyn_sources:
-                    seen.setdefault(e.var.name, self.dyn_local(e.var, e.span))
-        return tuple(seen.items())
-
-
-def _user_span(s: n.Stmt) -> n.Span | None:
-    """Where a statement's error should point: its value's call when it has one."""
-    value = s.value if isinstance(s, n.Assign) else s.expr if isinstance(s, n.ExprStmt) else None
-    return getattr(value, "span", None) or s.span
-
-
-def _rounded(e: n.BinOp, code: str) -> str:
-    """An FP32 Scalar operation's result rounded to FP32 (DSL.md §3.5: each step of an
-    FP32 expression is FP32, not the host's float64).  FP16/BF16-typed expressions (a
-    literal adopts the Scalar's dtype) keep float64 steps: whether the generated code
-    promotes them to FP32 as C++ does is an open contract question."""
-    t = e.type
-    if isinstance(t, ScalarType) and t.dtype.name == "FP32" and e.op not in ("max", "min"):
-        return f"_round_float({code}, 'FP32')"
-    return code
-
-
-def _category(e: n.BinOp) -> str | None:
-    for t in (e.type, e.lhs.type, e.rhs.type):
-        if isinstance(t, ScalarType):
-            return "float" if t.dtype.is_float else "int"
-    consts = [x.value for x in (e.lhs, e.rhs) if isinstance(x, n.Const)]
-    if any(isinstance(c, float) for c in consts):
-        return "float"
-    return None
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -388,6 +109,9 @@ class KernelEmitter(Emitter):
         self.folded_values: dict[str, n.Call] = {}  # its target name -> the value call
         self.uses_launch = False  # the body reads its block index / count (LAUNCH_OPS)
         self.slot_checks = False  # a run-time pl.MemRef slot index is bounds-checked
+        self.shared_moves: set[int] = set()  # id(move Call) run as a view (codegen_alias)
+        self.dead_after: dict[int, tuple[str, ...]] = {}  # id(stmt) -> tiles to `del` after
+        self.pending_dead: tuple[str, ...] = ()  # dels of a folded statement (after_stmt)
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -525,7 +249,22 @@ class KernelEmitter(Emitter):
         parts, keywords = self.op_args(e, shape)
         parts += [f"{k}={v}" for k, v in keywords]
         parts.append(f"out={out}")
+        if e.op == MOVE_OP and id(e) in self.shared_moves:
+            parts.append("share=True")  # the data does not change: a view (codegen_alias)
         return f"{self.op_local(e.op)}({', '.join(parts)})"
+
+    def after_stmt(self, s: n.Stmt, depth: int) -> None:
+        """Drop the tiles whose last use was ``s``, so the next allocation of the same size
+        reuses their buffers.  In a batched path a folded statement runs inside the store
+        after it: its operands die there, and its own value is never bound."""
+        dead = self.dead_after.get(id(s), ())
+        if self.batch is not None and id(s) in self.folded:
+            self.pending_dead += dead
+            return
+        dead, self.pending_dead = self.pending_dead + dead, ()
+        names = [self.names(x) for x in dead if self.batch is None or x not in self.folded_values]
+        if names:
+            self.emit(depth, f"del {', '.join(names)}")
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
         if isinstance(s, n.Assign):
@@ -584,6 +323,8 @@ class KernelEmitter(Emitter):
     def module(self, fn: n.Function, header: str) -> str:
         fname = self.names(fn.name)
         params = self.bind_params(fn)
+        self.shared_moves = shareable_moves(fn, self.registry)
+        self.dead_after = last_uses(fn)
         self.body(fn.body, 2)
         if not _ends_with_return(fn.body):
             self.emit(2, "return ()")

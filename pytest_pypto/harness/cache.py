@@ -20,6 +20,11 @@ code loadable); a damaged entry is moved aside atomically, deleted, counted as a
 miss and a damaged entry, and rebuilt.  A root that cannot be written turns the
 cache off (the plugin warns once).
 
+What a lookup returns is an in-memory artifact (`ir.artifact.ArtifactInMemory`): a
+miss is compiled in memory and then written as the entry; a hit from disk is read
+once (verification reads every file; the artifact is built from those bytes); a hit
+this process already served is the same object again, its kernels already built.
+
 Imports only the standard library at module level (cheap for the plugin).
 """
 
@@ -41,6 +46,7 @@ from pytest_pypto.harness.cache_entry import (
     ENTRY_FILE,
     DamagedEntry,
     Found,
+    checksums,
     entry_record,
     replay,
     verify,
@@ -268,34 +274,37 @@ class CompileCache:
     def _build(
         self, program: Any, config: Any, final: Path, key: str, inputs: dict[str, Any]
     ) -> Found:
-        """Compile afresh into a temporary directory and publish it as ``final``.
+        """Compile afresh in memory, write the entry into a temporary directory (the
+        files once, checksummed from memory) and publish it as ``final``.
 
         Nothing here catches the compiler's errors: a failing compile is the user's.
         """
         from pytest_pypto.compiler import api
-        from pytest_pypto.ir.artifact import CompiledProgram
 
         assert self.root is not None
         tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".tmp-"))
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                built = api.compile(program, config, output_dir=tmp / ARTIFACT)
+                built = api.compile(program, config, output_dir=tmp / ARTIFACT, write=False)
+            memory = built.memory
+            memory.write(tmp / ARTIFACT)
+            # pass dumps are files only: read back; the rest is hashed from memory
+            sums = checksums(tmp / ARTIFACT) if config.dump_passes else memory.checksums()
             recorded = [warning_record(w) for w in caught]
-            entry = entry_record(key, inputs, tmp / ARTIFACT, built.ir_text, recorded)
+            entry = entry_record(key, inputs, sums, built.ir_text, recorded)
             (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=1, sort_keys=True))
             winner = self._publish(tmp, final, key, inputs)
             if winner is not None:
                 return winner
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        compiled = CompiledProgram(
-            artifact_dir=final / ARTIFACT, manifest=built.manifest, ir_text=built.ir_text
-        )
+        memory.rehome(final / ARTIFACT)  # published: its files are there now
+        memory.on_disk = True
         replayable = [
             (r["message"], w.category, r["filename"], r["lineno"]) for r, w in zip(recorded, caught)
         ]
-        return Found(compiled, replayable)
+        return Found(built, replayable)
 
     def _publish(self, tmp: Path, final: Path, key: str, inputs: dict[str, Any]) -> Found | None:
         """Rename ``tmp`` to ``final``: None when ours landed, else the sound entry another

@@ -41,6 +41,7 @@ __all__ = [
     "Found",
     "checksums",
     "entry_record",
+    "read_files",
     "replay",
     "verify",
     "warning_record",
@@ -71,12 +72,17 @@ def sha(data: bytes) -> str:
 
 
 def checksums(artifact: Path) -> dict[str, str]:
-    """sha256 of every file under ``artifact`` by its relative posix path.
+    """sha256 of every file under ``artifact`` by its relative posix path."""
+    return {rel: sha(data) for rel, data in read_files(artifact).items()}
 
-    Every file of a hit is hashed once per process (the memo in `CompileCache`
-    holds verified entries); os.scandir keeps that cheap (a third of rglob's cost).
+
+def read_files(artifact: Path) -> dict[str, bytes]:
+    """Every file under ``artifact`` by its relative posix path: its bytes.
+
+    Every file of a hit is read once per process (the memo in `CompileCache` holds
+    verified entries); os.scandir keeps that cheap (a third of rglob's cost).
     """
-    sums: dict[str, str] = {}
+    files: dict[str, bytes] = {}
     pending = [(os.fspath(artifact), "")]
     while pending:
         directory, prefix = pending.pop()
@@ -86,8 +92,8 @@ def checksums(artifact: Path) -> dict[str, str]:
                     pending.append((entry.path, f"{prefix}{entry.name}/"))
                 elif entry.is_file():
                     with open(entry.path, "rb") as fh:
-                        sums[prefix + entry.name] = sha(fh.read())
-    return sums
+                        files[prefix + entry.name] = fh.read()
+    return files
 
 
 def warning_record(w: warnings.WarningMessage) -> dict[str, Any]:
@@ -101,14 +107,15 @@ def warning_record(w: warnings.WarningMessage) -> dict[str, Any]:
 
 
 def entry_record(
-    key: str, inputs: dict[str, Any], artifact: Path, ir_text: str, recorded: list[dict[str, Any]]
+    key: str, inputs: dict[str, Any], sums: dict[str, str], ir_text: str,
+    recorded: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """entry.json of a freshly compiled ``artifact``."""
+    """entry.json of a freshly compiled artifact whose files have checksums ``sums``."""
     return {
         "format": ENTRY_FORMAT,
         "key": key,
         "inputs": inputs,
-        "checksums": checksums(artifact),
+        "checksums": sums,
         "ir_text": ir_text,
         "warnings": recorded,
     }
@@ -135,7 +142,13 @@ def verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
 
 
 def _verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
-    from pytest_pypto.ir.artifact import CompiledProgram, read_json, read_manifest
+    from pytest_pypto.ir.artifact import (
+        MANIFEST_NAME,
+        ArtifactInMemory,
+        CompiledProgram,
+        parse_manifest,
+        read_json,
+    )
 
     entry = read_json(final / ENTRY_FILE)
     if not isinstance(entry, dict):
@@ -156,11 +169,15 @@ def _verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
     recorded = _warnings(_field(entry, "warnings", list))
 
     artifact = final / ARTIFACT
-    actual = checksums(artifact)
+    files = read_files(artifact)  # the only read of the artifact: memory is built from it
+    actual = {rel: sha(data) for rel, data in files.items()}
     if actual != sums:
         changed = sorted(set(actual) ^ set(sums) | {p for p in actual if actual[p] != sums.get(p)})
         raise DamagedEntry(f"artifact files changed: {', '.join(changed[:3])}")
-    manifest = read_manifest(artifact)  # ValueError (type, depth, format): unreadable
+    if MANIFEST_NAME not in files:  # as reading it would have failed
+        raise DamagedEntry(f"unreadable: {MANIFEST_NAME} is missing")
+    # ValueError (type, depth, format): unreadable
+    manifest = parse_manifest(files[MANIFEST_NAME], artifact / MANIFEST_NAME)
     if manifest.platform != inputs["platform"]:
         raise DamagedEntry(
             f"manifest platform {manifest.platform!r}, expected {inputs['platform']!r}"
@@ -175,9 +192,13 @@ def _verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
     for rel in listings + sources:
         if rel not in sums:  # also catches a path outside the artifact
             raise DamagedEntry(f"manifest lists {rel!r:.60}, which the artifact lacks")
+    memory = ArtifactInMemory(
+        manifest, {rel: files[rel].decode("utf-8") for rel in sources + listings}, artifact,
+        on_disk=True, manifest_text=files[MANIFEST_NAME].decode("utf-8"),
+    )
     for rel in sources:
-        _check_loads(artifact / rel)
-    compiled = CompiledProgram(artifact_dir=artifact, manifest=manifest, ir_text=ir_text)
+        _check_loads(memory, rel)
+    compiled = CompiledProgram(memory=memory, ir_text=ir_text)
     return Found(compiled, recorded)
 
 
@@ -236,8 +257,8 @@ def _category(name: str) -> type[Warning]:
     return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
 
 
-def _check_loads(path: Path) -> None:
-    """Generated source that Python can compile and that defines ``make`` (its ABI)."""
-    code = compile(path.read_bytes(), os.fspath(path), "exec")
-    if "make" not in code.co_names:
-        raise DamagedEntry(f"{path.name}: generated code defines no make()")
+def _check_loads(memory: Any, rel: str) -> None:
+    """Generated source that Python can compile and that defines ``make`` (its ABI);
+    the code object is kept for the run (`ArtifactInMemory.code`)."""
+    if "make" not in memory.code(rel).co_names:
+        raise DamagedEntry(f"{Path(rel).name}: generated code defines no make()")

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_pypto.arch import ExecutionMode
 from pytest_pypto.config import RunConfig
 from pytest_pypto.ir.artifact import CompiledProgram
 
@@ -47,7 +48,9 @@ def _compile(program: Any, config: RunConfig) -> CompiledProgram:
     except TypeError:  # not weak-referenceable: no memo
         per_program = {}
     compiled = per_program.get(key)
-    if compiled is None or not (compiled.artifact_dir / "kernel_config.json").is_file():
+    if compiled is None or (  # an in-memory artifact cannot go stale; a directory can
+        compiled.memory is None and not (compiled.artifact_dir / "kernel_config.json").is_file()
+    ):
         from pytest_pypto.compiler.api import compile as compile_program
 
         compiled = per_program[key] = compile_program(program, config)
@@ -94,29 +97,41 @@ def run(
     """
     runtime: Any = None
     unusable: Exception | None = None
-    from pytest_pypto.harness.codegen_only import gate_on, held
-
-    if not (config.codegen_only or gate_on()):  # codegen-only never looks a runtime up
-        from pytest_pypto.runtime.registry import runtime_for
-
+    gate, registry = _run_path()
+    gated = config.codegen_only or gate.gate_on()
+    if not gated:  # codegen-only never looks a runtime up
         try:
-            runtime = runtime_for(config)
+            runtime = registry.runtime_for(config)
         except Exception as exc:  # noqa: BLE001  (raised after the compile checks)
             unusable = exc
-    if isinstance(program_or_compiled, (CompiledProgram, str, os.PathLike)):
+    if program_or_compiled.__class__ is CompiledProgram or isinstance(
+        program_or_compiled, (CompiledProgram, str, os.PathLike)
+    ):
         compiled = program_or_compiled
     elif runtime is not None and getattr(runtime, "compiles", False):
         compiled = runtime.compile(program_or_compiled, config)
     else:
         compiled = _compile(program_or_compiled, config)
-    if held(compiled, config):  # --pypto-codegen-only: inside a test, a skip here
+    # --pypto-codegen-only: inside a test, a skip here (`held` is False unless gated)
+    if gated and gate.held(compiled, config):
         if not isinstance(compiled, CompiledProgram):
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
         return compiled
     if unusable is not None:
         raise unusable
-    arrays = tuple(_at_boundary(a) for a in arrays)
+    arrays = tuple([_at_boundary(a) for a in arrays])
     return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+
+
+@functools.lru_cache(maxsize=1)
+def _run_path() -> tuple[Any, Any]:
+    """The modules `run` calls into (``harness.codegen_only``, ``runtime.registry``),
+    imported on the first dispatch, not with this module; their functions are looked up
+    per call (so a test can patch them)."""
+    from pytest_pypto.harness import codegen_only
+    from pytest_pypto.runtime import registry
+
+    return codegen_only, registry
 
 
 def execute(
@@ -162,8 +177,6 @@ def _call(
 
 def _on_device(config: RunConfig) -> bool:
     """Whether the cell executes on an NPU (onboard platforms), which is then leased."""
-    from pytest_pypto.arch import ExecutionMode
-
     return config.execution_mode is ExecutionMode.ONBOARD
 
 
@@ -185,6 +198,8 @@ def _any_device(config: RunConfig) -> Any:
 
 def _at_boundary(value: Any) -> Any:
     """torch tensors become numpy views of their memory (results written in place)."""
+    if not value.__class__.__module__.startswith("torch"):  # numpy arrays, numbers: as given
+        return value
     from pytest_pypto.harness.tensors import is_torch, torch_view
 
     return torch_view(value) if is_torch(value) and hasattr(value, "detach") else value

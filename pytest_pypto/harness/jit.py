@@ -108,7 +108,7 @@ class HarnessLauncher:
         if config.save_kernels_dir:
             from pytest_pypto.harness.runner import copy_artifact
 
-            copy_artifact(compiled.artifact_dir, Path(config.save_kernels_dir))
+            copy_artifact(compiled, Path(config.save_kernels_dir))
         return compiled
 
     # ------------------------------------------------------------ running

@@ -104,7 +104,7 @@ class Runner:
 
         note_compiled(compiled)  # the coverage ledger's count under --pypto-codegen-only
         if self.config.save_kernels_dir:
-            copy_artifact(compiled.artifact_dir, Path(self.config.save_kernels_dir))
+            copy_artifact(compiled, Path(self.config.save_kernels_dir))
         return compiled
 
     def keep_failure(
@@ -127,7 +127,7 @@ class Runner:
             return None
         target = Path(target)
         try:
-            copy_artifact(self.last_compiled.artifact_dir, target)
+            copy_artifact(self.last_compiled, target)
             if arrays is None:
                 arrays = {"arguments": _named_args(self.last_compiled, self._last_arrays)}
             _save_arrays(target, arrays)
@@ -308,8 +308,13 @@ class Runner:
         return result
 
 
-def copy_artifact(artifact: Path, target: Path) -> None:
-    """Copy an artifact directory's files into ``target`` (created; files replaced)."""
+def copy_artifact(artifact: Any, target: Path) -> None:
+    """Put an artifact's files into ``target`` (created; files replaced): a
+    `CompiledProgram` (written straight from memory when it is there) or a directory."""
+    save_to = getattr(artifact, "save_to", None)
+    if save_to is not None:
+        save_to(target)
+        return
     target.mkdir(parents=True, exist_ok=True)
     shutil.copytree(artifact, target, dirs_exist_ok=True)
 

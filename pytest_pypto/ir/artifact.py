@@ -61,17 +61,27 @@ file:line.  Lines without an entry take the nearest mapped line above them.
 Optional too: ``SCALARS = {<generated line>: ((<user name>, <local>), ...)}``, the
 Scalars (loop variables, scalar values, dynamic dims) a line reads, so a run-time
 bounds error can add their values ("(at run time, c = 1)", DSL.md §6.4).
+
+In memory (`ArtifactInMemory`): a compile need not touch the file system.  The same
+files are held as text (listings rendered on first use) with each generated module's
+code object compiled once, under the path it has (or would have) in the directory, so
+tracebacks show generated lines either way; the directory is written only when asked
+for (`ArtifactInMemory.directory`, `CompiledProgram.artifact_dir`, `save_to`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
+import linecache
+import shutil
+import threading
 import types
 import typing
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -146,17 +156,44 @@ class Manifest:
         raise KeyError(f"artifact of {self.program!r} has no kernel {name!r}")
 
 
+def manifest_text(manifest: Manifest) -> str:
+    """kernel_config.json's text (stable key order, so equal artifacts are equal bytes)."""
+    return json.dumps(_plain(manifest), indent=2, sort_keys=True) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """`dataclasses.asdict` for the manifest's JSON values (a quarter of its cost: no
+    deep copies of leaves that are only read)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    names = _field_names(type(value))
+    if names:
+        return {name: _plain(getattr(value, name)) for name in names}
+    return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()
+
+
 def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
-    """Write kernel_config.json (stable key order, so equal artifacts are equal bytes)."""
+    """Write kernel_config.json into ``directory``."""
     path = Path(directory) / MANIFEST_NAME
-    path.write_text(json.dumps(asdict(manifest), indent=2, sort_keys=True) + "\n")
+    path.write_text(manifest_text(manifest), encoding="utf-8")
     return path
 
 
 def read_json(path: str | Path, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """The JSON value in ``path``; ValueError when it is not JSON or nests arrays
     and objects deeper than ``max_depth`` (never a RecursionError); OSError when unreadable."""
-    data = Path(path).read_bytes()
+    return parse_json(Path(path).read_bytes(), path, max_depth=max_depth)
+
+
+def parse_json(data: bytes | str, path: str | Path, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """`read_json` of ``data`` already read from ``path`` (named in the errors)."""
     try:
         value = json.loads(data)
     except RecursionError:
@@ -178,7 +215,12 @@ def read_manifest(directory: str | Path) -> Manifest:
     """Read kernel_config.json; ValueError when it is not JSON, is missing fields, has a
     field of the wrong type or a return position out of range, or is of another format."""
     path = Path(directory) / MANIFEST_NAME
-    raw = read_json(path)
+    return parse_manifest(path.read_bytes(), path)
+
+
+def parse_manifest(data: bytes | str, path: str | Path) -> Manifest:
+    """`read_manifest` of kernel_config.json's ``data``, already read from ``path``."""
+    raw = parse_json(data, path)
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: malformed manifest (a JSON {type(raw).__name__}, not an object)")
     if raw.get("format") != ARTIFACT_FORMAT:
@@ -273,17 +315,181 @@ def _return_problem(manifest: Manifest) -> str | None:
     return None
 
 
-@dataclass
-class CompiledProgram:
-    """What `pytest_pypto.compile` returns: an artifact directory plus its manifest.
+# A file's text, or what renders it on first use (listings nobody may read).
+Text = str | Callable[[], str]
 
-    Defined here (not in the compiler) because the runtime accepts it and must not
-    import the compiler.
+
+class ArtifactInMemory:
+    """One artifact's files held in memory (see the module docstring).
+
+    ``texts`` maps relative posix paths (``kernels/k.py``, ``orchestration.txt``...) to
+    their text or a renderer; the manifest's text is made on first use too.  ``home``
+    is the directory the files are in (``on_disk``) or would be written to: code is
+    compiled under ``home/<path>`` and registered with `linecache` there.  ``built`` is
+    the runtime loader's per-binder cache of built kernels (it lives as long as this).
+    Pickles as its texts and manifest; code objects are compiled again after loading.
     """
 
-    artifact_dir: Path
-    manifest: Manifest
-    ir_text: str = ""  # printed IR after the last pass
+    def __init__(
+        self, manifest: Manifest, texts: dict[str, Text], home: str | Path, *,
+        on_disk: bool = False, manifest_text: str | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.home = Path(home)
+        self.on_disk = on_disk
+        self._texts = dict(texts)
+        self._manifest_text = manifest_text
+        self._codes: dict[str, types.CodeType] = {}
+        self._lock = threading.Lock()
+        self.built: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        where = "written to" if self.on_disk else "in memory, would be"
+        return f"<artifact of {self.manifest.program!r} {where} {self.home}>"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"manifest": self.manifest, "texts": self.files(), "home": str(self.home),
+                "on_disk": self.on_disk}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        texts = state["texts"]
+        self.__init__(  # type: ignore[misc]
+            state["manifest"], {k: v for k, v in texts.items() if k != MANIFEST_NAME},
+            state["home"], on_disk=state["on_disk"], manifest_text=texts.get(MANIFEST_NAME),
+        )
+
+    def text(self, rel: str) -> str:
+        """The text of the file at ``rel`` (rendered now when it was not yet)."""
+        if rel == MANIFEST_NAME:
+            if self._manifest_text is None:
+                self._manifest_text = manifest_text(self.manifest)
+            return self._manifest_text
+        value = self._texts[rel]
+        if not isinstance(value, str):
+            value = self._texts[rel] = value()
+        return value
+
+    def files(self) -> dict[str, str]:
+        """Every file's text by relative path, the manifest last (as they are written)."""
+        out = {rel: self.text(rel) for rel in self._texts}
+        out[MANIFEST_NAME] = self.text(MANIFEST_NAME)
+        return out
+
+    def checksums(self) -> dict[str, str]:
+        """sha256 of every file by relative path (what a directory read back would give)."""
+        return {rel: hashlib.sha256(t.encode()).hexdigest() for rel, t in self.files().items()}
+
+    def code(self, rel: str) -> types.CodeType:
+        """The generated module at ``rel`` compiled (once) under its path in ``home``."""
+        code = self._codes.get(rel)
+        if code is None:
+            path = str(self.home / rel)
+            source = self.text(rel)
+            code = compile(source, path, "exec", dont_inherit=True)
+            # mtime None: linecache.checkcache keeps the entry (the file may not exist).
+            linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+            self._codes[rel] = code
+        return code
+
+    def rehome(self, home: str | Path) -> None:
+        """Name ``home`` as the artifact's directory from now on (its files are moved
+        there, or will be written there); code compiled under the old name is dropped."""
+        with self._lock:
+            self.home = Path(home)
+            self._codes.clear()
+            self.built.clear()
+
+    def write(self, directory: str | Path) -> None:
+        """Write every file into ``directory`` (created; files replaced), manifest last,
+        so a reader that sees the manifest sees a whole artifact."""
+        directory = Path(directory)
+        made: set[Path] = set()
+        for rel, text in self.files().items():
+            path = directory / rel
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            path.write_text(text, encoding="utf-8")
+
+    @property
+    def directory(self) -> Path:
+        """``home``, its files written there first if they were not yet (once)."""
+        if not self.on_disk:
+            with self._lock:
+                if not self.on_disk:
+                    self.write(self.home)
+                    self.on_disk = True
+        return self.home
+
+    def save_to(self, target: str | Path) -> None:
+        """Put this artifact's files into ``target`` (created; files replaced): copied
+        from ``home`` when written there (with any pass dumps), else written from memory."""
+        if self.on_disk:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            shutil.copytree(self.home, target, dirs_exist_ok=True)
+        else:
+            self.write(target)
+
+
+class CompiledProgram:
+    """What `pytest_pypto.compile` returns: the manifest and the artifact, in memory
+    (``memory``) and as a directory (``artifact_dir``, written when first read).
+
+    Defined here (not in the compiler) because the runtime accepts it and must not
+    import the compiler.  ``CompiledProgram(directory, manifest)`` names an artifact
+    that is only on disk.  ``ir_text``, the printed IR after the last pass, may be
+    given as a callable: it is printed on first use.
+    """
+
+    def __init__(
+        self,
+        artifact_dir: str | Path | None = None,
+        manifest: Manifest | None = None,
+        ir_text: Text = "",
+        *,
+        memory: ArtifactInMemory | None = None,
+    ) -> None:
+        if memory is None and artifact_dir is None:
+            raise TypeError("CompiledProgram needs an artifact directory or an in-memory artifact")
+        if manifest is None:
+            if memory is None:
+                raise TypeError("CompiledProgram of a directory needs its manifest")
+            manifest = memory.manifest
+        self._artifact_dir = Path(artifact_dir) if artifact_dir is not None else None
+        self.manifest = manifest
+        self.memory = memory
+        self._ir_text = ir_text
+
+    def __repr__(self) -> str:
+        where = self._artifact_dir if self._artifact_dir is not None else self.memory
+        return f"CompiledProgram({self.manifest.program!r}, {self.platform!r}, {where})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_ir_text": self.ir_text}
+
+    @property
+    def artifact_dir(self) -> Path:
+        """The artifact's directory; an in-memory artifact is written there now (once)."""
+        if self._artifact_dir is None:
+            assert self.memory is not None
+            self._artifact_dir = self.memory.directory
+        return self._artifact_dir
+
+    @property
+    def ir_text(self) -> str:
+        """The printed IR after the last pass."""
+        if not isinstance(self._ir_text, str):
+            self._ir_text = self._ir_text()
+        return self._ir_text
+
+    def save_to(self, target: str | Path) -> None:
+        """Put the artifact's files into ``target`` (save-kernels, a kept failure)
+        without writing them anywhere else first."""
+        if self.memory is not None:
+            self.memory.save_to(target)
+        else:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            shutil.copytree(self.artifact_dir, target, dirs_exist_ok=True)
 
     @property
     def platform(self) -> str:

@@ -129,8 +129,7 @@ class Cores:
         self.cluster: list[int] = []
         self._full = {"aic": (1 << clusters) - 1, "aiv": (1 << 2 * clusters) - 1}
         self._next: dict[str, list[int]] = {"aic": [], "aiv": [], "mix": []}
-        self._aic_names = tuple(f"aic{c}" for c in range(clusters))
-        self._aiv_names = tuple(f"aiv{v}" for v in range(2 * clusters))
+        self._aic_names, self._aiv_names = _core_names(clusters)
 
     def place(self, core_type: str, earliest: int) -> tuple[int, tuple[str, ...]]:
         kind = core_type if core_type in ("aic", "aiv") else "mix"
@@ -157,10 +156,12 @@ class Cores:
             slots = (self._aic_names[c], self._aiv_names[2 * c], self._aiv_names[2 * c + 1])
         self.aic[step], self.aiv[step], self.cluster[step] = aic, aiv, cluster
         full_c = self._full["aic"]
-        for name, full in (("aic", aic == full_c), ("aiv", aiv == self._full["aiv"]),
-                           ("mix", cluster == full_c)):
-            if full:
-                self._next[name][step] = step + 1
+        if aic == full_c:
+            self._next["aic"][step] = step + 1
+        if aiv == self._full["aiv"]:
+            self._next["aiv"][step] = step + 1
+        if cluster == full_c:
+            self._next["mix"][step] = step + 1
         return step, slots
 
     def _first_free(self, nxt: list[int], step: int) -> int:
@@ -182,6 +183,20 @@ class Cores:
             self.cluster.append(0)
             for nxt in self._next.values():
                 nxt.append(n)
+
+
+_CORE_NAMES: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _core_names(clusters: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The slot names ('aic0'.., 'aiv0'..) of ``clusters`` clusters (made once per count)."""
+    names = _CORE_NAMES.get(clusters)
+    if names is None:
+        names = _CORE_NAMES[clusters] = (
+            tuple(f"aic{c}" for c in range(clusters)),
+            tuple(f"aiv{v}" for v in range(2 * clusters)),
+        )
+    return names
 
 
 class _Ranks:
@@ -230,24 +245,71 @@ class TaskGraph:
         seed: int | None = None,
         strict_war: bool = False,
         kernels: dict[str, Any] | None = None,
+        deferred: bool = False,
     ) -> None:
         self.kernels = kernels or {}
         self.tasks: list[Task] = []
         self.pending: dict[int, Task] = {}  # submitted, not yet run; in submission order
         self.executed: list[int] = []
-        self.cores = Cores(clusters)
+        self.clusters = clusters
+        self._cores: Cores | None = None
         self.seed = seed
         self.rng = random.Random(seed) if seed is not None else None
         self.strict_war = strict_war
         self.war_hazards: list[dict[str, Any]] = []
         self.kernel_seconds = 0.0  # host wall time inside kernels (not a device timing)
+        # Deferred (the worker's default schedule: unseeded, no WAR checks): tasks run in
+        # submission order, which needs neither dependencies nor core placement, so both
+        # are derived from the submitted windows only when the record is asked for
+        # (`settle`), with the same result as computing them while the tasks ran.
+        self.deferred = deferred and seed is None and not strict_war
+        self._linked = 0  # tasks whose dependencies are computed
+        self._placed = 0  # executed tasks placed on cores
+
+    @property
+    def cores(self) -> Cores:
+        """The simulated cores the executed tasks were placed on."""
+        if self._cores is None:
+            self._cores = Cores(self.clusters)
+        return self._cores
 
     # -- submission --------------------------------------------------------------
     def submit(self, kernel: Any, call_args: list, handles: list) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
+        self.tasks.append(task)
+        self.pending[task.id] = task
+        if not self.deferred:
+            self._link(task)
+        return task
+
+    def launch(
+        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool
+    ) -> list[Task]:
+        """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
+        the first (the blocks of one launch do not order each other), each a writer of
+        its Out/InOut ranges, so a later task depends on every block."""
+        first = self.submit(kernel, call_args, handles)
+        tasks = [first]
+        for _ in range(1, blocks):
+            task = Task(len(self.tasks), kernel, call_args, handles)
+            self.tasks.append(task)
+            self.pending[task.id] = task
+            tasks.append(task)
+        for i, task in enumerate(tasks):
+            task.block = (i, blocks)
+            if pass_block:
+                task.kwargs = {"_launch": (i, blocks)}
+            if i and not self.deferred:
+                self._link_block(task, first)
+        return tasks
+
+    def _link(self, task: Task) -> None:
+        """Dependencies of a submitted task on the earlier ones, from the roots' writer
+        (and, under strict_war, reader) indexes, which it then joins."""
         deps = task.deps
         tid = task.id
-        for direction, h in zip(kernel.directions, handles):
+        directions, handles = task.directions, task.handles
+        for direction, h in zip(directions, handles):
             if h is None or direction == OUT:
                 continue
             # RAW: In / InOut wait for overlapping writers
@@ -255,7 +317,7 @@ class TaskGraph:
                 if wid != tid and overlaps(w, h):
                     deps[wid] = "RAW"
         ancestors: dict[int, set[int]] = {}  # len(deps) -> ancestors, when a WAR check needs it
-        for direction, h in zip(kernel.directions, handles):
+        for direction, h in zip(directions, handles):
             if h is None or direction == IN:
                 continue
             writers = h.root.writers
@@ -269,52 +331,48 @@ class TaskGraph:
             if self.strict_war:
                 self._check_war(task, h, ancestors)
         if self.strict_war:
-            for direction, h in zip(kernel.directions, handles):
+            for direction, h in zip(directions, handles):
                 if h is not None and direction != OUT:
                     h.root.readers.add(h, tid)
         if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
-            tasks = self.tasks
-            for d in deps:
-                producer = tasks[d]
-                if not producer.done:
-                    task.waiting += 1
-                    producer.dependents.append(tid)
-        self.tasks.append(task)
-        self.pending[tid] = task
-        return task
+            self._wait_for(task)
 
-    def launch(
-        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool
-    ) -> list[Task]:
-        """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
-        the first (the blocks of one launch do not order each other), each a writer of
-        its Out/InOut ranges, so a later task depends on every block."""
-        first = self.submit(kernel, call_args, handles)
-        tasks = [first]
-        for _ in range(1, blocks):
-            task = Task(len(self.tasks), kernel, call_args, handles)
-            task.deps = dict(first.deps)
-            for direction, h in zip(kernel.directions, handles):
-                if h is None:
-                    continue
-                if direction != IN:
-                    h.root.writers.add(h, task.id)
-                if self.strict_war and direction != OUT:
-                    h.root.readers.add(h, task.id)
-            if self.rng is not None:
-                for d in task.deps:
-                    producer = self.tasks[d]
-                    if not producer.done:
-                        task.waiting += 1
-                        producer.dependents.append(task.id)
-            self.tasks.append(task)
-            self.pending[task.id] = task
-            tasks.append(task)
-        for i, task in enumerate(tasks):
-            task.block = (i, blocks)
-            if pass_block:
-                task.kwargs = {"_launch": (i, blocks)}
-        return tasks
+    def _link_block(self, task: Task, first: Task) -> None:
+        """A later block of a launch: the first block's dependencies, and a writer too."""
+        task.deps = dict(first.deps)
+        for direction, h in zip(task.directions, task.handles):
+            if h is None:
+                continue
+            if direction != IN:
+                h.root.writers.add(h, task.id)
+            if self.strict_war and direction != OUT:
+                h.root.readers.add(h, task.id)
+        if self.rng is not None:
+            self._wait_for(task)
+
+    def _wait_for(self, task: Task) -> None:
+        tasks = self.tasks
+        for d in task.deps:
+            producer = tasks[d]
+            if not producer.done:
+                task.waiting += 1
+                producer.dependents.append(task.id)
+
+    def settle(self) -> None:
+        """Bring every task's dependencies and every executed task's core placement up to
+        date (a deferred graph computes them here, in submission and execution order)."""
+        if not self.deferred:
+            return
+        tasks = self.tasks
+        for task in tasks[self._linked:]:
+            if task.block is not None and task.block[0]:
+                self._link_block(task, tasks[task.id - task.block[0]])
+            else:
+                self._link(task)
+        self._linked = len(tasks)
+        for tid in self.executed[self._placed:]:
+            self._place(tasks[tid])
+        self._placed = len(self.executed)
 
     def _check_war(self, task: Task, h: TensorHandle, ancestors: dict[int, set[int]]) -> None:
         """Record each earlier reader of ``h``'s range that ``task`` is not ordered after.
@@ -426,13 +484,18 @@ class TaskGraph:
                 if not dependent.waiting and d in rank:
                     ready.add(rank[d])
 
-    def _execute(self, task: Task) -> None:
+    def _place(self, task: Task) -> None:
         earliest = 0
+        tasks = self.tasks
         for d in task.deps:
-            s = self.tasks[d].step + 1
+            s = tasks[d].step + 1
             if s > earliest:
                 earliest = s
         task.step, task.slots = self.cores.place(task.core_type, earliest)
+
+    def _execute(self, task: Task) -> None:
+        if not self.deferred:
+            self._place(task)
         task.order = len(self.executed)
         self.executed.append(task.id)
         start = perf_counter()
@@ -468,6 +531,7 @@ class TaskGraph:
     # -- record ------------------------------------------------------------------
     def to_json(self, roots: list, meta: dict[str, Any]) -> dict[str, Any]:
         """The executed graph as written to deps.json."""
+        self.settle()
         tasks = [t.record() for t in self.tasks]
         edges = [
             {"from": d, "to": t.id, "kind": k} for t in self.tasks for d, k in sorted(t.deps.items())

@@ -1,9 +1,11 @@
-"""Load an artifact directory: manifest, generated kernels and orchestration, built once.
+"""Load an artifact: manifest, generated kernels and orchestration, built once.
 
-Generated sources follow the ABIs documented in `pytest_pypto.ir.artifact`.  They
-are compiled and their ``make`` functions called once per artifact (keyed by the
-directory and a hash of the manifest's bytes, so a rewritten artifact is reloaded)
-and per op binder; every later run of the same artifact reuses the built kernels.
+Generated sources follow the ABIs documented in `pytest_pypto.ir.artifact`.  An
+artifact in memory (`ArtifactInMemory`, what a compile returns) is built from its
+code objects without touching the file system, once per binder (kept on the
+artifact).  A directory is read, compiled and built once per directory, hash of the
+manifest's bytes (a rewritten artifact is reloaded) and binder.  Every later run of
+the same artifact reuses the built kernels.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
-from pytest_pypto.ir.artifact import MANIFEST_NAME, Manifest, read_manifest
+from pytest_pypto.ir.artifact import (
+    MANIFEST_NAME,
+    ArtifactInMemory,
+    CompiledProgram,
+    Manifest,
+    read_manifest,
+)
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.runtime.locate import scalars_of, spans_of
@@ -69,9 +78,13 @@ class Kernel:
 
 @dataclass
 class LoadedArtifact:
-    """An artifact ready to run: manifest, built kernels and the orchestration's ``make``."""
+    """An artifact ready to run: manifest, built kernels and the orchestration's ``make``.
 
-    directory: Path
+    ``origin`` is what it was built from: an in-memory artifact or a directory.
+    ``digest`` is the sha256 of a directory's manifest ("" in memory).
+    """
+
+    origin: ArtifactInMemory | Path
     manifest: Manifest
     digest: str
     kernels: dict[str, Kernel]
@@ -80,6 +93,12 @@ class LoadedArtifact:
     orchestration_spans: dict[int, Span] = field(default_factory=dict)
     orchestration_scalars: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
+    @property
+    def directory(self) -> Path:
+        """The artifact's directory (an in-memory artifact is written there now, once)."""
+        origin = self.origin
+        return origin.directory if isinstance(origin, ArtifactInMemory) else origin
+
 
 _lock = threading.Lock()
 _by_content: dict[tuple[str, str, Binder], LoadedArtifact] = {}
@@ -87,9 +106,23 @@ _by_stat: dict[tuple[str, int, int, int], str] = {}
 _manifest_paths: dict[str, str] = {}
 
 
-def load_artifact(directory: str | os.PathLike, bind: Binder = registry_bind) -> LoadedArtifact:
-    """The built artifact in ``directory`` (cached per directory, manifest hash and binder)."""
-    where = os.fspath(directory)
+def load_artifact(
+    source: ArtifactInMemory | CompiledProgram | LoadedArtifact | str | os.PathLike[str],
+    bind: Binder = registry_bind,
+) -> LoadedArtifact:
+    """The built artifact ``source`` is or names, for ``bind``.
+
+    A `CompiledProgram` or `LoadedArtifact` is built from the in-memory artifact it
+    holds (else from its directory); a directory is cached per directory, manifest
+    hash and binder.
+    """
+    if isinstance(source, LoadedArtifact):
+        source = source.origin
+    elif isinstance(source, CompiledProgram):
+        source = source.memory if source.memory is not None else source.artifact_dir
+    if isinstance(source, ArtifactInMemory):
+        return _load_memory(source, bind)
+    where = os.fspath(source)
     manifest_path = _manifest_paths.get(where)
     if manifest_path is None:
         manifest_path = _manifest_paths[where] = os.path.join(
@@ -118,8 +151,22 @@ def load_artifact(directory: str | os.PathLike, bind: Binder = registry_bind) ->
     return loaded
 
 
+def _load_memory(memory: ArtifactInMemory, bind: Binder) -> LoadedArtifact:
+    loaded = memory.built.get(bind)
+    if loaded is None:
+        with _lock:
+            loaded = memory.built.get(bind)
+            if loaded is None:
+                loaded = memory.built[bind] = _assemble(
+                    memory, memory.manifest, "", bind,
+                    lambda rel, _what: memory.code(rel), memory.home,
+                )
+    return loaded
+
+
 def clear_cache() -> None:
-    """Forget every built artifact (tests; long sessions rewriting artifacts in place)."""
+    """Forget every artifact built from a directory (tests; long sessions rewriting
+    artifacts in place).  In-memory artifacts keep theirs: they cannot change."""
     with _lock:
         _by_content.clear()
         _by_stat.clear()
@@ -131,15 +178,37 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
         manifest = read_manifest(directory)
     except ValueError as exc:
         raise SimulationError(f"cannot load the artifact: {exc}") from None
+    return _assemble(
+        directory, manifest, digest, bind,
+        lambda rel, what: _read_code(directory, rel, what), directory,
+    )
+
+
+def _read_code(directory: Path, rel: str, what: str) -> CodeType:
+    path = directory / rel
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise SimulationError(f"cannot read generated source of {what}: {exc}") from None
+    return compile(source, str(path), "exec")  # real path: tracebacks show generated lines
+
+
+def _assemble(
+    origin: ArtifactInMemory | Path,
+    manifest: Manifest,
+    digest: str,
+    bind: Binder,
+    code_of: Callable[[str, str], CodeType],
+    directory: Path,
+) -> LoadedArtifact:
+    """Run each generated module's ``make``: kernels bound by ``bind``, the orchestration."""
     kernels = {}
     for info in manifest.kernels:
         path = directory / info.source
-        make, spans, scalars = _load_make(path, f"kernel '{info.name}'")
+        make, spans, scalars = _load_make(code_of, info.source, path, f"kernel '{info.name}'")
         fn = make(bind)
         if not callable(fn):
-            raise SimulationError(
-                f"{directory / info.source}: make(bind) returned {fn!r}, not a kernel function"
-            )
+            raise SimulationError(f"{path}: make(bind) returned {fn!r}, not a kernel function")
         kernels[info.name] = Kernel(
             name=info.name,
             func_id=info.func_id,
@@ -156,21 +225,19 @@ def _build(directory: Path, digest: str, bind: Binder) -> LoadedArtifact:
             scalars=scalars,
         )
     orch_path = directory / manifest.orchestration
-    make_orch, orch_spans, orch_scalars = _load_make(orch_path, "the orchestration")
+    make_orch, orch_spans, orch_scalars = _load_make(
+        code_of, manifest.orchestration, orch_path, "the orchestration"
+    )
     return LoadedArtifact(
-        directory, manifest, digest, kernels, make_orch, str(orch_path), orch_spans, orch_scalars
+        origin, manifest, digest, kernels, make_orch, str(orch_path), orch_spans, orch_scalars
     )
 
 
 def _load_make(
-    path: Path, what: str
+    code_of: Callable[[str, str], CodeType], rel: str, path: Path, what: str
 ) -> tuple[Callable[[Any], Any], dict[int, Span], dict[int, tuple[tuple[str, str], ...]]]:
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise SimulationError(f"cannot read generated source of {what}: {exc}") from None
+    code = code_of(rel, what)
     namespace: dict[str, Any] = {"__name__": f"pypto_generated.{path.stem}", "__file__": str(path)}
-    code = compile(source, str(path), "exec")  # real path: tracebacks show generated lines
     exec(code, namespace)
     make = namespace.get("make")
     if not callable(make):

@@ -140,20 +140,23 @@ class Orchestrator:
         call_args: list[Any] = []
         handles: list[TensorHandle | None] = []
         dyn: dict[str, tuple[int, int, int]] | None = None
+        kinds, shapes, dtypes = k.kinds, k.shapes, k.dtypes
         for i, a in enumerate(args):
-            if k.kinds[i] == "tensor":
+            if kinds[i] == "tensor":
                 if a.__class__ is not TensorHandle:
                     raise SimulationError(
                         f"argument '{k.arg_names[i]}' of kernel '{kernel}' must be a tensor, "
                         f"but the orchestration passed {type(a).__name__}"
                     )
-                if a.root.dtype.name != k.dtypes[i] or len(a.shape) != len(k.shapes[i]):
+                want_shape = shapes[i]
+                if a.root.dtype.name != dtypes[i] or len(a.shape) != len(want_shape):
                     self._mismatch(k, i, a)
-                for axis, (want, got) in enumerate(zip(k.shapes[i], a.shape)):
-                    if want != got:
-                        if want.__class__ is int:
-                            self._mismatch(k, i, a)
-                        dyn = self._unify(k, dyn, want, got, i, axis)
+                if a.shape != want_shape:  # a static mismatch, or dynamic dims to bind
+                    for axis, (want, got) in enumerate(zip(want_shape, a.shape)):
+                        if want != got:
+                            if want.__class__ is int:
+                                self._mismatch(k, i, a)
+                            dyn = self._unify(k, dyn, want, got, i, axis)
                 call_args.append(a.array)
                 handles.append(a)
             else:

@@ -16,12 +16,21 @@ as plain ndarrays of the same memory (``numpy.asarray``); masked arrays are refu
 since the simulator would drop the mask.  Scalars are checked against their dtype:
 float scalars take real numbers (not strings, not bools), integer scalars take
 integers inside the dtype's range, BOOL scalars take booleans (or 0 / 1).
+
+Cost: what does not depend on the arguments (each parameter's dtype, static shape,
+direction) is an `EntryPlan`, built once per loaded artifact.  Large staged buffers
+(Out / InOut, from 128 KiB) come from `POOL`, which keeps the buffers of runs that
+succeeded for the next run of the same shape: no fresh mapping to page-fault in and
+unmap per dispatch.  A reused buffer is refilled exactly as a fresh one would be
+(poison, zeros or the caller's data), or left unfilled where no task can observe it.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,15 +62,53 @@ def _signature(manifest: Manifest) -> str:
     return f"{manifest.entry}({', '.join(parts)})"
 
 
+class ParamPlan:
+    """What staging checks of one entry parameter, resolved once per manifest."""
+
+    __slots__ = ("info", "scalar", "direction", "is_in", "dtype", "np_dtype", "static",
+                 "fully_written")
+
+    def __init__(self, info: ArgInfo) -> None:
+        self.info = info
+        self.scalar = info.kind == "scalar"
+        self.direction = info.direction
+        self.is_in = info.direction == "In"
+        self.dtype = dtype_by_name(info.dtype)
+        self.np_dtype = None if self.scalar else self.dtype.np
+        # None when a dim is dynamic: such a parameter is checked (and binds) per call
+        self.static = tuple(info.shape) if all(isinstance(d, int) for d in info.shape) else None
+        self.fully_written = bool(info.fully_written)
+
+
+class EntryPlan:
+    """The argument-independent part of staging an entry, built once per loaded artifact:
+    each parameter's dtype and static shape, and which arguments are results."""
+
+    __slots__ = ("manifest", "params", "outputs", "returns")
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.params = tuple(ParamPlan(a) for a in manifest.entry_args)
+        # (position, name) of every Out/InOut tensor parameter: the run's outputs
+        self.outputs = tuple(
+            (i, p.info.name) for i, p in enumerate(self.params) if not p.scalar and not p.is_in
+        )
+        self.returns = tuple(manifest.entry_returns)
+
+
 def stage(
-    manifest: Manifest, arrays: Sequence[Any], rt: Orchestrator, *, outputs_in: bool = False
+    manifest: Manifest, arrays: Sequence[Any], rt: Orchestrator, *, outputs_in: bool = False,
+    plan: EntryPlan | None = None,
 ) -> tuple[list[Any], list[tuple[np.ndarray, np.ndarray]], dict[str, int]]:
     """Bind and stage the caller's arrays (``outputs_in``: pure Out arrays copied in too).
 
-    Returns the orchestration entry's arguments (tensor handles and scalars), the
-    (caller array, staged buffer) pairs to copy back, and the dynamic dims bound.
+    ``plan`` is the manifest's `EntryPlan` (built here when not given).  Returns the
+    orchestration entry's arguments (tensor handles and scalars), the (caller array,
+    staged buffer) pairs to copy back, and the dynamic dims bound.
     """
-    params = manifest.entry_args
+    if plan is None:
+        plan = EntryPlan(manifest)
+    params = plan.params
     if len(arrays) != len(params):
         raise SimulationError(
             f"'{manifest.program}' takes {len(params)} arguments, but {len(arrays)} were given",
@@ -71,52 +118,104 @@ def stage(
     dyn: dict[str, tuple[int, str, int]] = {}
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-    for param, (dtype, static), value in zip(params, _plan(manifest), arrays):
-        if param.kind == "scalar":
-            entry_args.append(_scalar(manifest, param, dtype, value))
+    add_root = rt.add_root
+    ndarray = np.ndarray
+    take, pooled = POOL.take, POOL.min_bytes
+    for p, value in zip(params, arrays):
+        if p.scalar:
+            entry_args.append(_scalar(manifest, p.info, p.dtype, value))
             continue
-        if value.__class__ is not np.ndarray and isinstance(value, np.ndarray):
-            value = _plain(manifest, param, value)
+        dtype = p.dtype
+        if value.__class__ is not ndarray:
+            if isinstance(value, ndarray):
+                value = _plain(manifest, p.info, value)
+            else:
+                _check_tensor(manifest, p.info, dtype, value, dyn)  # raises: not an array
+        flags = value.flags
         # fast path: an ndarray of the right dtype and static shape; else full checks
         if not (
-            static is not None
-            and value.__class__ is np.ndarray
-            and value.dtype == dtype.np
-            and value.shape == static
-            and (param.direction == "In" or value.flags.writeable)
+            value.shape == p.static
+            and value.dtype == p.np_dtype
+            and (p.is_in or flags.writeable)
         ):
-            _check_tensor(manifest, param, dtype, value, dyn)
-        if param.direction == "In":
-            data = value.view() if value.flags.c_contiguous else np.ascontiguousarray(value)
-            data.flags.writeable = False
-        elif param.direction == "Out" and not outputs_in:
-            # Never the caller's array itself: a failed run must leave it untouched.
-            if param.fully_written:  # no task can observe the initial contents
-                data = np.empty(value.shape, dtype.np)
-            else:
-                data = np.full(value.shape, _fill(dtype), dtype.np)
-            copy_back.append((value, data))
+            _check_tensor(manifest, p.info, dtype, value, dyn)
+        if p.is_in:
+            data = value.view() if flags.c_contiguous else np.ascontiguousarray(value)
+            data.setflags(write=False)
         else:
-            data = np.array(value, dtype=dtype.np, order="C", copy=True)
+            # Never the caller's array itself: a failed run must leave it untouched.
+            data = take(value.shape, p.np_dtype) if value.nbytes >= pooled else None
+            if p.direction == "Out" and not outputs_in:
+                if p.fully_written:  # no task can observe the initial contents
+                    if data is None:
+                        data = np.empty(value.shape, p.np_dtype)
+                elif data is None:
+                    data = np.full(value.shape, _fill(dtype), p.np_dtype)
+                else:
+                    np.copyto(data, _fill(dtype), casting="unsafe")  # what np.full does
+            elif data is None:
+                data = np.array(value, dtype=p.np_dtype, order="C", copy=True)
+            else:
+                np.copyto(data, value)
             copy_back.append((value, data))
-        entry_args.append(rt.add_root(data, dtype, param.name, param.direction))
-    return entry_args, copy_back, {k: v[0] for k, v in dyn.items()}
+        entry_args.append(add_root(data, dtype, p.info.name, p.direction))
+    return entry_args, copy_back, {k: v[0] for k, v in dyn.items()} if dyn else {}
 
 
-_PLANS: dict[int, tuple[Manifest, list[tuple[DataType, tuple[int, ...] | None]]]] = {}
+class BufferPool:
+    """Staging buffers kept between runs, by (shape, dtype), at most ``limit_bytes`` in all
+    (least recently returned dropped first); buffers under ``min_bytes`` are not kept
+    (the allocator serves those without mapping memory).  Thread-safe: a buffer is held
+    by one run at a time, from `take` until the run gives it back."""
+
+    def __init__(self, limit_bytes: int = 1 << 27, min_bytes: int = 1 << 17) -> None:
+        self.limit_bytes = limit_bytes
+        self.min_bytes = min_bytes
+        self._free: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray | None:
+        """A kept buffer of ``shape`` and ``dtype`` (contents: a previous run's), or None."""
+        key = (shape, dtype)
+        with self._lock:
+            free = self._free.get(key)
+            if not free:
+                return None
+            buf = free.pop()
+            if not free:
+                del self._free[key]
+            self._bytes -= buf.nbytes
+            return buf
+
+    def give(self, buffers: Iterable[np.ndarray]) -> None:
+        """Keep ``buffers`` (staged by a run that no longer uses them) for later runs."""
+        with self._lock:
+            for buf in buffers:
+                if buf.nbytes < self.min_bytes or buf.nbytes > self.limit_bytes:
+                    continue
+                key = (buf.shape, buf.dtype)
+                self._free.setdefault(key, []).append(buf)
+                self._free.move_to_end(key)
+                self._bytes += buf.nbytes
+                while self._bytes > self.limit_bytes:
+                    _, old = next(iter(self._free.items()))
+                    self._bytes -= old.pop(0).nbytes
+                    if not old:
+                        self._free.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every kept buffer."""
+        with self._lock:
+            self._free.clear()
+            self._bytes = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        return self._bytes
 
 
-def _plan(manifest: Manifest) -> list[tuple[DataType, tuple[int, ...] | None]]:
-    """Per entry param: its DataType and static shape (None when a dim is dynamic)."""
-    cached = _PLANS.get(id(manifest))
-    if cached is not None and cached[0] is manifest:
-        return cached[1]
-    plan = []
-    for a in manifest.entry_args:
-        static = tuple(a.shape) if all(isinstance(d, int) for d in a.shape) else None
-        plan.append((dtype_by_name(a.dtype), static))
-    _PLANS[id(manifest)] = (manifest, plan)
-    return plan
+POOL = BufferPool()
 
 
 _FILLS: dict[tuple[str, str], Any] = {}

@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,9 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
-from pytest_pypto.runtime.staging import stage
+from pytest_pypto.runtime.staging import POOL, EntryPlan, stage
 
-__all__ = ["OnboardExecutionError", "SimRun", "WarHazardError", "Worker"]
+__all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
 
 
 class OnboardExecutionError(SimulationError):
@@ -73,7 +74,7 @@ class SimRun:
         uninitialized: str,
         graph: TaskGraph,
         roots: list[Any],
-        meta: dict[str, Any],
+        meta: dict[str, Any] | Callable[[], dict[str, Any]],
         config: RunConfig,
     ) -> None:
         self.program = program
@@ -87,7 +88,7 @@ class SimRun:
         self.kernel_seconds: float = graph.kernel_seconds
         self._graph = graph
         self._roots = roots
-        self._meta = meta
+        self._meta = meta  # the record's header, or what builds it (on first use)
         self._config = config
         self._record: dict[str, Any] | None = None
         self._deps_path: Path | None = None
@@ -105,7 +106,8 @@ class SimRun:
     def record(self) -> dict[str, Any]:
         """The executed graph, as written to deps.json."""
         if self._record is None:
-            self._record = self._graph.to_json(self._roots, self._meta)
+            meta = self._meta if isinstance(self._meta, dict) else self._meta()
+            self._record = self._graph.to_json(self._roots, meta)
         return self._record
 
     @property
@@ -143,6 +145,18 @@ class SimRun:
         return json.loads(self.deps_path.read_text())
 
 
+class Prepared:
+    """A loaded artifact plus what every run of it needs that no argument changes (the
+    staging plan), built once per loaded artifact and per worker; runs never change it."""
+
+    __slots__ = ("loaded", "manifest", "plan", "__weakref__")
+
+    def __init__(self, loaded: LoadedArtifact) -> None:
+        self.loaded = loaded
+        self.manifest = loaded.manifest
+        self.plan = EntryPlan(loaded.manifest)
+
+
 class Worker:
     """Executes artifacts of one sim platform."""
 
@@ -159,27 +173,37 @@ class Worker:
         self.platform = platform
         self.arch = spec(arch)
         self.bind = bind
-        self._by_program: dict[int, tuple[weakref.ref, LoadedArtifact]] = {}
+        # id(CompiledProgram) -> (its weakref, Prepared); id(LoadedArtifact) -> the same
+        self._by_program: dict[int, tuple[weakref.ref, Prepared]] = {}
+        self._by_loaded: dict[int, tuple[weakref.ref, Prepared]] = {}
 
     def __repr__(self) -> str:
         return f"Worker(platform={self.platform!r})"
 
     def load(self, artifact: CompiledProgram | LoadedArtifact | str | os.PathLike) -> LoadedArtifact:
         """The built artifact, refused when it was compiled for another platform."""
-        if isinstance(artifact, LoadedArtifact):
-            loaded = artifact
-        elif isinstance(artifact, CompiledProgram):
-            # A CompiledProgram names one compile's output: built once per object.
+        return self.prepare(artifact).loaded
+
+    def prepare(self, artifact: CompiledProgram | LoadedArtifact | str | os.PathLike) -> Prepared:
+        """The built artifact and its run plan (refused when compiled for another platform).
+
+        A CompiledProgram names one compile's output: it is built and planned once per
+        object (until it is garbage); a directory goes through the loader's cache."""
+        if artifact.__class__ is CompiledProgram or isinstance(artifact, CompiledProgram):
             memo = self._by_program.get(id(artifact))
             if memo is not None and memo[0]() is artifact:
-                loaded = memo[1]
-            else:
-                loaded = load_artifact(artifact.artifact_dir, self.bind)
-                key = id(artifact)
-                forget = self._by_program.pop
-                self._by_program[key] = (weakref.ref(artifact, lambda _: forget(key, None)), loaded)
-        else:
-            loaded = load_artifact(artifact, self.bind)
+                return memo[1]
+            prepared = self._prepared(load_artifact(artifact, self.bind))  # in memory
+            _remember(self._by_program, artifact, prepared)
+            return prepared
+        if isinstance(artifact, LoadedArtifact):
+            return self._prepared(artifact)
+        return self._prepared(load_artifact(artifact, self.bind))
+
+    def _prepared(self, loaded: LoadedArtifact) -> Prepared:
+        memo = self._by_loaded.get(id(loaded))
+        if memo is not None and memo[0]() is loaded:
+            return memo[1]
         manifest = loaded.manifest
         if manifest.platform != self.platform:
             raise SimulationError(
@@ -188,7 +212,9 @@ class Worker:
                 hint=f"compile it with RunConfig(platform='{self.platform}'), or run it on "
                 f"Worker(platform='{manifest.platform}')",
             )
-        return loaded
+        prepared = Prepared(loaded)
+        _remember(self._by_loaded, loaded, prepared)
+        return prepared
 
     def run(
         self,
@@ -203,25 +229,29 @@ class Worker:
         compiled program: the device buffer starts as the caller's tensor).
         """
         cfg = config if config is not None else _DEFAULT_CONFIG
-        loaded = self.load(artifact)
+        prepared = self.prepare(artifact)
         if cfg.precise and self.bind is registry_bind:  # the same kernels, precise-mode ops
-            loaded = load_artifact(loaded.directory, precise_bind)
-        manifest = loaded.manifest
+            prepared = self._prepared(load_artifact(prepared.loaded, precise_bind))
+        loaded, manifest, plan = prepared.loaded, prepared.manifest, prepared.plan
         clusters = cfg.sim_clusters or self.arch.sim_clusters
-        graph = TaskGraph(
-            clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war, kernels=loaded.kernels
-        )
+        graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
+                          kernels=loaded.kernels, deferred=True)
         rt = Orchestrator(loaded.kernels, graph, [])
         token = UNINITIALIZED.set(cfg.uninitialized)
         precise = PRECISE.set(bool(cfg.precise))
         try:
-            entry_args, copy_back, dyn = stage(manifest, arrays, rt, outputs_in=outputs_in)
+            entry_args, copy_back, dyn = stage(
+                manifest, arrays, rt, outputs_in=outputs_in, plan=plan
+            )
             entry = loaded.make_orchestration(rt)
             # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
             # DSL (§5.1), not warnings; one errstate per run instead of one per op.
-            with np.errstate(all="ignore"):
+            quiet = _quiet_floats()
+            try:
                 entry(*entry_args)
                 graph.drain()
+            finally:
+                _loud_floats(quiet)
             if graph.war_hazards:  # recorded under strict_war only: a failed run
                 raise _war_error(manifest.program, graph)
         except SimulationError as exc:
@@ -235,26 +265,27 @@ class Worker:
         # Only a run that succeeded reaches the caller's Out/InOut arrays (DSL.md §1.5).
         for caller, staged in copy_back:
             np.copyto(caller, staged)
+        if copy_back:  # what the run staged is free for the next run
+            POOL.give([staged for _, staged in copy_back])
 
-        meta = {
-            "program": manifest.program,
-            "platform": self.platform,
-            "arch": self.arch.name,
-            "uninitialized": cfg.uninitialized,
-            "schedule_seed": cfg.schedule_seed,
-            "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
-            "dynamic_dims": dyn,
-        }
-        outputs = {
-            a.name: value
-            for a, value in zip(manifest.entry_args, arrays)
-            if a.kind == "tensor" and a.direction != "In"
-        }
+        platform = self.platform
+
+        def meta() -> dict[str, Any]:  # the deps.json header, built when a record is asked
+            return {
+                "program": manifest.program,
+                "platform": platform,
+                "arch": self.arch.name,
+                "uninitialized": cfg.uninitialized,
+                "schedule_seed": cfg.schedule_seed,
+                "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
+                "dynamic_dims": dyn,
+            }
+
         result = SimRun(
             program=manifest.program,
-            platform=self.platform,
-            outputs=outputs,
-            returns=tuple(arrays[i] for i in manifest.entry_returns),
+            platform=platform,
+            outputs={name: arrays[i] for i, name in plan.outputs},
+            returns=tuple([arrays[i] for i in plan.returns]),
             uninitialized=cfg.uninitialized,
             graph=graph,
             roots=rt.roots,
@@ -268,6 +299,35 @@ class Worker:
         return result
 
 
+def _remember(memo: dict[int, tuple[weakref.ref, Prepared]], key: Any, prepared: Prepared) -> None:
+    """``memo[id(key)] = prepared`` until ``key`` is garbage (its id may then be reused)."""
+    k = id(key)
+    forget = memo.pop
+    memo[k] = (weakref.ref(key, lambda _: forget(k, None)), prepared)
+
+
+def _floats_switch() -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """(quiet, restore): numpy's floating-point errors ignored for a run, and put back.
+
+    numpy 2 keeps that state in a context variable; setting it directly is what
+    ``np.errstate(all="ignore")`` does, without the Python-level context manager
+    (2 us of every dispatch).  Elsewhere: ``np.errstate`` itself."""
+    try:
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+        _extobj_contextvar.reset(_extobj_contextvar.set(_make_extobj(all="ignore")))
+    except Exception:  # noqa: BLE001  (another numpy: the public context manager)
+        def quiet() -> Any:
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+
+        return quiet, lambda state: state.__exit__(None, None, None)
+    var_set, var_reset = _extobj_contextvar.set, _extobj_contextvar.reset
+    return (lambda: var_set(_make_extobj(all="ignore"))), var_reset
+
+
+_quiet_floats, _loud_floats = _floats_switch()
 _DEFAULT_CONFIG = RunConfig()
 
 

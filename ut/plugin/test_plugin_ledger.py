@@ -133,12 +133,17 @@ def test_fails_on_a5(pypto_platform):
 """
 
 
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """xdist needs a real session process; a serial session runs in this one (cheaper)."""
+    if "xdist" in args:
+        return pytester.runpytest_subprocess(*args)
+    return pytester.runpytest(*args)
+
+
 @pytest.mark.parametrize("xdist", [[], ["-n", "2", "-p", "xdist"]], ids=["serial", "xdist"])
 def test_require_met(pytester: pytest.Pytester, xdist: list[str]) -> None:
     pytester.makepyfile("def test_x(pypto_platform): pass\n")
-    result = pytester.runpytest_subprocess(
-        "--pypto-arch=all", "--pypto-require=a5sim,a2a3sim", *xdist
-    )
+    result = _run(pytester, "--pypto-arch=all", "--pypto-require=a5sim,a2a3sim", *xdist)
     assert result.ret == 0, result.stdout.str()
     assert "--pypto-require" not in result.stdout.str()
 
@@ -148,7 +153,7 @@ def test_require_unmet_fails_the_session(pytester: pytest.Pytester, xdist: list[
     pytester.makepyfile(
         "import pytest\n@pytest.mark.pypto_arch('a2a3')\ndef test_x(pypto_platform): pass\n"
     )
-    result = pytester.runpytest_subprocess("--pypto-arch=all", "--pypto-require=a5sim", *xdist)
+    result = _run(pytester, "--pypto-arch=all", "--pypto-require=a5sim", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED --pypto-require: cell a5sim executed no test"])
     result.assert_outcomes(passed=1, skipped=1)  # skipped does not count as executed
@@ -175,7 +180,7 @@ def test_require_failed_counts_as_executed(pytester: pytest.Pytester) -> None:
 def test_require_from_env_and_without_terminal(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.setenv("PYPTO_REQUIRE", "a5sim")
     pytester.makepyfile("def test_x(pypto_platform): pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:terminal")
+    result = pytester.runpytest("-p", "no:terminal")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "--pypto-require: cell a5sim executed no test" in result.stderr.str()
 

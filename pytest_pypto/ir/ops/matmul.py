@@ -8,6 +8,7 @@ accumulator is FP32, or INT32 with wrap.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pytest_pypto.ir.ops._rules import (
@@ -96,14 +97,67 @@ def _matmul_compute(lhs: Any, rhs: Any, **_: Any) -> Any:
     return matmul_wide(lhs, rhs)
 
 
+_SCRATCH = threading.local()  # per thread: product shape -> a reused float32 buffer
+_SCRATCH_SHAPES = 8  # distinct product shapes kept per thread before the cache restarts
+
+
+def _scratch(shape: tuple[int, ...]) -> Any:
+    """A C-contiguous float32 buffer of ``shape``, reused across calls: the product a
+    matmul_acc adds into its accumulator lives only inside the call, so keeping it
+    saves an allocation per call (and its page faults, in a fresh process)."""
+    cache = getattr(_SCRATCH, "buffers", None)
+    if cache is None:
+        cache = _SCRATCH.buffers = {}
+    buf = cache.get(shape)
+    if buf is None:
+        if len(cache) >= _SCRATCH_SHAPES:
+            cache.clear()
+        buf = cache[shape] = np.empty(shape, np.float32)
+    return buf
+
+
+def _acc_in_place(acc, lhs: Any, rhs: Any, overwrite: bool) -> bool:
+    """FP32 ``acc (+)= lhs @ rhs`` without temporaries, when bit-identical to the wide path.
+
+    float32 operands, an FP32 accumulator stored as float32: the wide path computes the
+    float32 product (a fresh C-contiguous array), adds it in float32 and stores the sum
+    unchanged.  Here the product goes into a reused C-contiguous buffer of the same shape
+    (the same BLAS call), and ``np.add(..., out=)`` writes the same float32 sums in place.
+    Returns False (nothing done) where that does not hold.
+    """
+    if lhs.dtype != np.float32 or rhs.dtype != np.float32 or acc.data.dtype != np.float32:
+        return False
+    k = lhs.shape[-1]
+    if rhs.shape[-2] < k:
+        return False  # matmul_wide raises the error
+    rhs = rhs[..., :k, :]
+    lead = lhs.shape[:-2] if rhs.ndim == 2 else np.broadcast_shapes(lhs.shape[:-2],
+                                                                    rhs.shape[:-2])
+    shape = (*lead, lhs.shape[-2], rhs.shape[-1])
+    dst = acc.data[(Ellipsis, slice(0, shape[-2]), slice(0, shape[-1]))]
+    if dst.shape != shape:
+        return False
+    prod = _scratch(shape)
+    np.matmul(lhs, rhs, out=prod)
+    if overwrite:
+        np.copyto(dst, prod)
+    else:
+        np.add(dst, prod, out=dst)
+    return True
+
+
 def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, out=None, **_):
     from pytest_pypto.ir.apply import convert_array
     from pytest_pypto.ir.values import widen
 
     with np.errstate(all="ignore"):
-        prod = matmul_wide(widen(lhs.valid_view(), lhs.dtype), widen(rhs.valid_view(), rhs.dtype))
+        a, b = widen(lhs.valid_view(), lhs.dtype), widen(rhs.valid_view(), rhs.dtype)
+        overwrite = init_cond is not None and bool(init_cond)
+        if _acc_in_place(acc, a, b, overwrite):
+            return acc
+        prod = matmul_wide(a, b)
         region = (Ellipsis, *(slice(0, n) for n in prod.shape[-2:]))
-        if init_cond is None or not bool(init_cond):
+        if not overwrite:
             prod = widen(acc.data[region], acc.dtype) + prod
         acc.data[region] = convert_array(prod, acc.dtype)
     return acc

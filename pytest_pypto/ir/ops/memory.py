@@ -326,11 +326,15 @@ def _move_arch(arch: Any, info: CallInfo) -> None:
     )
 
 
-def _move_execute(src, *, target_memory=None, out=None, **_):
+def _move_execute(src, *, target_memory=None, out=None, share=False, **_):
+    """The moved tile shares the source's buffer (``share=True``) where the compiler proved
+    neither tile is written in place afterwards: the data does not change on the way.
+    Otherwise it is a copy."""
     from pytest_pypto.ir.values import TileValue
 
     space = (out.space if out is not None else None) or space_name(target_memory)
-    return TileValue(src.data.copy(), tuple(src.valid), src.dtype, space, src.pad)
+    data = src.data if share else src.data.copy()
+    return TileValue(data, tuple(src.valid), src.dtype, space, src.pad)
 
 
 register(OpSpec(

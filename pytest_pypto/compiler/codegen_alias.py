@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Which tile moves the generated kernel may run as views (no copy), and which locals die.
+
+A `tile.move` changes where a tile lives, not its data, so the simulator can hand the
+moved tile the source's buffer -- unless one of the two is later written in place,
+when the other would see the write (a move followed by `tile.write` on its source must
+leave the moved copy as it was).  `shareable_moves` decides that per kernel, flow-
+insensitively and conservatively:
+
+* buffers are grouped into alias classes (union-find over local names): a move's result
+  joins its source; an op whose result is ``same:<param>`` (views and in-place writes,
+  `MemRule`) joins its result to that operand; assignments, loop-carried values, yields
+  and `if` results join what they bind;
+* a class is *written* when any of its names is the ``same:<param>`` operand of an op
+  (in-place writes and views alike: a view may be written through later);
+* a move shares its buffer only when its class is not written.
+
+`last_uses` gives, per statement list, the tile locals a `del` may drop right after a
+statement: names only that list mentions, whose last mention is that statement, so
+each loop iteration frees its temporaries before the next one allocates (the freed
+buffers are then reused instead of fresh memory being faulted in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pytest_pypto.compiler.walk import child_bodies, is_tile, iter_exprs, stmt_exprs
+from pytest_pypto.ir import nodes as n
+
+MOVE_OP = "tile.move"
+
+
+class _Classes:
+    """Union-find over local names."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        root = self.parent.setdefault(name, name)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        while name != root:  # path compression
+            self.parent[name], name = root, self.parent[name]
+        return root
+
+    def union(self, a: str, names: Iterable[str]) -> None:
+        for b in names:
+            ra, rb = self.find(a), self.find(b)
+            if ra != rb:
+                self.parent[rb] = ra
+
+
+def _same_param(registry, op: str) -> str | None:
+    spec = registry.get(op)
+    result = spec.mem.result if spec is not None else None
+    if isinstance(result, str) and result.startswith("same:"):
+        return result[len("same:"):]
+    return None
+
+
+def _aliases(expr, registry) -> set[str]:
+    """Names whose buffer the value of ``expr`` may share."""
+    if isinstance(expr, n.Var):
+        return {expr.name}
+    if isinstance(expr, n.Call):
+        param = "tile" if expr.op == MOVE_OP else _same_param(registry, expr.op)
+        if param is not None:
+            return _aliases(expr.arg(param), registry)
+    return set()
+
+
+def shareable_moves(fn: n.Function, registry) -> set[int]:
+    """``id`` of every `tile.move` call in ``fn`` that may return a view of its source."""
+    classes = _Classes()
+    written: list[str] = []
+    moves: list[tuple[int, set[str]]] = []
+
+    def visit_exprs(stmt: n.Stmt) -> None:
+        for top in stmt_exprs(stmt):
+            for e in iter_exprs(top):
+                if not isinstance(e, n.Call):
+                    continue
+                if e.op == MOVE_OP:
+                    moves.append((id(e), _aliases(e, registry)))
+                param = _same_param(registry, e.op)
+                if param is not None:
+                    written.extend(_aliases(e.arg(param), registry))
+
+    def walk(body: list[n.Stmt], targets: tuple[n.Var, ...], loop: tuple[n.Var, ...]) -> None:
+        for s in body:
+            visit_exprs(s)
+            if isinstance(s, n.Assign):
+                got = _aliases(s.value, registry)
+                for t in s.targets:
+                    classes.union(t.name, got)
+            elif isinstance(s, (n.Yield, n.LoopJump)):
+                to = targets if isinstance(s, n.Yield) else loop
+                for t, v in zip(to, s.values):
+                    classes.union(t.name, _aliases(v, registry))
+            elif isinstance(s, n.For):
+                carried = tuple(v for v, _ in s.carried)
+                for (var, init), res in zip(s.carried, s.results):
+                    classes.union(var.name, _aliases(init, registry) | {res.name})
+                walk(s.body, carried, carried)
+            elif isinstance(s, n.If):
+                for inner in child_bodies(s):
+                    walk(inner, s.results, loop)
+
+    walk(fn.body, (), ())
+    dirty = {classes.find(w) for w in written}
+    shared = set()
+    for call_id, names in moves:
+        if not any(classes.find(x) in dirty for x in names):
+            shared.add(call_id)
+    return shared
+
+
+def _bound(stmt: n.Stmt) -> set[str]:
+    """Names a statement binds itself (not inside nested bodies)."""
+    if isinstance(stmt, n.Assign):
+        return {t.name for t in stmt.targets}
+    if isinstance(stmt, n.For):
+        names = {v.name for v, _ in stmt.carried} | {r.name for r in stmt.results}
+        return names | ({stmt.var.name} if stmt.var is not None else set())
+    if isinstance(stmt, n.If):
+        return {r.name for r in stmt.results}
+    return set()
+
+
+def _direct(stmt: n.Stmt) -> set[str]:
+    """Names a statement reads or binds itself (nested bodies excluded)."""
+    names = _bound(stmt)
+    for top in stmt_exprs(stmt):
+        names.update(e.name for e in iter_exprs(top) if isinstance(e, n.Var))
+    return names
+
+
+def tile_names(fn: n.Function) -> set[str]:
+    """Names bound to tile values anywhere in ``fn`` (what a `del` may drop)."""
+    found: set[str] = set()
+
+    def walk(body: list[n.Stmt]) -> None:
+        for s in body:
+            bound: list[n.Var] = []
+            if isinstance(s, n.Assign):
+                bound = list(s.targets)
+            elif isinstance(s, n.For):
+                bound = [v for v, _ in s.carried] + list(s.results)
+            elif isinstance(s, n.If):
+                bound = list(s.results)
+            found.update(v.name for v in bound if is_tile(v.type))
+            for inner in child_bodies(s):
+                walk(inner)
+
+    walk(fn.body)
+    return found
+
+
+def last_uses(fn: n.Function) -> dict[int, tuple[str, ...]]:
+    """``id(stmt)`` -> tile names to `del` right after it (see the module docstring).
+
+    A name belongs to the innermost statement list enclosing every statement that
+    mentions it; it is dropped after that list's last statement mentioning it (nested
+    mentions included), provided the list's first statement mentioning it binds it
+    (an assignment not reading it, a loop's carried value or result, an `if` result),
+    so a later loop iteration rebinds it before any read.
+    """
+    tiles = tile_names(fn)
+    lists: list[tuple[list[n.Stmt], int | None]] = []  # (body, parent list index)
+    # per list: for each statement, the tile names it mentions (nested bodies included)
+    sets: list[list[set[str]]] = []
+    direct_in: dict[str, list[int]] = {}  # name -> lists with a statement mentioning it
+
+    def collect(body: list[n.Stmt], parent: int | None) -> set[str]:
+        index = len(lists)
+        lists.append((body, parent))
+        sets.append([])
+        for s in body:
+            mine = _direct(s) & tiles
+            for name in mine:
+                direct_in.setdefault(name, []).append(index)
+            for inner in child_bodies(s):
+                mine = mine | collect(inner, index)
+            sets[index].append(mine)
+        return set().union(*sets[index]) if sets[index] else set()
+
+    collect(fn.body, None)
+    owner: dict[str, int] = {name: _common_list(found, lists) for name, found in
+                             direct_in.items()}
+    by_owner: dict[int, set[str]] = {}
+    for name, o in owner.items():
+        by_owner.setdefault(o, set()).add(name)
+    result: dict[int, tuple[str, ...]] = {}
+    for index, mine in by_owner.items():
+        body = lists[index][0]
+        # Whether each name's first mentioning statement binds it: one forward pass, so a
+        # long body costs linear time, not names x statements.
+        binds: dict[str, bool] = {}
+        for s, names in zip(body, sets[index]):
+            for name in names & mine:
+                if name not in binds:
+                    binds[name] = _binds_first(s, name)
+        seen: set[str] = set()
+        for i in range(len(body) - 1, -1, -1):
+            names = sets[index][i] & mine
+            if not isinstance(body[i], (n.Return, n.LoopJump)):
+                dead = sorted(x for x in names - seen if binds[x])
+                if dead:
+                    result[id(body[i])] = tuple(dead)
+            seen |= names
+    return result
+
+
+def _common_list(found: list[int], lists: list[tuple[list[n.Stmt], int | None]]) -> int:
+    """The innermost statement list enclosing every list in ``found``."""
+
+    def chain(i: int | None) -> list[int]:
+        out = []
+        while i is not None:
+            out.append(i)
+            i = lists[i][1]
+        return out[::-1]  # outermost first
+
+    common = chain(found[0])
+    for other in found[1:]:
+        path = chain(other)
+        k = 0
+        while k < min(len(common), len(path)) and common[k] == path[k]:
+            k += 1
+        common = common[:k]
+    return common[-1]
+
+
+def _binds_first(s: n.Stmt, name: str) -> bool:
+    """Whether ``s``, the first statement of its list mentioning ``name``, binds it
+    (without reading it first)."""
+    if isinstance(s, n.Assign):
+        return name in _bound(s) and not any(
+            isinstance(e, n.Var) and e.name == name for e in iter_exprs(s.value))
+    if isinstance(s, (n.For, n.If)):
+        return name in _bound(s) and not any(
+            isinstance(e, n.Var) and e.name == name
+            for top in stmt_exprs(s) for e in iter_exprs(top))
+    return False

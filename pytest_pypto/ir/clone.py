@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`clone_program`: a structural copy of a program for the compiler passes to rewrite.
+
+The passes rewrite statements and expressions in place (flattening calls, inserting
+moves, fixing tile types), so the compiler works on a copy and the user's program
+object is never changed.  `copy.deepcopy` made that copy generically: a memo entry,
+a `__reduce_ex__` round trip and a reconstructed object for every type, span, dtype,
+DynVar and string of the tree, 10-12% of the in-process unit suite.
+
+Only IR nodes (and the lists, dicts and tuples holding them) are mutable, so only
+they are copied.  Everything else is immutable and shared with the original: types
+(frozen dataclasses; the compiler makes new ones with `with_`), spans, DynVars,
+dtypes, enums and Python constants.  Sharing is also what makes a DynVar one
+dimension: its identity is its meaning, and a copy keeps the user's objects.
+A node reached twice in the original is one node in the copy (as with deepcopy),
+so identity-keyed bookkeeping in the passes sees the same topology.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from collections.abc import Callable
+from typing import Any
+
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.memref import MemRefBinding
+from pytest_pypto.ir.types import DynVar, Type
+
+# Values shared as they are: immutable by construction (frozen dataclasses, constants).
+# MemRefBinding is frozen; its Expr index is read by the passes, never rewritten.
+_SHARED: tuple[type, ...] = (
+    str, int, float, bool, complex, bytes, type(None), type(Ellipsis), range, slice,
+    n.Span, Type, DynVar, DataType, enum.Enum, MemRefBinding, frozenset, type,
+)
+
+_Copier = Callable[[Any, dict[int, Any]], Any]
+_copiers: dict[type, _Copier] = {}  # exact class -> how to copy its instances
+
+
+def clone_program(program: n.Program) -> n.Program:
+    """A copy of ``program`` whose nodes, bodies and argument tuples are new objects;
+    changing any node of the copy leaves ``program`` as it was."""
+    return _clone(program, {})
+
+
+def clone_node(node: n.Node) -> n.Node:
+    """A copy of one node (a function, a statement, an expression) and all beneath it."""
+    return _clone(node, {})
+
+
+def _clone(value: Any, memo: dict[int, Any]) -> Any:
+    copier = _copiers.get(value.__class__) or _learn(value.__class__)
+    return copier(value, memo)
+
+
+def _learn(cls: type) -> _Copier:
+    copier = _copiers[cls] = _copier_for(cls)
+    return copier
+
+
+def _copier_for(cls: type) -> _Copier:
+    if issubclass(cls, (n.Node, n.Unsupported)) and not _has_slots(cls):
+        return _copy_node
+    if cls is tuple:
+        return _copy_tuple
+    if cls is list:
+        return _copy_list
+    if cls is dict:
+        return _copy_dict
+    if issubclass(cls, _SHARED):
+        return _share
+    return _deepcopy  # anything else: the generic copy, so nothing mutable is ever shared
+
+
+def _has_slots(cls: type) -> bool:
+    return any("__slots__" in vars(k) for k in cls.__mro__ if k is not object)
+
+
+def _share(value: Any, memo: dict[int, Any]) -> Any:
+    return value
+
+
+def _deepcopy(value: Any, memo: dict[int, Any]) -> Any:
+    key = id(value)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = copy.deepcopy(value)
+    return got
+
+
+def _copy_node(node: Any, memo: dict[int, Any]) -> Any:
+    key = id(node)
+    got = memo.get(key)
+    if got is not None:
+        return got
+    new = object.__new__(node.__class__)
+    memo[key] = new
+    fields = {}
+    copiers = _copiers
+    for name, value in node.__dict__.items():
+        copier = copiers.get(value.__class__) or _learn(value.__class__)
+        fields[name] = value if copier is _share else copier(value, memo)
+    new.__dict__ = fields
+    return new
+
+
+def _copy_tuple(items: tuple[Any, ...], memo: dict[int, Any]) -> tuple[Any, ...]:
+    """A tuple of constants is itself shared; one holding nodes is rebuilt."""
+    copiers = _copiers
+    out = []
+    changed = False
+    for item in items:
+        copier = copiers.get(item.__class__) or _learn(item.__class__)
+        if copier is _share:
+            out.append(item)
+        else:
+            got = copier(item, memo)
+            out.append(got)
+            changed = changed or got is not item
+    return tuple(out) if changed else items
+
+
+def _copy_list(items: list[Any], memo: dict[int, Any]) -> list[Any]:
+    key = id(items)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = []
+        got.extend(_clone(item, memo) for item in items)
+    return got
+
+
+def _copy_dict(items: dict[Any, Any], memo: dict[int, Any]) -> dict[Any, Any]:
+    key = id(items)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = {}
+        for k, v in items.items():
+            got[k] = _clone(v, memo)
+    return got
+
+
+__all__ = ["clone_node", "clone_program"]
