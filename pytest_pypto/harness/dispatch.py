@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -123,15 +124,18 @@ def run(
     return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
 
 
-@functools.lru_cache(maxsize=1)
 def _run_path() -> tuple[Any, Any]:
     """The modules `run` calls into (``harness.codegen_only``, ``runtime.registry``),
-    imported on the first dispatch, not with this module; their functions are looked up
-    per call (so a test can patch them)."""
-    from pytest_pypto.harness import codegen_only
-    from pytest_pypto.runtime import registry
-
-    return codegen_only, registry
+    imported on the first dispatch, not with this module.  Looked up in ``sys.modules``
+    per call rather than memoised: an in-process pytest session (pytester) may drop and
+    re-import them, and the gate's state lives in the current copy."""
+    modules = sys.modules
+    gate = modules.get("pytest_pypto.harness.codegen_only")
+    registry = modules.get("pytest_pypto.runtime.registry")
+    if gate is None or registry is None:
+        from pytest_pypto.harness import codegen_only as gate
+        from pytest_pypto.runtime import registry
+    return gate, registry
 
 
 def execute(

@@ -12,6 +12,7 @@ import pytest_pypto.harness.cases  # noqa: F401
 import pytest_pypto.harness.dispatch  # noqa: F401
 import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
+import pytest_pypto.runtime.registry  # noqa: F401  (tests monkeypatch its runtimes)
 import pytest_pypto.runtime.worker  # noqa: F401
 
 # A case module for inner runs: out = x + y on a 16x64 FP32 tile; the golden of

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch  # noqa: F401  (the compat case needs it; re-importing torch breaks)
+from readme_kit import README_EXAMPLE
 
 # Loaded here, before the in-process runs: a run drops the modules it imported, and the
 # next run re-importing half of the toolchain would see two copies of its classes.
@@ -27,36 +28,7 @@ CELLS = ("a2a3sim", "a2a3", "a5sim", "a5")
 ARCH = {"a2a3sim": "a2a3", "a2a3": "a2a3", "a5sim": "a5", "a5": "a5"}
 GATE = ("--pypto-codegen-only", "--pypto-arch=all", "--pypto-mode=sim,onboard")
 
-# The README's own example ("Writing and testing a kernel"), verbatim.
-README_EXAMPLE = '''
-import numpy as np
-import pytest_pypto
-import pytest_pypto.language as pl
-
-M, N, TM = 128, 64, 32
-
-@pl.program
-class Add:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-            out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        for r in pl.range(0, M, TM):
-            t = pl.add(pl.load(x, [r, 0], [TM, N]), pl.load(y, [r, 0], [TM, N]))
-            out = pl.store(t, [r, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-             out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        out = self.add(x, y, out)
-        return out
-
-def test_add(pypto_runner, pypto_rng):          # one item per cell: test_add[a5sim] ...
-    x, y = pypto_rng.standard_normal((2, M, N), dtype=np.float32)
-    out = np.empty((M, N), np.float32)
-    pypto_runner.run(Add, x, y, out)            # Out/InOut arrays are written back
-    pytest_pypto.assert_close(out, x + y)
-'''
+# The README's own example ("Writing and testing a kernel"), verbatim: README_EXAMPLE.
 
 # Nothing may execute a kernel under the gate: the simulator's worker and the runtime
 # lookup raise if reached.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy  # noqa: F401
 import pytest
+from readme_kit import ADD_PROGRAM
 
 # Load the toolchain here before any in-process pytester run: a run drops the modules it
 # imported, and the next run re-importing half of the toolchain (or numpy) would break.
@@ -22,30 +23,7 @@ import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
 import pytest_pypto.runtime.worker  # noqa: F401
 
-KERNELS = '''
-import numpy as np
-import pytest_pypto
-import pytest_pypto.language as pl
-
-M, N, TM = 64, 32, 16
-
-
-@pl.program
-class Add:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-            out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        for r in pl.range(0, M, TM):
-            t = pl.add(pl.load(x, [r, 0], [TM, N]), pl.load(y, [r, 0], [TM, N]))
-            out = pl.store(t, [r, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-             out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        out = self.add(x, y, out)
-        return out
-
+KERNELS = ADD_PROGRAM.replace("M, N, TM = 128, 64, 32", "M, N, TM = 64, 32, 16") + '''
 
 @pl.program
 class FirstRowsOnly:

@@ -14,41 +14,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from readme_kit import README_EXAMPLE
 
 FIXTURE_PACKAGE = Path(__file__).parents[1] / "runtime" / "fixture_runtime"
 
 # The README's example, as a user writes it.
-README_TEST = '''
-import os
-
-import numpy as np
-import pytest
-import pytest_pypto
-import pytest_pypto.language as pl
-
-M, N, TM = 128, 64, 32
-
-@pl.program
-class Add:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-            out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        for r in pl.range(0, M, TM):
-            t = pl.add(pl.load(x, [r, 0], [TM, N]), pl.load(y, [r, 0], [TM, N]))
-            out = pl.store(t, [r, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[M, N], pl.FP32], y: pl.Tensor[[M, N], pl.FP32],
-             out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
-        out = self.add(x, y, out)
-        return out
-
-def test_add(pypto_runner, pypto_rng):
-    x, y = pypto_rng.standard_normal((2, M, N), dtype=np.float32)
-    out = np.empty((M, N), np.float32)
-    pypto_runner.run(Add, x, y, out)
-    pytest_pypto.assert_close(out, x + y)
+README_TEST = "import os\n\nimport pytest\n" + README_EXAMPLE + '''
 
 @pytest.mark.pypto_requires(">=1.0,<2")
 def test_requires_a_new_runtime(pypto_runner, pypto_rng):
