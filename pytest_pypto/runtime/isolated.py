@@ -30,7 +30,6 @@ the pipe: the child sees them as distinct buffers.
 from __future__ import annotations
 
 import atexit
-import json
 import mmap
 import multiprocessing
 import os
@@ -53,6 +52,7 @@ from pytest_pypto.runtime.child import (
     unpack_exception,
 )
 from pytest_pypto.runtime.protocol import RuntimeFailure
+from pytest_pypto.runtime.records import RecordedRun
 
 __all__ = ["IsolatedRun", "IsolatedRuntime"]
 
@@ -75,7 +75,7 @@ def _grace(timeout: float) -> float:
     return 2.0 + 0.1 * timeout  # generous: a loaded machine may deschedule the child
 
 
-class IsolatedRun:
+class IsolatedRun(RecordedRun):
     """What `IsolatedRuntime.execute` returns (an `Execution`, like the simulator's SimRun)."""
 
     def __init__(
@@ -99,45 +99,6 @@ class IsolatedRun:
             f"<IsolatedRun {self.program} on {self.platform}: {len(self.tasks)} tasks, "
             f"outputs {sorted(self.outputs)}>"
         )
-
-    def __getitem__(self, name: str) -> Any:
-        return self.outputs[name]
-
-    @property
-    def tasks(self) -> list[dict[str, Any]]:
-        """Executed tasks (id, kernel, func id, core type, slots, args, deps, order)."""
-        return self.record["tasks"]
-
-    @property
-    def deps_path(self) -> Path:
-        """Path of this run's deps.json (written by the child when kernels are kept or
-        traced, else here on first use)."""
-        if self._deps_path is None:
-            from pytest_pypto.runtime.worker import _new_run_dir
-
-            path = _new_run_dir(self._config, self.program) / "deps.json"
-            path.write_text(json.dumps(self.record))
-            self._deps_path = path
-        return self._deps_path
-
-    @property
-    def run_dir(self) -> Path:
-        return self.deps_path.parent
-
-    @property
-    def trace_path(self) -> Path:
-        """Path of this run's trace.json (written by the child under ``config.trace``,
-        else next to deps.json on first use)."""
-        path = self.run_dir / "trace.json"
-        if not path.is_file():
-            from pytest_pypto.runtime.trace import write_trace
-
-            write_trace(self.record, self.run_dir)
-        return path
-
-    def deps(self) -> dict[str, Any]:
-        """The parsed deps.json."""
-        return json.loads(self.deps_path.read_text())
 
 
 class _Child:

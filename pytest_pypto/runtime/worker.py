@@ -44,6 +44,7 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
+from pytest_pypto.runtime.records import RecordedRun
 from pytest_pypto.runtime.staging import POOL, EntryPlan, stage
 
 __all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
@@ -53,7 +54,7 @@ class OnboardExecutionError(SimulationError):
     """Execution was asked of an onboard platform, which the bundled simulator cannot serve."""
 
 
-class SimRun:
+class SimRun(RecordedRun):
     """The result of one simulated run.
 
     The executed task graph is kept in memory and written to ``deps.json`` in the
@@ -99,9 +100,6 @@ class SimRun:
             f"outputs {sorted(self.outputs)}>"
         )
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.outputs[name]
-
     @property
     def record(self) -> dict[str, Any]:
         """The executed graph, as written to deps.json."""
@@ -109,41 +107,6 @@ class SimRun:
             meta = self._meta if isinstance(self._meta, dict) else self._meta()
             self._record = self._graph.to_json(self._roots, meta)
         return self._record
-
-    @property
-    def tasks(self) -> list[dict[str, Any]]:
-        """Executed tasks (id, kernel, func id, core type, slots, args, deps, order)."""
-        return self.record["tasks"]
-
-    @property
-    def deps_path(self) -> Path:
-        """Path of this run's deps.json (written on first use)."""
-        if self._deps_path is None:
-            run_dir = _new_run_dir(self._config, self.program)
-            path = run_dir / "deps.json"
-            path.write_text(json.dumps(self.record))
-            self._deps_path = path
-        return self._deps_path
-
-    @property
-    def run_dir(self) -> Path:
-        return self.deps_path.parent
-
-    @property
-    def trace_path(self) -> Path:
-        """Path of this run's trace.json (Chrome trace-event JSON, `runtime.trace`), written
-        next to deps.json on first use (with schedule.png when matplotlib is installed)."""
-        path = self.run_dir / "trace.json"
-        if not path.is_file():
-            from pytest_pypto.runtime.trace import write_trace
-
-            write_trace(self.record, self.run_dir)
-        return path
-
-    def deps(self) -> dict[str, Any]:
-        """The parsed deps.json."""
-        return json.loads(self.deps_path.read_text())
-
 
 class Prepared:
     """A loaded artifact plus what every run of it needs that no argument changes (the

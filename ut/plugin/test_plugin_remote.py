@@ -9,42 +9,11 @@ import types
 from pathlib import Path
 
 import pytest
+from readme_kit import TWICE_TESTS
 
 from pytest_pypto.harness import remote
 
-KERNEL_TESTS = """
-import numpy as np
-import pytest_pypto
-import pytest_pypto.language as pl
-
-@pl.program
-class Twice:
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, x: pl.Tensor[[16, 16], pl.FP32],
-              out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.add(pl.load(x, [0, 0], [16, 16]), pl.load(x, [0, 0], [16, 16]))
-        return pl.store(t, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[16, 16], pl.FP32],
-             out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        out = self.twice(x, out)
-        return out
-
-def _run(pypto_runner, pypto_rng):
-    x = pypto_rng.standard_normal((16, 16), dtype=np.float32)
-    out = np.empty((16, 16), np.float32)
-    pypto_runner.run(Twice, x, out)
-    return x, out
-
-def test_good(pypto_runner, pypto_rng):
-    x, out = _run(pypto_runner, pypto_rng)
-    pytest_pypto.assert_close(out, 2 * x)
-
-def test_bad(pypto_runner, pypto_rng):
-    x, out = _run(pypto_runner, pypto_rng)
-    pytest_pypto.assert_close(out, 3 * x)
-"""
+KERNEL_TESTS = TWICE_TESTS
 BAD = "tests_test_k.py_test_bad_a2a3sim"
 GOOD = "tests_test_k.py_test_good_a2a3sim"
 CACHE_LINE = re.compile(r"^pypto compile cache: .*$", re.M)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy  # noqa: F401  (loaded before in-process pytester runs, which cannot reload it)
 import pytest
+from readme_kit import TWICE_PROGRAM
 
 from pytest_pypto.harness.seeding import project_root, seed_key
 
@@ -71,25 +72,7 @@ def test_seed_is_the_same_from_any_invocation_directory(
     assert _seeds(pytester, tests, "--pypto-seed=5") != from_tests  # the base still counts
 
 
-KERNEL_TESTS = """
-import numpy as np
-import pytest_pypto
-import pytest_pypto.language as pl
-
-@pl.program
-class Twice:
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, x: pl.Tensor[[16, 16], pl.FP32],
-              out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.add(pl.load(x, [0, 0], [16, 16]), pl.load(x, [0, 0], [16, 16]))
-        return pl.store(t, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[16, 16], pl.FP32],
-             out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        out = self.twice(x, out)
-        return out
-
+KERNEL_TESTS = TWICE_PROGRAM + """
 def test_bad(pypto_runner, pypto_rng):
     x = pypto_rng.standard_normal((16, 16), dtype=np.float32)
     out = np.empty((16, 16), np.float32)
