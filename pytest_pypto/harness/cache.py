@@ -66,7 +66,7 @@ def _spec_text(spec: Any) -> list[Any]:
 
 
 # Printing a program is the costly part of a key: once per program object.  Programs
-# are immutable once parsed (the compiler works on a deep copy).
+# are immutable once parsed (the compiler works on a copy, `ir.clone`).
 _program_text: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 

@@ -1,7 +1,7 @@
 """IR nodes: expressions, statements, functions and programs, each with a source span.
 
 Nodes are plain mutable dataclasses: the parser builds them, compiler passes
-rewrite them (usually on a deep copy), codegen walks them.  Every node that can be
+rewrite them (on a copy, `ir.clone`), codegen walks them.  Every node that can be
 blamed for an error carries a `Span` into the user's kernel source.
 
 Conventions shared by the parser, the passes and codegen:
