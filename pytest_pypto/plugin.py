@@ -398,15 +398,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.user_properties = list(item.user_properties)
         runner = item.stash.get(RUNNER_KEY, None)
         if runner is not None and call.when == "call":
-            from pytest_pypto.harness.remote import kept_text
+            from pytest_pypto.harness.remote import failure_section
 
-            kept = runner.keep_failure()
-            if kept is not None or getattr(runner, "keep_error", None) is not None:
-                text = kept_text(item.config, runner)
-                if kept is not None and (kept / "trace.json").is_file():
-                    from pytest_pypto.harness.runner import schedule_note
-
-                    text += f"\n{schedule_note(kept)}"  # the last run's graph and schedule
+            text = failure_section(item.config, runner)
+            if text is not None:
                 report.sections.append(("pypto artifacts", text))
     if call.when == "call":
         from pytest_pypto.harness.remote import note_runner

@@ -121,6 +121,21 @@ def kept_text(config: pytest.Config, runner: Any) -> str:
     return text
 
 
+def failure_section(config: pytest.Config, runner: Any) -> str | None:
+    """A failing test's "pypto artifacts" report section (None: nothing to say): keeps
+    the runner's last artifact, then says where it is and where its run's task graph and
+    schedule are."""
+    kept = runner.keep_failure()
+    if kept is None and getattr(runner, "keep_error", None) is None:
+        return None
+    text = kept_text(config, runner)
+    if kept is not None and (kept / "trace.json").is_file():
+        from pytest_pypto.harness.runner import schedule_note
+
+        text += f"\n{schedule_note(kept)}"
+    return text
+
+
 def ship(config: pytest.Config, limit: int = SHIP_LIMIT) -> dict[str, Any] | None:
     """The worker's payload of kept artifacts (None when it needs none)."""
     if controller_kernels_dir(config) is None:
