@@ -369,3 +369,16 @@ def test_a_runtime_that_compiles_gets_the_program(monkeypatch: pytest.MonkeyPatc
     x = np.zeros((R, C), np.float32)
     pytest_pypto.run(Triple, x, x.copy(), config=RunConfig(platform="a5sim", runtime="own"))
     assert got == [("compile", Triple, "a5sim"), ("execute", "their artifact")]
+
+
+def test_bundled_table_matches_our_installed_entry_points() -> None:
+    """BUNDLED repeats pyproject's entry points (for ordering and source checkouts):
+    the two must not drift."""
+    from importlib.metadata import distribution
+
+    ours = {
+        ep.name: ep.value
+        for ep in distribution("pytest-pypto").entry_points
+        if ep.group == "pytest_pypto.runtimes"
+    }
+    assert ours == BUNDLED
