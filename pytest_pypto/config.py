@@ -124,11 +124,17 @@ class RunConfig:
                 f"string, use platform=, e.g. RunConfig(platform='a2a3sim')"
             )
         object.__setattr__(self, name, value)
+        if name == "arch" or name == "execution_mode":
+            self.__dict__.pop("_platform", None)  # derived from the two axes
 
     @property
     def platform(self) -> str:
         """The wire form of the cell: 'a2a3', 'a2a3sim', 'a5' or 'a5sim'."""
-        return platform_string(self.arch, self.execution_mode)
+        # remembered (every dispatch asks); forgotten whenever an axis is set
+        cached = self.__dict__.get("_platform")
+        if cached is None:
+            cached = self.__dict__["_platform"] = platform_string(self.arch, self.execution_mode)
+        return cached
 
     @platform.setter
     def platform(self, value: str) -> None:

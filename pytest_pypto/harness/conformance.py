@@ -231,7 +231,8 @@ def check_reports_kernel_failure(
     runtime: Any, platform: str, failure_classes: Sequence[str] = ("runtime-error",),
 ) -> None:
     """A kernel that fails at run time (a window past the tensor's edge) raises an
-    exception of one of ``failure_classes``, and leaves Out/InOut untouched.
+    exception of one of ``failure_classes``, and leaves Out/InOut untouched (its Out is
+    not fully written, so no runtime may have written it in place).
 
     A runtime that cannot tell a failing kernel from a failing device (PyPTO's
     reports neither) passes ``("device-error",)``.

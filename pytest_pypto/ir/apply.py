@@ -39,6 +39,11 @@ _BY_NUMPY: dict[Any, DataType] = {}
 
 # True while a precise run executes (set and reset by the simulator's Worker).
 PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("pypto_precise", default=False)
+# Set by the simulator for the length of a run, which silences numpy's floating-point
+# errors once (IEEE specials are the DSL's numerics, §5.1): ops then skip their own errstate.
+QUIET_FLOATS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "pypto_quiet_floats", default=False
+)
 
 
 def dtype_of(array: np.ndarray) -> DataType:
@@ -189,6 +194,10 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
     """
     if spec.execute is not None:
         return spec.execute(*operands, out=out, **attrs)
+    if out is not None and len(operands) == 2 and not attrs:
+        fast = _float32_binary(spec, operands, out)
+        if fast is not None:
+            return fast
     tiles = [op for op in operands if isinstance(op, TileValue)]
     lead_dtype = tiles[0].dtype if tiles else out.dtype
     if all(_full(t) for t in tiles):
@@ -211,9 +220,43 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
                 low = _low_float(lead_dtype) and PRECISE.get()
                 scalar_dtype = FP32 if low else lead_dtype
             args.append(scalar_to_dtype(op, scalar_dtype))
-    with np.errstate(all="ignore"):
+    if QUIET_FLOATS.get():
         wide = spec.compute(*args, **attrs)
+    else:
+        with np.errstate(all="ignore"):
+            wide = spec.compute(*args, **attrs)
     if out is None:
         shape = np.shape(wide)
         out = TileType(tuple(shape), lead_dtype, tiles[0].space if tiles else None)
     return place(wide, out, operands)
+
+
+def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> TileValue | None:
+    """A binary float32-ufunc op (``compute.float32_ufunc``) on two fully valid FP32 tiles of
+    the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
+    and place give (float32 math, no rounding, a fresh buffer), without their calls.
+    None when any of that does not hold (the general path runs)."""
+    name = getattr(spec.compute, "float32_ufunc", None)
+    if name is None or out.dtype.name != "FP32":
+        return None
+    a, b = operands
+    if a.__class__ is not TileValue or b.__class__ is not TileValue:
+        return None
+    da, db = a.data, b.data
+    shape = out.shape
+    if (a.dtype.name != "FP32" or b.dtype.name != "FP32" or da.dtype != np.float32
+            or db.dtype != np.float32 or da.shape != shape or db.shape != shape
+            or a.valid != shape or b.valid != shape):
+        return None
+    ufunc = _UFUNCS.get(name)
+    if ufunc is None:
+        ufunc = _UFUNCS[name] = getattr(np, name)
+    if QUIET_FLOATS.get():
+        data = ufunc(da, db)
+    else:
+        with np.errstate(all="ignore"):
+            data = ufunc(da, db)
+    return TileValue(data, shape, out.dtype, out.space or "Vec", out.pad)
+
+
+_UFUNCS: dict[str, Any] = {}

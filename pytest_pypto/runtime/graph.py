@@ -63,11 +63,10 @@ class Task:
         self.handles = handles  # TensorHandle or None (scalar) per argument
         self.deps: dict[int, str] = {}  # producer task id -> "RAW" | "WAW"
         self.done = False
-        self.order = -1
-        self.step = -1
+        self.order = self.step = -1
         self.slots: tuple[str, ...] = ()
         self.waiting = 0  # deps not yet done (seeded schedules only)
-        self.dependents: list[int] = []  # tasks depending on this one (seeded schedules only)
+        self.dependents: list[int] = _NO_DEPENDENTS  # (seeded schedules only; see _wait_for)
         self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
         self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
         self.seconds = 0.0  # host wall time inside the kernel (measured, not a device time)
@@ -105,6 +104,9 @@ class Task:
         if self.block is not None:
             record["block"] = {"index": self.block[0], "count": self.block[1]}
         return record
+
+
+_NO_DEPENDENTS: list[int] = []  # shared and never appended to: a task gets its own list first
 
 
 def _jsonable(value: Any) -> Any:
@@ -356,6 +358,8 @@ class TaskGraph:
             producer = tasks[d]
             if not producer.done:
                 task.waiting += 1
+                if producer.dependents is _NO_DEPENDENTS:
+                    producer.dependents = []
                 producer.dependents.append(task.id)
 
     def settle(self) -> None:

@@ -25,6 +25,7 @@ from pytest_pypto.runtime.tensors import (
     reshape_view,
     slice_view,
     transpose_view,
+    whole_root,
 )
 
 
@@ -38,9 +39,7 @@ class Orchestrator:
 
     # -- tensors -----------------------------------------------------------------
     def add_root(self, data: np.ndarray, dtype: DataType, name: str, origin: str) -> TensorHandle:
-        root = RootBuffer(len(self.roots), data, dtype, name, origin)
-        self.roots.append(root)
-        return root.handle()
+        return whole_root(self.roots, data, dtype, name, origin)
 
     def create_tensor(
         self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None

@@ -7,9 +7,15 @@ the read-only flag turns a stray write into an error instead of a silent change)
 InOut arrays are copied in; pure Out buffers are not copied in but start
 poisoned (or zeroed, per the run's ``uninitialized`` choice); Out and InOut
 buffers are copied back into the caller's arrays only when the run succeeds, so a
-failed run (a staging error, a run-time error, any exception) leaves every caller
-array exactly as it was.  A pure Out that the compiler proved fully written
-(``ArgInfo.fully_written``) starts as an unfilled buffer: no task can observe it.
+failed run (a staging error, a run-time error, any exception) leaves the caller's
+InOut arrays exactly as they were.  A pure Out that the compiler proved fully written
+(``ArgInfo.fully_written``) needs no initial contents (no task can observe them):
+when the caller's array is a plain C-contiguous writable array sharing memory with no
+other argument, the run writes its results straight into it (no staging buffer, no
+copy back: what makes a large elementwise kernel cost about what numpy does); a run
+that fails after staging refills such an array with the undefined-memory value
+(poison, or zeros), so a partial result is never mistaken for a result.  Any other
+pure Out starts as an unfilled staged buffer.
 
 Caller data: ndarray subclasses (``numpy.matrix``, ``numpy.memmap``, ...) are taken
 as plain ndarrays of the same memory (``numpy.asarray``); masked arrays are refused,
@@ -41,6 +47,7 @@ from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.ir.values import UNINITIALIZED, fill_value
 from pytest_pypto.runtime.orchestrator import Orchestrator
+from pytest_pypto.runtime.tensors import whole_root
 
 
 def entry_span(manifest: Manifest) -> Span | None:
@@ -65,11 +72,12 @@ def _signature(manifest: Manifest) -> str:
 class ParamPlan:
     """What staging checks of one entry parameter, resolved once per manifest."""
 
-    __slots__ = ("info", "scalar", "direction", "is_in", "dtype", "np_dtype", "static",
-                 "fully_written")
+    __slots__ = ("info", "name", "scalar", "direction", "is_in", "dtype", "np_dtype", "static",
+                 "fully_written", "in_place")
 
     def __init__(self, info: ArgInfo) -> None:
         self.info = info
+        self.name = info.name
         self.scalar = info.kind == "scalar"
         self.direction = info.direction
         self.is_in = info.direction == "In"
@@ -78,6 +86,8 @@ class ParamPlan:
         # None when a dim is dynamic: such a parameter is checked (and binds) per call
         self.static = tuple(info.shape) if all(isinstance(d, int) for d in info.shape) else None
         self.fully_written = bool(info.fully_written)
+        # a pure Out nobody can observe before it is written: may be the caller's array
+        self.in_place = self.fully_written and info.direction == "Out"
 
 
 class EntryPlan:
@@ -99,12 +109,13 @@ class EntryPlan:
 def stage(
     manifest: Manifest, arrays: Sequence[Any], rt: Orchestrator, *, outputs_in: bool = False,
     plan: EntryPlan | None = None,
-) -> tuple[list[Any], list[tuple[np.ndarray, np.ndarray]], dict[str, int]]:
+) -> tuple[list[Any], list[tuple[np.ndarray, np.ndarray]], dict[str, int], list[tuple]]:
     """Bind and stage the caller's arrays (``outputs_in``: pure Out arrays copied in too).
 
     ``plan`` is the manifest's `EntryPlan` (built here when not given).  Returns the
     orchestration entry's arguments (tensor handles and scalars), the (caller array,
-    staged buffer) pairs to copy back, and the dynamic dims bound.
+    staged buffer) pairs to copy back, the dynamic dims bound, and the (caller array,
+    dtype) pairs written in place (`refill` them when the run fails).
     """
     if plan is None:
         plan = EntryPlan(manifest)
@@ -118,10 +129,13 @@ def stage(
     dyn: dict[str, tuple[int, str, int]] = {}
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-    add_root = rt.add_root
+    in_place: list[tuple[np.ndarray, Any]] = []
+    roots = rt.roots
     ndarray = np.ndarray
     take, pooled = POOL.take, POOL.min_bytes
+    position = -1
     for p, value in zip(params, arrays):
+        position += 1
         if p.scalar:
             entry_args.append(_scalar(manifest, p.info, p.dtype, value))
             continue
@@ -141,9 +155,13 @@ def stage(
             _check_tensor(manifest, p.info, dtype, value, dyn)
         if p.is_in:
             data = value.view() if flags.c_contiguous else np.ascontiguousarray(value)
-            data.setflags(write=False)
+            data.flags.writeable = False
+        elif p.in_place and not outputs_in and flags.c_contiguous and flags.aligned \
+                and not _shares_memory(value, position, arrays):
+            data = value  # results go straight into the caller's array (module docstring)
+            in_place.append((value, dtype))
         else:
-            # Never the caller's array itself: a failed run must leave it untouched.
+            # Not the caller's array itself: a failed run must leave it untouched.
             data = take(value.shape, p.np_dtype) if value.nbytes >= pooled else None
             if p.direction == "Out" and not outputs_in:
                 if p.fully_written:  # no task can observe the initial contents
@@ -158,8 +176,24 @@ def stage(
             else:
                 np.copyto(data, value)
             copy_back.append((value, data))
-        entry_args.append(add_root(data, dtype, p.info.name, p.direction))
-    return entry_args, copy_back, {k: v[0] for k, v in dyn.items()} if dyn else {}
+        entry_args.append(whole_root(roots, data, dtype, p.name, p.direction))
+    return entry_args, copy_back, {k: v[0] for k, v in dyn.items()} if dyn else {}, in_place
+
+
+def _shares_memory(value: np.ndarray, position: int, arrays: Sequence[Any]) -> bool:
+    """Whether ``value`` (the argument at ``position``) may share memory with another
+    argument: then writing it in place could change what a task reads."""
+    for i, other in enumerate(arrays):
+        if i != position and isinstance(other, np.ndarray) and np.may_share_memory(value, other):
+            return True
+    return False
+
+
+def refill(in_place: Iterable[tuple[np.ndarray, DataType]]) -> None:
+    """After a failed run (inside it: the run's ``uninitialized`` choice holds): give each
+    array written in place the undefined-memory value again."""
+    for array, dtype in in_place:
+        np.copyto(array, _fill(dtype), casting="unsafe")
 
 
 class BufferPool:

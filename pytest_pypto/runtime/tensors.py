@@ -24,7 +24,7 @@ from pytest_pypto.ir.errors import SimulationError
 class RootBuffer:
     """One allocation: an entry parameter's staged array or a `create_tensor` result."""
 
-    __slots__ = ("id", "data", "dtype", "name", "origin", "writers", "readers")
+    __slots__ = ("id", "data", "dtype", "name", "origin", "_writers", "_readers")
 
     def __init__(self, rid: int, data: np.ndarray, dtype: DataType, name: str, origin: str) -> None:
         self.id = rid
@@ -32,10 +32,23 @@ class RootBuffer:
         self.dtype = dtype
         self.name = name
         self.origin = origin  # "In" | "Out" | "InOut" (entry params) | "create_tensor"
-        # Dependency bookkeeping of the task graph: its live writers and (strict WAR
-        # checks only) its readers, each a window with the id of its task.
-        self.writers = WindowIndex()
-        self.readers = WindowIndex()
+        self._writers: WindowIndex | None = None
+        self._readers: WindowIndex | None = None
+
+    # Dependency bookkeeping of the task graph: its live writers and (strict WAR checks
+    # only) its readers, each a window with the id of its task.  Made on first use: a
+    # run whose record nobody asks for never links its tasks.
+    @property
+    def writers(self) -> WindowIndex:
+        if self._writers is None:
+            self._writers = WindowIndex()
+        return self._writers
+
+    @property
+    def readers(self) -> WindowIndex:
+        if self._readers is None:
+            self._readers = WindowIndex()
+        return self._readers
 
     def handle(self) -> TensorHandle:
         """The handle covering the whole buffer."""
@@ -51,6 +64,34 @@ class RootBuffer:
         return h
 
 
+def whole_root(
+    roots: list[RootBuffer], data: np.ndarray, dtype: DataType, name: str, origin: str
+) -> TensorHandle:
+    """A new root buffer appended to ``roots`` (its id: its position) and the handle
+    covering it; what ``RootBuffer(...).handle()`` gives, in one call (every entry
+    argument of every run makes one)."""
+    root = RootBuffer.__new__(RootBuffer)
+    root.id = len(roots)
+    root.data = data
+    root.dtype = dtype
+    root.name = name
+    root.origin = origin
+    root._writers = root._readers = None
+    roots.append(root)
+    shape = data.shape
+    h = TensorHandle.__new__(TensorHandle)
+    h.root = root
+    h.array = data
+    h.start = h.lo = 0
+    h.shape = shape
+    strides = _STRIDES.get(shape)
+    h.strides = strides if strides is not None else _c_strides(shape)
+    h.hi = data.size
+    h.coords = _ZEROS[len(shape)]
+    return h
+
+
+_ZEROS = tuple((0,) * n for n in range(33))  # the origin in every rank numpy allows
 _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 

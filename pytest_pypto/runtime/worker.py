@@ -35,7 +35,7 @@ import numpy as np
 
 from pytest_pypto.arch import ExecutionMode, parse_platform, platform_string, spec
 from pytest_pypto.config import RunConfig
-from pytest_pypto.ir.apply import PRECISE
+from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
@@ -45,7 +45,7 @@ from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.records import RecordedRun
-from pytest_pypto.runtime.staging import POOL, EntryPlan, stage
+from pytest_pypto.runtime.staging import POOL, EntryPlan, refill, stage
 
 __all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
 
@@ -75,7 +75,7 @@ class SimRun(RecordedRun):
         uninitialized: str,
         graph: TaskGraph,
         roots: list[Any],
-        meta: dict[str, Any] | Callable[[], dict[str, Any]],
+        meta: tuple[str, int, dict[str, int]],
         config: RunConfig,
     ) -> None:
         self.program = program
@@ -89,7 +89,7 @@ class SimRun(RecordedRun):
         self.kernel_seconds: float = graph.kernel_seconds
         self._graph = graph
         self._roots = roots
-        self._meta = meta  # the record's header, or what builds it (on first use)
+        self._meta = meta  # (arch name, clusters, dynamic dims): the header's own facts
         self._config = config
         self._record: dict[str, Any] | None = None
         self._deps_path: Path | None = None
@@ -104,9 +104,22 @@ class SimRun(RecordedRun):
     def record(self) -> dict[str, Any]:
         """The executed graph, as written to deps.json."""
         if self._record is None:
-            meta = self._meta if isinstance(self._meta, dict) else self._meta()
-            self._record = self._graph.to_json(self._roots, meta)
+            self._record = self._graph.to_json(self._roots, self._header())
         return self._record
+
+    def _header(self) -> dict[str, Any]:
+        """The deps.json header (built when a record is asked for, not per run)."""
+        arch, clusters, dyn = self._meta
+        cfg = self._config
+        return {
+            "program": self.program,
+            "platform": self.platform,
+            "arch": arch,
+            "uninitialized": cfg.uninitialized,
+            "schedule_seed": cfg.schedule_seed,
+            "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
+            "dynamic_dims": dyn,
+        }
 
 class Prepared:
     """A loaded artifact plus what every run of it needs that no argument changes (the
@@ -193,72 +206,70 @@ class Worker:
         """
         cfg = config if config is not None else _DEFAULT_CONFIG
         prepared = self.prepare(artifact)
-        if cfg.precise and self.bind is registry_bind:  # the same kernels, precise-mode ops
+        precise_run = cfg.precise
+        if precise_run and self.bind is registry_bind:  # the same kernels, precise-mode ops
             prepared = self._prepared(load_artifact(prepared.loaded, precise_bind))
         loaded, manifest, plan = prepared.loaded, prepared.manifest, prepared.plan
+        kernels = loaded.kernels
         clusters = cfg.sim_clusters or self.arch.sim_clusters
         graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
-                          kernels=loaded.kernels, deferred=True)
-        rt = Orchestrator(loaded.kernels, graph, [])
-        token = UNINITIALIZED.set(cfg.uninitialized)
-        precise = PRECISE.set(bool(cfg.precise))
+                          kernels=kernels, deferred=True)
+        rt = Orchestrator(kernels, graph, [])
+        # The run's choices for the ops (contextvars), set only where they differ from
+        # the defaults, which is what most runs use.
+        token = UNINITIALIZED.set(cfg.uninitialized) if cfg.uninitialized != "poison" else None
+        precise = PRECISE.set(True) if precise_run else None
+        in_place: list = []
         try:
-            entry_args, copy_back, dyn = stage(
+            entry_args, copy_back, dyn, in_place = stage(
                 manifest, arrays, rt, outputs_in=outputs_in, plan=plan
             )
             entry = loaded.make_orchestration(rt)
             # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
             # DSL (§5.1), not warnings; one errstate per run instead of one per op.
             quiet = _quiet_floats()
+            quiet_ops = QUIET_FLOATS.set(True)  # so the ops do not silence them again
             try:
                 entry(*entry_args)
                 graph.drain()
             finally:
+                QUIET_FLOATS.reset(quiet_ops)
                 _loud_floats(quiet)
             if graph.war_hazards:  # recorded under strict_war only: a failed run
                 raise _war_error(manifest.program, graph)
-        except SimulationError as exc:
-            if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
-                _locate(exc, loaded)
-            exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt, exc))
+        except BaseException as exc:
+            if in_place:  # no partial result left where the caller looks for results
+                refill(in_place)
+            if isinstance(exc, SimulationError):
+                if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
+                    _locate(exc, loaded)
+                exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt, exc))
             raise
         finally:
-            PRECISE.reset(precise)
-            UNINITIALIZED.reset(token)
-        # Only a run that succeeded reaches the caller's Out/InOut arrays (DSL.md §1.5).
-        for caller, staged in copy_back:
-            np.copyto(caller, staged)
-        if copy_back:  # what the run staged is free for the next run
-            POOL.give([staged for _, staged in copy_back])
-
-        platform = self.platform
-
-        def meta() -> dict[str, Any]:  # the deps.json header, built when a record is asked
-            return {
-                "program": manifest.program,
-                "platform": platform,
-                "arch": self.arch.name,
-                "uninitialized": cfg.uninitialized,
-                "schedule_seed": cfg.schedule_seed,
-                "cores": {"clusters": clusters, "aic": clusters, "aiv": 2 * clusters},
-                "dynamic_dims": dyn,
-            }
-
+            if precise is not None:
+                PRECISE.reset(precise)
+            if token is not None:
+                UNINITIALIZED.reset(token)
+        # Only a run that succeeded reaches the caller's staged Out/InOut arrays (DSL.md §1.5).
+        if copy_back:
+            for caller, staged in copy_back:
+                np.copyto(caller, staged)
+            POOL.give([staged for _, staged in copy_back])  # free for the next run
         result = SimRun(
             program=manifest.program,
-            platform=platform,
+            platform=self.platform,
             outputs={name: arrays[i] for i, name in plan.outputs},
             returns=tuple([arrays[i] for i in plan.returns]),
             uninitialized=cfg.uninitialized,
             graph=graph,
             roots=rt.roots,
-            meta=meta,
+            meta=(self.arch.name, clusters, dyn),
             config=cfg,
         )
         if cfg.save_kernels or cfg.trace:
             result.deps_path  # noqa: B018  (kept runs are written now)
-        if cfg.trace:
-            result.trace_path  # noqa: B018
+            if cfg.trace:
+                result.trace_path  # noqa: B018
         return result
 
 
