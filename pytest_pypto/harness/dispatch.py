@@ -120,7 +120,10 @@ def run(
         return compiled
     if unusable is not None:
         raise unusable
-    arrays = tuple([_at_boundary(a) for a in arrays])
+    for a in arrays:
+        if a.__class__ not in _AS_GIVEN:  # torch tensors (or a class not seen yet)
+            arrays = tuple([_at_boundary(a) for a in arrays])
+            break
     return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
 
 
@@ -200,9 +203,14 @@ def _any_device(config: RunConfig) -> Any:
         yield held_lease.device_id
 
 
+_AS_GIVEN: set[type] = {int, float, bool}  # classes `_at_boundary` passes as they are
+
+
 def _at_boundary(value: Any) -> Any:
     """torch tensors become numpy views of their memory (results written in place)."""
-    if not value.__class__.__module__.startswith("torch"):  # numpy arrays, numbers: as given
+    cls = value.__class__
+    if not cls.__module__.startswith("torch"):  # numpy arrays, numbers: as given
+        _AS_GIVEN.add(cls)
         return value
     from pytest_pypto.harness.tensors import is_torch, torch_view
 

@@ -236,21 +236,22 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
     and place give (float32 math, no rounding, a fresh buffer), without their calls.
     None when any of that does not hold (the general path runs)."""
-    name = getattr(spec.compute, "float32_ufunc", None)
-    if name is None or out.dtype.name != "FP32":
+    ufunc = _UFUNCS.get(id(spec), _UNKNOWN)
+    if ufunc is _UNKNOWN:  # (registry entries live as long as the process)
+        name = getattr(spec.compute, "float32_ufunc", None)
+        ufunc = _UFUNCS[id(spec)] = getattr(np, name) if name else None
+    if ufunc is None or out.dtype.name != "FP32":
         return None
     a, b = operands
     if a.__class__ is not TileValue or b.__class__ is not TileValue:
         return None
     da, db = a.data, b.data
     shape = out.shape
-    if (a.dtype.name != "FP32" or b.dtype.name != "FP32" or da.dtype != np.float32
-            or db.dtype != np.float32 or da.shape != shape or db.shape != shape
-            or a.valid != shape or b.valid != shape):
+    f32 = _F32
+    if (da.dtype is not f32 or db.dtype is not f32 or da.shape != shape or db.shape != shape
+            or a.valid != shape or b.valid != shape or a.dtype.name != "FP32"
+            or b.dtype.name != "FP32"):
         return None
-    ufunc = _UFUNCS.get(name)
-    if ufunc is None:
-        ufunc = _UFUNCS[name] = getattr(np, name)
     if QUIET_FLOATS.get():
         data = ufunc(da, db)
     else:
@@ -259,4 +260,6 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     return TileValue(data, shape, out.dtype, out.space or "Vec", out.pad)
 
 
-_UFUNCS: dict[str, Any] = {}
+_UFUNCS: dict[int, Any] = {}  # id(op entry) -> its float32 numpy ufunc, or None
+_UNKNOWN = object()
+_F32 = np.dtype(np.float32)  # numpy's builtin dtypes are singletons: compared by identity

@@ -45,6 +45,12 @@ def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis:
             n: int) -> np.ndarray:
     """A view of the ``n`` consecutive windows along ``axis`` as ``(n, *shape)``."""
     size = tensor.shape
+    if axis == 0 and len(size) == 2 and len(shape) == 2:  # the common case, without a loop
+        o0, o1 = offsets
+        e0, e1 = shape
+        end = o0 + n * e0
+        if 0 <= o0 and end <= size[0] and 0 <= o1 and o1 + e1 <= size[1]:
+            return tensor[o0:end, o1:o1 + e1].reshape(n, e0, e1)
     sl = []
     for d, (o, e, s) in enumerate(zip(offsets, shape, size)):
         end = o + (n * e if d == axis else e)
@@ -89,6 +95,7 @@ def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: 
     return tensor
 
 
+_F32 = np.dtype(np.float32)  # numpy's builtin dtypes are singletons: compared by identity
 _UFUNCS: dict[int, tuple[Any, Any]] = {}  # id(bound op) -> (op, its float32 ufunc or None)
 
 
@@ -121,26 +128,42 @@ def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor
     gives).  Anything else runs the op and the store as usual.
     """
     ufunc = _float32_ufunc(op)
-    if ufunc is not None and not attrs and out.dtype.name == "FP32" \
-            and getattr(tensor, "dtype", None) == np.float32:
+    if ufunc is not None and not attrs and len(operands) == ufunc.nin and out.dtype.name == "FP32" \
+            and getattr(tensor, "dtype", None) is _F32:
         arrays = []
         for t in operands:
-            if not isinstance(t, TileValue) or t.dtype.name != "FP32" \
-                    or t.valid != t.data.shape or t.data.dtype != np.float32:
+            if t.__class__ is not TileValue or t.dtype.name != "FP32" \
+                    or t.data.dtype is not _F32 or t.valid != t.data.shape:
                 break
             arrays.append(t.data)
         else:
             view = windows(tensor, offsets, out.shape[1:], axis, n)
             # (a ufunc reading memory it writes behaves as if its inputs were copied first,
             # so no aliasing check is needed)
-            if view.shape == out.shape and (
-                    all(a.shape == view.shape for a in arrays)
-                    or np.broadcast_shapes(*(a.shape for a in arrays)) == view.shape):
+            if view.shape == out.shape and _broadcasts_to(arrays, view.shape):
                 ufunc(*arrays, out=view)  # IEEE specials: Worker.run holds one errstate
                 return tensor
     return store(op(*operands, out=out, **attrs), tensor, offsets, axis, n)
 
 
+def _broadcasts_to(arrays: list[Any], shape: tuple[int, ...]) -> bool:
+    """Whether the arrays broadcast together to exactly ``shape`` (a packed vector whose
+    lanes the op repeats does not: the op runs as usual)."""
+    for a in arrays:
+        if a.shape != shape:
+            break
+    else:
+        return True
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays)) == shape
+    except ValueError:
+        return False
+
+
 def may_alias(*pairs: tuple[Any, Any]) -> bool:
     """Whether any written tensor may share memory with another tensor of the loop."""
-    return any(np.may_share_memory(a, b) for a, b in pairs)
+    shares = np.may_share_memory
+    for a, b in pairs:
+        if shares(a, b):
+            return True
+    return False

@@ -94,9 +94,9 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 # The numpy ufunc (by name: numpy loads lazily) each binary op is on float32 operands: a
 # float32 ufunc into a float32 buffer rounds exactly as compute-then-narrow, so batched
 # stores may compute straight into the destination window (ir/batch.store_into).
-# Not div (its own rounding rules).
+# div too: on floats `divide` is numpy's float32 division, exactly the ufunc.
 _FLOAT32_UFUNC: dict[str, str] = {
-    "add": "add", "sub": "subtract", "mul": "multiply",
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
     "maximum": "maximum", "minimum": "minimum",
 }
 

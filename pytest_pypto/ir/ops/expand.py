@@ -175,11 +175,18 @@ def _repeat_lanes(tile: Any, v: Any) -> Any:
     return np.tile(v, (1,) * (v.ndim - 1) + (reps,))[..., :cols]
 
 
-def _vector_compute(fn: Any):
+# The numpy ufunc each vector op is on float32 operands whose vector broadcasts as it
+# is (see elementwise._FLOAT32_UFUNC): batched stores compute straight into the window.
+_FLOAT32_UFUNC = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                  "max": "maximum", "min": "minimum"}
+
+
+def _vector_compute(fn: Any, ufunc: str | None = None):
     def compute(tile: Any, vec: Any, tmp: Any = None, **_: Any) -> Any:
         return fn(tile, _repeat_lanes(tile, vec))
 
     compute.region = "lhs"  # type: ignore[attr-defined]
+    compute.float32_ufunc = ufunc  # type: ignore[attr-defined]
     return compute
 
 
@@ -211,7 +218,7 @@ for _name, (_allowed, _fn, _what) in _OPS.items():
         type_rule=_row_expand_type,
         mem=_VEC,
         arch_rule=_row_expand_add_arch if _name == "add" else None,
-        compute=_vector_compute(_fn),
+        compute=_vector_compute(_fn, _FLOAT32_UFUNC.get(_name)),
         batchable=True,
         spellings=(f"row_expand_{_name}",),
         reads_while_writing=("row_vec", "tmp") if _name == "add" else ("row_vec",),
@@ -227,7 +234,7 @@ for _name, (_allowed, _fn, _what) in _OPS.items():
                 ParamSpec("col_vec", "tile", aliases=("rhs", "col_tile"))),
         type_rule=_col_expand_type,
         mem=_VEC,
-        compute=_vector_compute(_fn),
+        compute=_vector_compute(_fn, _FLOAT32_UFUNC.get(_name)),
         batchable=True,
         spellings=(f"col_expand_{_name}",),
         reads_while_writing=("col_vec",),

@@ -108,25 +108,43 @@ def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clam
     return tuple(cut)
 
 
+_TILE_VALUE: Any = None  # ir.values.TileValue, fetched on the first run (it imports numpy)
+
+
+def _tile_value() -> Any:
+    global _TILE_VALUE
+    from pytest_pypto.ir.values import TileValue
+
+    _TILE_VALUE = TileValue
+    return TileValue
+
+
 def _load_execute(src, *, offsets, shapes, valid_shapes=None, target_memory=None, clamp=False,
                   out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     if out is not None and valid_shapes is None and not clamp:
         # Fast path (the compiled call): a whole window, in bounds -> one copy.
+        tile_value = _TILE_VALUE or _tile_value()
         size = src.shape
-        window = []
-        for o, e, n in zip(offsets, shapes, size):
-            if o < 0 or o + e > n:
-                break
-            window.append(slice(o, o + e))
+        if len(size) == 2 and len(offsets) == 2:  # the common rank, without a loop
+            o0, o1 = offsets
+            e0, e1 = shapes
+            data = None
+            if 0 <= o0 and o0 + e0 <= size[0] and 0 <= o1 and o1 + e1 <= size[1]:
+                data = src[o0:o0 + e0, o1:o1 + e1]
         else:
-            if len(window) == len(size):
-                data = src[tuple(window)]
-                data = data.copy() if data.dtype == out.dtype.np else data.astype(out.dtype.np)
-                return TileValue(data, data.shape, out.dtype, out.space or space_name(
-                    target_memory) or "Vec", out.pad)
+            window = []
+            for o, e, n in zip(offsets, shapes, size):
+                if o < 0 or o + e > n:
+                    break
+                window.append(slice(o, o + e))
+            data = src[tuple(window)] if len(window) == len(size) else None
+        if data is not None:
+            want = out.dtype.np
+            data = data.copy() if data.dtype == want else data.astype(want)
+            return tile_value(data, data.shape, out.dtype, out.space or space_name(
+                target_memory) or "Vec", out.pad)
     from pytest_pypto.ir.apply import dtype_of
+    from pytest_pypto.ir.values import TileValue, new_buffer
 
     shape = tuple(int(s) for s in shapes)
     requested = shape if valid_shapes is None else tuple(int(v) for v in valid_shapes)
@@ -228,23 +246,34 @@ def _store_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array, dtype_of
-
     valid = src.valid
+    region = src.data
     plain = atomic is None or enum_name(atomic) not in ("Add", 1)
-    if plain and valid == src.data.shape and dst.ndim == len(valid):
+    if plain and valid == region.shape and dst.ndim == len(valid):
         # Fast path: a whole tile, plain overwrite, in bounds -> one assignment.
-        window = []
-        for o, e, n in zip(offsets, valid, dst.shape):
-            if o < 0 or o + e > n:
-                break
-            window.append(slice(o, o + e))
+        if len(valid) == 2 and len(offsets) == 2:  # the common rank, without a loop
+            o0, o1 = offsets
+            e0, e1 = valid
+            size = dst.shape
+            window = None
+            if 0 <= o0 and o0 + e0 <= size[0] and 0 <= o1 and o1 + e1 <= size[1]:
+                window = (slice(o0, o0 + e0), slice(o1, o1 + e1))
         else:
-            region = src.data
-            dst[tuple(window)] = (
-                region if region.dtype == dst.dtype else convert_array(region, dtype_of(dst))
-            )
+            cut = []
+            for o, e, n in zip(offsets, valid, dst.shape):
+                if o < 0 or o + e > n:
+                    break
+                cut.append(slice(o, o + e))
+            window = tuple(cut) if len(cut) == len(valid) else None
+        if window is not None:
+            if region.dtype == dst.dtype:
+                dst[window] = region
+            else:
+                from pytest_pypto.ir.apply import convert_array, dtype_of
+
+                dst[window] = convert_array(region, dtype_of(dst))
             return dst
+    from pytest_pypto.ir.apply import convert_array, dtype_of
     valid = (1,) * (dst.ndim - len(valid)) + tuple(int(v) for v in valid)
     _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
     window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
