@@ -140,7 +140,14 @@ class Orchestrator:
         handles: list[TensorHandle | None] = []
         dyn: dict[str, tuple[int, int, int]] | None = None
         kinds, shapes, dtypes = k.kinds, k.shapes, k.dtypes
-        for i, a in enumerate(args):
+        i = -1
+        for a in args:
+            i += 1
+            if a.__class__ is TensorHandle and a.shape == shapes[i] \
+                    and a.root.dtype.name == dtypes[i] and kinds[i] == "tensor":
+                call_args.append(a.array)  # the common case: a tensor of the exact type
+                handles.append(a)
+                continue
             if kinds[i] == "tensor":
                 if a.__class__ is not TensorHandle:
                     raise SimulationError(

@@ -298,7 +298,8 @@ def _floats_switch() -> tuple[Callable[[], Any], Callable[[Any], None]]:
 
         return quiet, lambda state: state.__exit__(None, None, None)
     var_set, var_reset = _extobj_contextvar.set, _extobj_contextvar.reset
-    return (lambda: var_set(_make_extobj(all="ignore"))), var_reset
+    ignore_all = _make_extobj(all="ignore")  # an immutable state object: made once
+    return (lambda: var_set(ignore_all)), var_reset
 
 
 _quiet_floats, _loud_floats = _floats_switch()
