@@ -18,6 +18,7 @@ from ophelpers import tt, tv
 from pytest_pypto.ir import batch
 from pytest_pypto.ir import dtypes as D
 from pytest_pypto.ir.apply import QUIET_FLOATS, apply
+from pytest_pypto.ir.ops._rules import OpBoundsError
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.runtime.loader import registry_bind
 
@@ -121,5 +122,5 @@ def test_windows_fast_path_matches_the_general_windows():
     for i in range(3):
         np.testing.assert_array_equal(fast[i], t[2 + 3 * i:5 + 3 * i, 3:7])
     assert np.shares_memory(fast, t)
-    with pytest.raises(Exception, match="outside the tensor"):
+    with pytest.raises(OpBoundsError, match="outside the tensor"):
         batch.windows(t, (2, 8), (3, 4), 0, 3)  # past the last column
