@@ -150,6 +150,14 @@ def _designed(exc: PyptoError, want: tuple[str, ...] | None, path: Path, line: i
     assert exc.line == line, f"{head}\n(expected line {line})"
 
 
+def _discard(compiled: Any) -> None:
+    """Remove an artifact's directory if it was written (an in-memory artifact is only
+    written when something reads ``artifact_dir``: reading it here would write it)."""
+    memory = getattr(compiled, "memory", None)
+    if compiled is not None and (memory is None or memory.on_disk):
+        shutil.rmtree(compiled.artifact_dir, ignore_errors=True)
+
+
 def _run_one(program: Any, prog: Program, arrays: dict[str, Any], arch: str,
              platform: str, path: Path, line: int | None) -> None:
     want = prog.expect[arch]
@@ -174,8 +182,7 @@ def _run_one(program: Any, prog: Program, arrays: dict[str, Any], arch: str,
         _designed(exc, want, path, line, platform)
         return
     finally:
-        if compiled is not None:
-            shutil.rmtree(compiled.artifact_dir, ignore_errors=True)
+        _discard(compiled)
     assert want is None, (f"{platform}: ran, but {prog.label} must raise one of {want} "
                           f"at line {line}")
     for name, (value, digest) in ins.items():

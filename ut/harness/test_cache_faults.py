@@ -388,7 +388,7 @@ def _summary(result: pytest.RunResult) -> tuple[int, int, int]:
 def test_xdist_session_over_a_damaged_cache_dir_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_ops=SESSION_TESTS)
     args = ("--pypto-arch=all", "--pypto-cache-dir=cc", "-n", "2", "-p", "xdist")
-    cold = pytester.runpytest_subprocess(*args)
+    cold = pytester.runpytest(*args)
     cold.assert_outcomes(passed=12)
     assert _summary(cold) == (8, 4, 0)
     entries = {}
@@ -401,11 +401,11 @@ def test_xdist_session_over_a_damaged_cache_dir_passes(pytester: pytest.Pytester
     _swap(entries["add", "a2a3sim"], entries["sub", "a2a3sim"])
     _rewrite(entries["add", "a5sim"], "kernel_config.json", DEEP)
     _edit_entry(entries["sub", "a5sim"], _set("warnings", [NULL_FILENAME]))
-    damaged = pytester.runpytest_subprocess(*args)
+    damaged = pytester.runpytest(*args)
     damaged.assert_outcomes(passed=12)
     assert _summary(damaged) == (8, 4, 4)  # each entry rebuilt once, by one worker
     assert "4 damaged entries rebuilt" in damaged.stdout.str()
-    warm = pytester.runpytest_subprocess(*args)
+    warm = pytester.runpytest(*args)
     warm.assert_outcomes(passed=12)
     assert _summary(warm) == (12, 0, 0)
     assert "damaged entr" not in warm.stdout.str()

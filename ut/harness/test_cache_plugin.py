@@ -109,13 +109,13 @@ def _entries(cache: Path) -> list[Path]:
 
 def test_each_kernel_compiled_once_under_xdist(suite: pytest.Pytester) -> None:
     args = ("--pypto-arch=all", "--pypto-cache-dir=cc", "-n", "2", "-p", "xdist")
-    cold = suite.runpytest_subprocess(*args)
+    cold = suite.runpytest(*args)
     cold.assert_outcomes(passed=12)
     # 2 kernels x 2 cells, each compiled exactly once although 2 workers ran 12 tests.
     assert _compiles(suite) == ["Add a2a3sim", "Add a5sim", "AddRC a2a3sim", "AddRC a5sim"]
     assert len(_entries(suite.path / "cc")) == 4
     assert _counts(cold) == (8, 4)
-    warm = suite.runpytest_subprocess(*args)
+    warm = suite.runpytest(*args)
     warm.assert_outcomes(passed=12)
     assert _compiles(suite) == []
     assert _counts(warm) == (12, 0)
@@ -160,7 +160,7 @@ def test_unwritable_cache_dir_warns_once_and_tests_pass(suite: pytest.Pytester) 
     # An explicit --pypto-cache-dir that cannot be written is a usage error
     # (ut/plugin/test_plugin_paths.py).
     (suite.path / "afile").write_text("a regular file: nothing can be created under it\n")
-    result = suite.runpytest_subprocess(
+    result = suite.runpytest(
         "--pypto-arch=all", "-o", "cache_dir=afile/sub", "-n", "2", "-p", "xdist"
     )
     result.assert_outcomes(passed=12)

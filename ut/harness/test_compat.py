@@ -161,7 +161,7 @@ def test_ledger_counts_compat_failures_by_class_under_xdist(cases: pytest.Pytest
             assert result.passed, result.error
         """,
     )
-    result = cases.runpytest_subprocess("--pypto-arch=all", "-n", "2", "-p", "xdist")
+    result = cases.runpytest("--pypto-arch=all", "-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(
         [

@@ -305,7 +305,7 @@ def test_manifest_directory_is_a_collection_error(pytester: pytest.Pytester) -> 
 def test_manifest_directory_is_an_error_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
     (pytester.path / "lint" / "lint.toml").mkdir(parents=True)
-    result = pytester.runpytest_subprocess("lint", "-n", "2")
+    result = pytester.runpytest("lint", "-n", "2")
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
     result.stdout.fnmatch_lines(["*lint.toml: the lint manifest is a directory*"])
 

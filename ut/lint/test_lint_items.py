@@ -64,8 +64,8 @@ def test_fix_passes_rerun_hits_cache_and_edit_invalidates(pytester: pytest.Pytes
 
 def test_xdist_writes_whole_entries_and_sums_counts(pytester: pytest.Pytester) -> None:
     project(pytester, RAISES + "[checks.english-only]\n", {f"m{i}.py": GOOD for i in range(12)})
-    # Subprocess runs: the inner xdist session must not share this worker's state.
-    first = pytester.runpytest_subprocess("lint", "-n", "2")
+    # The controller runs in this process, its two workers are fresh processes.
+    first = pytester.runpytest("lint", "-n", "2")
     first.assert_outcomes(passed=2)
     entries = list((pytester.path / ".pytest_cache").rglob("*.json"))
     lint_entries = [p for p in entries if "pypto-lint" in p.parts]
@@ -77,7 +77,7 @@ def test_xdist_writes_whole_entries_and_sums_counts(pytester: pytest.Pytester) -
     assert cold is not None
     # english-only sees every text file, no-broad-raises the .py files: > 2 x 12 entries
     assert int(cold.group(1)) > 24
-    result = pytester.runpytest_subprocess("lint", "-n", "2")
+    result = pytester.runpytest("lint", "-n", "2")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"pypto lint cache: {cold.group(1)} hits, 0 misses"])
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from pytest_pypto.harness.cells import ONBOARD_MARKER_REASON, PLATFORM_BOUND_FIXTURES
@@ -191,11 +194,11 @@ NO_RUNTIME = (
 
 
 def test_onboard_cells_without_npu_and_runtime_name_both(
-    pytester: pytest.Pytester, skip_reasons, monkeypatch, tmp_path
+    pytester: pytest.Pytester, skip_reasons, monkeypatch
 ) -> None:
     pytester.makepyfile(test_m="def test_x(pypto_platform): pass\n")
     reprec = pytester.inline_run("--pypto-mode=onboard", "--pypto-arch=all")
-    root = tmp_path / "no-dev"
+    root = Path(os.environ["PYPTO_DEV_ROOT"])  # ut/conftest.py: an empty one
     reasons = skip_reasons(reprec)
     assert sorted(reasons) == ["test_m.py::test_x[a2a3]", "test_m.py::test_x[a5]"]
     for cell in ("a2a3", "a5"):
@@ -216,11 +219,11 @@ def test_onboard_without_runtime_names_the_runtime(
 
 
 def test_onboard_without_npu_names_the_npu(
-    pytester: pytest.Pytester, skip_reasons, fake_runtime, tmp_path
+    pytester: pytest.Pytester, skip_reasons, fake_runtime
 ) -> None:
     pytester.makepyfile(test_m="def test_x(pypto_platform): pass\n")
     reprec = pytester.inline_run("--pypto-mode=onboard")
-    root = tmp_path / "no-dev"
+    root = Path(os.environ["PYPTO_DEV_ROOT"])  # ut/conftest.py: an empty one
     assert skip_reasons(reprec) == {
         "test_m.py::test_x[a2a3]": f"onboard cell a2a3: {NO_NPU.format(root=root)}"
     }

@@ -111,7 +111,7 @@ def test_readme_example_runs_without_the_switch(pytester: pytest.Pytester) -> No
 def test_readme_example_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(NO_DISPATCH_CONFTEST)
     pytester.makepyfile(test_readme=README_EXAMPLE)
-    result = pytester.runpytest_subprocess(*GATE, "-n", "2", "-p", "xdist", "-rs")
+    result = pytester.runpytest(*GATE, "-n", "2", "-p", "xdist", "-rs")
     result.assert_outcomes(skipped=4)
     out = result.stdout.str()
     for cell in CELLS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -100,12 +101,15 @@ def test_rng_same_numbers_every_run_any_order_any_worker(
         "test_rng.py::test_plain[2]",
         "test_rng.py::test_plain[1]",
     ]
-    # Separate interpreters (different PYTHONHASHSEED), a reversed order, and xdist.
+    # Separate interpreters (different PYTHONHASHSEED: a session of its own, then xdist
+    # workers started by a controller in this process), and a reversed order (in this
+    # process, whose hash seed is a third one).
     monkeypatch.setenv("PYTHONHASHSEED", "1")
     first = _rng_run(pytester, monkeypatch, tmp_path / "a")
     monkeypatch.setenv("PYTHONHASHSEED", "2")
-    reordered = _rng_run(pytester, monkeypatch, tmp_path / "b", *ids)
-    distributed = _rng_run(pytester, monkeypatch, tmp_path / "c", "-n", "2", "-p", "xdist")
+    reordered = _rng_run(pytester, monkeypatch, tmp_path / "b", *ids, subprocess=False)
+    distributed = _rng_run(pytester, monkeypatch, tmp_path / "c", "-n", "2", "-p", "xdist",
+                           subprocess=False)
     assert len(first) == 6
     assert first == reordered == distributed
     assert len({tuple(v) for v in first.values()}) == 6  # every test draws its own numbers
@@ -123,10 +127,10 @@ def test_device_is_none_on_sim(pytester: pytest.Pytester) -> None:
 
 
 def test_device_is_leased_onboard(
-    pytester: pytest.Pytester, fake_npus, fake_runtime, monkeypatch, tmp_path: Path
+    pytester: pytest.Pytester, fake_npus, fake_runtime, monkeypatch
 ) -> None:
     monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "2,3,4")
-    locks = tmp_path / "locks"
+    locks = Path(os.environ["PYPTO_LOCK_DIR"])  # the test's own (ut/conftest.py)
     pytester.makepyfile(
         f"""
         import fcntl

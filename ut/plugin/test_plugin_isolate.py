@@ -138,8 +138,8 @@ def test_isolate_turns_exit_abort_and_hang_into_one_failed_test_each_under_xdist
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_crashes=SUITE)
-    result = pytester.runpytest_subprocess(
-        "--pypto-isolate", "--pypto-timeout", "2", "--pypto-arch=all",
+    result = pytester.runpytest(
+        "--pypto-isolate", "--pypto-timeout", "1", "--pypto-arch=all",
         "-n", "2", "-p", "xdist", "--junitxml=out.xml",
     )
     out = result.stdout.str()
@@ -171,7 +171,7 @@ def test_timeout_without_isolation_fails_the_hanging_test_in_process(
 ) -> None:
     pytester.makepyfile(test_crashes=SUITE)
     result = pytester.runpytest(
-        "--pypto-timeout", "1", "--pypto-arch=a5", "-k", "hang or normal or marked",
+        "--pypto-timeout", "0.5", "--pypto-arch=a5", "-k", "hang or normal or marked",
         "--junitxml=out.xml",
     )
     result.assert_outcomes(passed=4, failed=2)
@@ -179,6 +179,6 @@ def test_timeout_without_isolation_fails_the_hanging_test_in_process(
     assert sorted(failed) == ["test_hang[a5sim]", "test_marked_exit[a5sim]"]
     cls, message = failed["test_hang[a5sim]"]
     assert cls == "runtime-error"
-    assert "'Spin' on a5sim: timed out, still running after 1 s" in message
+    assert "'Spin' on a5sim: timed out, still running after 0.5 s" in message
     assert failed["test_marked_exit[a5sim]"][0] == "runtime-error"
     assert "exited with code 5" in failed["test_marked_exit[a5sim]"][1]

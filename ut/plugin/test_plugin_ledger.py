@@ -100,7 +100,7 @@ def test_ledger(pytester: pytest.Pytester) -> None:
 
 def test_ledger_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("--pypto-arch=all", "-n", "2", "-p", "xdist")
+    result = pytester.runpytest("--pypto-arch=all", "-n", "2", "-p", "xdist")
     result.stdout.fnmatch_lines(["*2 workers*"])
     result.stdout.fnmatch_lines(LEDGER, consecutive=True)
 
@@ -134,9 +134,7 @@ def test_fails_on_a5(pypto_platform):
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """xdist needs a real session process; a serial session runs in this one (cheaper)."""
-    if "xdist" in args:
-        return pytester.runpytest_subprocess(*args)
+    """The session's controller runs in this process (its xdist workers are processes)."""
     return pytester.runpytest(*args)
 
 

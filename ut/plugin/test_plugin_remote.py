@@ -37,7 +37,7 @@ def _clean(result: pytest.RunResult) -> str:
 
 def test_path_options_in_both_spellings_under_n2(project: pytest.Pytester) -> None:
     args = ["--pypto-kernels-dir", "kd", "--pypto-cache-dir=cc"]  # one of each spelling
-    out = _clean(project.runpytest_subprocess("-p", "xdist", "-n", "2", "tests", *args))
+    out = _clean(project.runpytest("-p", "xdist", "-n", "2", "tests", *args))
     kept = project.path / "kd" / BAD
     assert (kept / "kernel_config.json").is_file()
     assert f"artifacts kept in: {kept}" in out
@@ -50,7 +50,7 @@ def test_remote_workers_ship_kept_artifacts_to_the_controller(
     project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     there = tmp_path_factory.mktemp("remote")
-    result = project.runpytest_subprocess(
+    result = project.runpytest(
         "-p", "xdist", "-d", "--tx", f"2*popen//chdir={there}", "--rsyncdir", "tests",
         "--pypto-kernels-dir", "kd", "-W", "ignore::DeprecationWarning",
     )  # fmt: skip
@@ -78,7 +78,7 @@ def test_remote_save_kernels_ship_every_test(
     project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     there = tmp_path_factory.mktemp("remote")
-    result = project.runpytest_subprocess(
+    result = project.runpytest(
         "-p", "xdist", "-d", "--tx", f"popen//chdir={there}", "--rsyncdir=tests",
         "--pypto-kernels-dir=saved", "--pypto-save-kernels", "-W", "ignore::DeprecationWarning",
     )  # fmt: skip

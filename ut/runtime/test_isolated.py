@@ -26,6 +26,7 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.runtime import isolated
 from pytest_pypto.runtime.child import pack_exception, unpack_exception
 from pytest_pypto.runtime.isolated import IsolatedRuntime
 from pytest_pypto.runtime.protocol import RuntimeFailure, protocol_problems
@@ -343,8 +344,11 @@ def test_a_hang_in_the_child_times_out_at_the_loop_and_the_next_run_works(runtim
     assert (c == 1.0).all()
 
 
-def test_a_child_stuck_in_native_code_is_killed_after_the_grace(runtime, tmp_path):
+def test_a_child_stuck_in_native_code_is_killed_after_the_grace(runtime, tmp_path,
+                                                                 monkeypatch):
     # SIGALRM blocked: the child's own alarm cannot stop it, as in a C call that never returns
+    # (the grace is cut from its generous 2 s: this child never answers, however long)
+    monkeypatch.setattr(isolated, "_grace", lambda timeout: 0.3)
     art = _sabotaged(
         tmp_path, "a5sim",
         "import signal, time; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}); "
