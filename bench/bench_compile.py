@@ -16,7 +16,8 @@ table), and ``new/old`` when comparing.
    built by the simulator's loader, what a run needs), ``output_dir`` (files written:
    save-kernels), ``cache miss`` (a fresh disk cache: compile, write the entry, load),
    ``disk hit`` (a new cache object on that root: what another process gets, + load),
-   ``process hit`` (the same cache object again, + load).  Target: ``in memory`` <= 1 ms.
+   ``process hit`` (the same cache object again, + load).  Target: ``in memory`` <= 1 ms
+   per st kernel (the verdict line shows it per kernel and per program).
 2. kernel count: one program of N small InCore kernels chained by the orchestration;
    compile in memory, ms per kernel, and ``x 1st`` (per-kernel time over the first
    row's: about 1 when linear).
@@ -215,15 +216,17 @@ def measure(opts: argparse.Namespace) -> dict[str, list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-compile-"))
     workers = {p: Worker(p) for p in PLATFORMS}
     cases = []
+    n_kernels = 0
     for program in st_programs():
         for platform in PLATFORMS:
             config = RunConfig(platform=platform)
-            try:
-                pytest_pypto.compile(program, config)  # warm-up; skip what does not compile
+            try:  # warm-up; skip what does not compile
+                n_kernels += len(pytest_pypto.compile(program, config).manifest.kernels)
             except Exception:  # noqa: BLE001  (a program for one arch only)
                 continue
             cases.append((program, config, workers[platform]))
     out["st programs"] = [float(len(cases)), 0.0]
+    out["st kernels"] = [float(n_kernels), 0.0]
     count = iter(range(10**9))
 
     def each(step: Callable[[Any, Any, Any], Any]) -> Callable[[], None]:
@@ -342,8 +345,10 @@ def report(args: argparse.Namespace, m: dict[Path | None, dict[str, list[float]]
     for mode in ST_MODES:
         key = f"st {mode}"
         print(f"{mode:<14} {cols(key, 1e3, '8.2f'):>24} {new[key][1] * 1e3:>14.2f}")
-    verdict = new["st in memory"][0] * 1e3
-    print(f"target: in memory <= {TARGET_MS:.0f} ms per st program: {verdict:.2f} ms\n")
+    per_program = new["st in memory"][0] * 1e3
+    per_kernel = per_program * new["st programs"][0] / max(new["st kernels"][0], 1.0)
+    print(f"target: in memory <= {TARGET_MS:.0f} ms per st kernel: {per_kernel:.2f} ms per kernel "
+          f"({int(new['st kernels'][0])} kernels; {per_program:.2f} ms per program)\n")
 
     print("kernel count (a5sim, in memory): CPU ms per kernel")
     print(f"{'kernels':>8} {head:>24} {'x 1st':>6}")

@@ -15,6 +15,7 @@ no effect on it (README, "Migrating a PyPTO suite").
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -156,12 +157,17 @@ class RunConfig:
 
     def accepted_without_effect(self) -> dict[str, Any]:
         """PyPTO-only selections that differ from their defaults (recorded in artifacts)."""
-        defaults = {f.name: f.default for f in fields(self) if f.metadata.get("pypto_only")}
         return {
             name: _plain(getattr(self, name))
-            for name, default in defaults.items()
+            for name, default in _pypto_only_defaults()
             if getattr(self, name) != default
         }
+
+
+@functools.lru_cache(maxsize=1)
+def _pypto_only_defaults() -> tuple[tuple[str, Any], ...]:
+    """(name, default) of RunConfig's PyPTO-only fields (asked on every compile)."""
+    return tuple((f.name, f.default) for f in fields(RunConfig) if f.metadata.get("pypto_only"))
 
 
 def _plain(value: Any) -> Any:

@@ -42,6 +42,7 @@ from pytest_pypto.compiler.listing import (
     render_program,
 )
 from pytest_pypto.compiler.passes import KernelFacts, Pass, PassContext, PassManager
+from pytest_pypto.compiler.walk import expressions_fixed
 from pytest_pypto.config import RunConfig
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.artifact import (
@@ -58,18 +59,18 @@ from pytest_pypto.ir.registry import REGISTRY, OpSpec
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 
 PASSES: list[Pass] = [
-    Pass("check_unsupported", structure.check_unsupported),
-    Pass("select_entry", structure.select_entry),
+    Pass("check_unsupported", structure.check_unsupported, keeps_exprs=True),
+    Pass("select_entry", structure.select_entry, keeps_exprs=True),
     Pass("check_placement", structure.check_placement),
     Pass("flatten_calls", structure.flatten_calls),
     Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops),
-    Pass("check_directions", directions.check_directions),
-    Pass("check_memref_slots", memref_slots.check_memref_slots),
+    Pass("check_directions", directions.check_directions, keeps_exprs=True),
+    Pass("check_memref_slots", memref_slots.check_memref_slots, keeps_exprs=True),
     Pass("infer_memory_spaces", memspace.infer_memory_spaces),
-    Pass("check_types_for_arch", typecheck.check_types_for_arch),
-    Pass("check_bounds", typecheck.check_bounds),
-    Pass("check_capacity", capacity.check_capacity),
-    Pass("classify_cores", cores.classify_cores),
+    Pass("check_types_for_arch", typecheck.check_types_for_arch, keeps_exprs=True),
+    Pass("check_bounds", typecheck.check_bounds, keeps_exprs=True),
+    Pass("check_capacity", capacity.check_capacity, keeps_exprs=True),
+    Pass("classify_cores", cores.classify_cores, keeps_exprs=True),
 ]
 
 
@@ -108,7 +109,7 @@ def lower(
         config = RunConfig()
     ctx = PassContext(
         arch=spec(config.arch),
-        registry=registry if registry is not None else REGISTRY,
+        registry=registry if registry is not None else REGISTRY.as_dict(),
         source_lines=tuple(program.source_lines),
         memory_planner=config.memory_planner,
     )
@@ -172,6 +173,7 @@ def compile(  # noqa: A001  (PyPTO's name)
         memory = generate_artifact(
             work, ctx, config, home, batch_loops=batch_loops, accepted=accepted
         )
+        ctx.expr_memo.clear()  # freed while the collector is still off
     compiled = CompiledProgram(memory=memory, ir_text=functools.partial(ir_printer(), work))
     if write:
         compiled.artifact_dir  # noqa: B018  (written now)
@@ -252,6 +254,18 @@ def generate_artifact(
     accepted: Mapping[str, object] | None = None,
 ) -> ArtifactInMemory:
     """Codegen: kernels, orchestration and the manifest; listings rendered on first use."""
+    with expressions_fixed(ctx.expr_memo):  # codegen rewrites no expression
+        return _generate(program, ctx, config, home, batch_loops, accepted)
+
+
+def _generate(
+    program: n.Program,
+    ctx: PassContext,
+    config: RunConfig,
+    home: Path,
+    batch_loops: bool,
+    accepted: Mapping[str, object] | None,
+) -> ArtifactInMemory:
     platform = config.platform
     sim_backend = SIM_BACKEND if config.is_sim else None
     texts: dict[str, Text] = {}
@@ -259,6 +273,7 @@ def generate_artifact(
     func_ids: dict[str, int] = {}
     written: dict[str, set[int]] = {}
     dyn = dyn_names(program)
+    returns: dict[str, list[int]] = {}  # returned_params memo: the IR is final here
     for func_id, fn in enumerate(structure.kernels(program)):
         func_ids[fn.name] = func_id
         facts = ctx.facts(fn.name)
@@ -276,11 +291,12 @@ def generate_artifact(
             args=[_arg(p, i in written[fn.name], dyn) for i, p in enumerate(fn.params)],
             source=f"kernels/{fn.name}.py",
             listing=f"kernels/{fn.name}.txt",
-            returns=returned_params(fn),
+            returns=returned_params(fn, memo=returns),
         ))
     entry = program.functions[ctx.entry]  # type: ignore[index]
     head = header(f"orchestration of {program.name}", platform, sim_backend)
-    texts["orchestration.py"] = orchestration_source(program, entry, ctx.registry, head[2:])
+    texts["orchestration.py"] = orchestration_source(
+        program, entry, ctx.registry, head[2:], returns)
     texts["orchestration.txt"] = functools.partial(
         orchestration_listing, program, entry, func_ids, ctx.kernels, platform, sim_backend
     )
@@ -294,7 +310,7 @@ def generate_artifact(
         sim_backend=sim_backend,
         entry=entry.name,
         entry_args=[_arg(p, i in entry_written, dyn) for i, p in enumerate(entry.params)],
-        entry_returns=returned_params(entry, program),
+        entry_returns=returned_params(entry, program, memo=returns),
         kernels=infos,
         extra=_extra(entry, config, accepted),
     )

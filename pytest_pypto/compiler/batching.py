@@ -199,15 +199,14 @@ class _Analysis:
 
     def _inplace_targets(self, body: list[n.Stmt]) -> set[str]:
         names: set[str] = set()
-        from pytest_pypto.compiler.walk import iter_stmts, stmt_exprs
+        from pytest_pypto.compiler.walk import iter_stmts, stmt_expr_list
 
         for s in iter_stmts(body):
-            for top in stmt_exprs(s):
-                for e in iter_exprs(top):
-                    if isinstance(e, n.Call) and e.op in self.registry:
-                        p = _inplace_param(self.registry[e.op])
-                        if p and isinstance(e.arg(p), n.Var):
-                            names.add(e.arg(p).name)
+            for e in stmt_expr_list(s):
+                if type(e) is n.Call and e.op in self.registry:
+                    p = _inplace_param(self.registry[e.op])
+                    if p and isinstance(e.arg(p), n.Var):
+                        names.add(e.arg(p).name)
         for s in iter_stmts(body):  # inner carried tiles reach back to their inits
             if isinstance(s, n.For):
                 for var, init in s.carried:

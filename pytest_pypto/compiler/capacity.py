@@ -23,14 +23,16 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_pypto.arch import ARCH_SPECS, ArchSpec
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.walk import Scope, is_tile, stmt_exprs, used_names
+from pytest_pypto.compiler.walk import Scope, is_tile, stmt_uses
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.registry import OpSpec
 from pytest_pypto.ir.types import TileType, type_str
@@ -65,13 +67,31 @@ def no_alias_operands(call: n.Call, registry: Mapping[str, OpSpec]) -> list[n.Va
 
 def tile_bytes(t: TileType, arch: ArchSpec) -> int:
     """Bytes a tile occupies: Acc M rounded to the arch's row alignment, then space alignment."""
-    shape = list(t.shape)
-    if t.space == "Acc" and len(shape) >= 2:
-        align = arch.acc_m_align.get(t.dtype.name, 1)
-        shape[-2] = math.ceil(shape[-2] / align) * align
-    raw = t.dtype.nbytes(math.prod(shape))
-    align = arch.alignment.get(t.space or "", 1)
-    return math.ceil(raw / align) * align
+    return shape_bytes(t.shape, t.dtype, t.space, arch)
+
+
+# (shape, dtype name, space, id(arch)) -> (arch, bytes): the tiling planner prices the
+# same few shapes thousands of times; the arch is kept to check the id is still its.
+_BYTES: dict[tuple[Any, ...], tuple[ArchSpec, int]] = {}
+
+
+def shape_bytes(shape: Sequence[int], dtype: DataType, space: str | None, arch: ArchSpec) -> int:
+    """`tile_bytes` of a tile of ``shape``, ``dtype`` in ``space`` (no TileType needed)."""
+    key = (tuple(shape), dtype.name, space, id(arch))
+    got = _BYTES.get(key)
+    if got is not None and got[0] is arch:
+        return got[1]
+    dims = list(shape)
+    if space == "Acc" and len(dims) >= 2:
+        align = arch.acc_m_align.get(dtype.name, 1)
+        dims[-2] = math.ceil(dims[-2] / align) * align
+    raw = dtype.nbytes(math.prod(dims))
+    align = arch.alignment.get(space or "", 1)
+    value = math.ceil(raw / align) * align
+    if len(_BYTES) >= 4096:
+        _BYTES.clear()  # bounded: a long session prices many distinct shapes
+    _BYTES[key] = (arch, value)
+    return value
 
 
 @dataclass(eq=False)
@@ -168,7 +188,7 @@ class Liveness:
         self, body: list[n.Stmt], env: dict[str, Buffer] | Scope, loops: list[tuple[int, int]]
     ) -> None:
         for stmt in body:
-            for name in (u for e in stmt_exprs(stmt) for u in used_names(e)):
+            for name in stmt_uses(stmt):
                 if name in env:
                     self._use(env[name], loops)
             if isinstance(stmt, n.Assign):

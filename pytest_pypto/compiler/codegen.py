@@ -34,9 +34,9 @@ from pytest_pypto.compiler.batching import (
 from pytest_pypto.compiler.codegen_alias import MOVE_OP, last_uses, shareable_moves
 from pytest_pypto.compiler.codegen_stmts import Emitter, Names, py_const  # noqa: F401
 from pytest_pypto.compiler.directions import returned_params
-from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_exprs, iter_stmts, stmt_exprs
+from pytest_pypto.compiler.optable import param_table
+from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import TileType
 
 PREAMBLE_HELPERS = '''
@@ -168,10 +168,9 @@ class KernelEmitter(Emitter):
         else in the loop: candidates for computing the op straight into the windows."""
         uses: dict[str, int] = {}
         for st in iter_stmts(body):
-            for top in stmt_exprs(st):
-                for e in iter_exprs(top):
-                    if isinstance(e, n.Var):
-                        uses[e.name] = uses.get(e.name, 0) + 1
+            for e in stmt_expr_list(st):
+                if type(e) is n.Var:
+                    uses[e.name] = uses.get(e.name, 0) + 1
         for a, b in zip(body, body[1:]):
             if (isinstance(a, n.Assign) and len(a.targets) == 1 and isinstance(a.value, n.Call)
                     and isinstance(b, n.Assign) and isinstance(b.value, n.Call)
@@ -230,19 +229,21 @@ class KernelEmitter(Emitter):
 
     def op_args(self, e: n.Call, shape: str | None) -> tuple[list[str], list[tuple[str, str]]]:
         """Positional operand sources and (keyword, source) pairs of an op call."""
-        spec: OpSpec = self.registry[e.op]
+        table = param_table(self.registry[e.op])
         given = dict(e.args)
         parts: list[str] = []
         keywords: list[tuple[str, str]] = []
-        for p in spec.params:
-            if p.kind in VALUE_KINDS:
-                parts.append(self.expr(given[p.name]) if given.get(p.name) is not None else "None")
-            elif p.name == "shape" and shape is not None:
+        for p in table.rows:
+            name = p.name
+            if p.is_value:
+                value = given.get(name)
+                parts.append(self.expr(value) if value is not None else "None")
+            elif name == "shape" and shape is not None:
                 keywords.append(("shape", shape))
-            elif p.name in given and (p.required or not _same(given[p.name], p.default)):
-                keywords.append((p.name, self.expr(given[p.name])))
-        keywords += [(k, self.expr(given[k])) for k in given
-                     if all(p.name != k for p in spec.params)]
+            elif name in given and (p.required or not _same(given[name], p.default)):
+                keywords.append((name, self.expr(given[name])))
+        known = table.names
+        keywords += [(k, self.expr(given[k])) for k in given if k not in known]
         return parts, keywords
 
     def op_call(self, e: n.Call, out: str, shape: str | None = None) -> str:
@@ -261,6 +262,8 @@ class KernelEmitter(Emitter):
         if self.batch is not None and id(s) in self.folded:
             self.pending_dead += dead
             return
+        if not dead and not self.pending_dead:
+            return  # nothing dies here (the common case)
         dead, self.pending_dead = self.pending_dead + dead, ()
         names = [self.names(x) for x in dead if self.batch is None or x not in self.folded_values]
         if names:
@@ -375,7 +378,8 @@ def kernel_source(fn: n.Function, registry, header: str,
 
 
 class OrchestrationEmitter(Emitter):
-    def __init__(self, program: n.Program, registry) -> None:
+    def __init__(self, program: n.Program, registry,
+                 returns: dict[str, list[int]] | None = None) -> None:
         super().__init__()
         self.program = program
         self.registry = registry
@@ -384,7 +388,8 @@ class OrchestrationEmitter(Emitter):
             if any(isinstance(e, n.Call) and e.op in LAUNCH_OPS for _, e in iter_calls(f.body))
         }
         self.returns = {
-            f.name: returned_params(f) for f in program.functions.values() if f.kind == "InCore"
+            f.name: returned_params(f, memo=returns)
+            for f in program.functions.values() if f.kind == "InCore"
         }
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
@@ -444,5 +449,7 @@ class OrchestrationEmitter(Emitter):
         return _with_tables(self, out, fname)
 
 
-def orchestration_source(program: n.Program, entry: n.Function, registry, header: str) -> str:
-    return OrchestrationEmitter(program, registry).module(entry, header)
+def orchestration_source(program: n.Program, entry: n.Function, registry, header: str,
+                         returns: dict[str, list[int]] | None = None) -> str:
+    """Orchestration module source; ``returns``: a `returned_params` memo to share."""
+    return OrchestrationEmitter(program, registry, returns).module(entry, header)

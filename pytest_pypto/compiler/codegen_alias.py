@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_pypto.compiler.walk import child_bodies, is_tile, iter_exprs, stmt_exprs
+from pytest_pypto.compiler.walk import child_bodies, expr_list, is_tile, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 
 MOVE_OP = "tile.move"
@@ -78,15 +78,14 @@ def shareable_moves(fn: n.Function, registry) -> set[int]:
     moves: list[tuple[int, set[str]]] = []
 
     def visit_exprs(stmt: n.Stmt) -> None:
-        for top in stmt_exprs(stmt):
-            for e in iter_exprs(top):
-                if not isinstance(e, n.Call):
-                    continue
-                if e.op == MOVE_OP:
-                    moves.append((id(e), _aliases(e, registry)))
-                param = _same_param(registry, e.op)
-                if param is not None:
-                    written.extend(_aliases(e.arg(param), registry))
+        for e in stmt_expr_list(stmt):
+            if type(e) is not n.Call:
+                continue
+            if e.op == MOVE_OP:
+                moves.append((id(e), _aliases(e, registry)))
+            param = _same_param(registry, e.op)
+            if param is not None:
+                written.extend(_aliases(e.arg(param), registry))
 
     def walk(body: list[n.Stmt], targets: tuple[n.Var, ...], loop: tuple[n.Var, ...]) -> None:
         for s in body:
@@ -132,8 +131,7 @@ def _bound(stmt: n.Stmt) -> set[str]:
 def _direct(stmt: n.Stmt) -> set[str]:
     """Names a statement reads or binds itself (nested bodies excluded)."""
     names = _bound(stmt)
-    for top in stmt_exprs(stmt):
-        names.update(e.name for e in iter_exprs(top) if isinstance(e, n.Var))
+    names.update([e.name for e in stmt_expr_list(stmt) if type(e) is n.Var])
     return names
 
 
@@ -171,24 +169,33 @@ def last_uses(fn: n.Function) -> dict[int, tuple[str, ...]]:
     lists: list[tuple[list[n.Stmt], int | None]] = []  # (body, parent list index)
     # per list: for each statement, the tile names it mentions (nested bodies included)
     sets: list[list[set[str]]] = []
-    direct_in: dict[str, list[int]] = {}  # name -> lists with a statement mentioning it
+    direct_in: dict[str, set[int]] = {}  # name -> lists with a statement mentioning it
 
     def collect(body: list[n.Stmt], parent: int | None) -> set[str]:
         index = len(lists)
         lists.append((body, parent))
-        sets.append([])
+        mine_list: list[set[str]] = []
+        sets.append(mine_list)
         for s in body:
             mine = _direct(s) & tiles
             for name in mine:
-                direct_in.setdefault(name, []).append(index)
-            for inner in child_bodies(s):
-                mine = mine | collect(inner, index)
-            sets[index].append(mine)
-        return set().union(*sets[index]) if sets[index] else set()
+                got = direct_in.get(name)
+                if got is None:
+                    direct_in[name] = {index}
+                else:
+                    got.add(index)
+            t = type(s)
+            if t is n.For or t is n.While or t is n.If:
+                for inner in child_bodies(s):
+                    mine = mine | collect(inner, index)
+            mine_list.append(mine)
+        return set().union(*mine_list) if mine_list else set()
 
     collect(fn.body, None)
-    owner: dict[str, int] = {name: _common_list(found, lists) for name, found in
-                             direct_in.items()}
+    owner: dict[str, int] = {
+        name: next(iter(found)) if len(found) == 1 else _common_list(sorted(found), lists)
+        for name, found in direct_in.items()
+    }
     by_owner: dict[int, set[str]] = {}
     for name, o in owner.items():
         by_owner.setdefault(o, set()).add(name)
@@ -238,9 +245,8 @@ def _binds_first(s: n.Stmt, name: str) -> bool:
     (without reading it first)."""
     if isinstance(s, n.Assign):
         return name in _bound(s) and not any(
-            isinstance(e, n.Var) and e.name == name for e in iter_exprs(s.value))
+            type(e) is n.Var and e.name == name for e in expr_list(s.value))
     if isinstance(s, (n.For, n.If)):
         return name in _bound(s) and not any(
-            isinstance(e, n.Var) and e.name == name
-            for top in stmt_exprs(s) for e in iter_exprs(top))
+            type(e) is n.Var and e.name == name for e in stmt_expr_list(s))
     return False

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any
 
-from pytest_pypto.compiler.walk import iter_exprs, stmt_exprs
+from pytest_pypto.compiler.walk import stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import CompileError
@@ -35,14 +35,16 @@ class Names:
         self.used: set[str] = set()
 
     def __call__(self, name: str) -> str:
-        return self.fresh(name, name)
+        got = self.map.get(name)
+        return got if got is not None else self.fresh(name, name)
 
     def fresh(self, key: str, name: str) -> str:
         """The identifier of ``key``, made from ``name`` the first time ``key`` is seen."""
         got = self.map.get(key)
         if got is not None:
             return got
-        base = re.sub(r"\W", "_", name) or "v"
+        # an ASCII identifier has no \W character: the common case skips the regex
+        base = name if name.isascii() and name.isidentifier() else re.sub(r"\W", "_", name) or "v"
         if base[0].isdigit() or base.startswith("_") or keyword.iskeyword(base) or base in RESERVED:
             base = "v_" + base.lstrip("_")
         candidate, i = base, 1
@@ -56,6 +58,8 @@ class Names:
 
 def py_const(value: Any, dtypes: set[str]) -> str:
     """A static value as Python source (DataTypes by their imported name)."""
+    if type(value) is int or type(value) is str:
+        return repr(value)
     if isinstance(value, DataType):
         dtypes.add(value.name)
         return value.name
@@ -71,6 +75,9 @@ def py_const(value: Any, dtypes: set[str]) -> str:
         items = [py_const(v, dtypes) for v in value]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     return repr(value)
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # static values: py_const
 
 
 class Emitter:
@@ -164,15 +171,37 @@ class Emitter:
         """The trailing ``SPANS``/``SCALARS`` tables; ``first_line``: the module line of
         ``lines[0]``."""
         spans, scalars = [], []
+        shown: dict[int, str] = {}  # id(span or reads) -> its repr: lines of one statement share them
         for i, (span, reads) in enumerate(zip(self.spans, self.scalars)):
             if span is not None:
-                spans.append(f"    {first_line + i}: {(span.file, span.line, span.col)!r},")
+                text = shown.get(id(span))
+                if text is None:
+                    text = shown[id(span)] = repr((span.file, span.line, span.col))
+                spans.append(f"    {first_line + i}: {text},")
             if reads:
-                scalars.append(f"    {first_line + i}: {reads!r},")
+                text = shown.get(id(reads))
+                if text is None:
+                    text = shown[id(reads)] = repr(reads)
+                scalars.append(f"    {first_line + i}: {text},")
         return ["SPANS = {", *spans, "}", "SCALARS = {", *scalars, "}", ""]
 
     # ---- expressions
     def expr(self, e: Any) -> str:
+        t = type(e)  # the common node types first, by exact type (no subclasses exist)
+        if t is n.Var:
+            return self.names(e.name)
+        if t is n.Call or t is n.FuncCall:
+            return self.call(e)
+        if t is n.Const:
+            return py_const(e.value, self.dtypes)
+        if t is tuple or t is list:  # an index list
+            items = [self.expr(v) for v in e]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if t in _PLAIN:
+            return py_const(e, self.dtypes)
+        return self._expr(e)
+
+    def _expr(self, e: Any) -> str:
         if isinstance(e, n.Var):
             return self.names(e.name)
         if isinstance(e, n.DynDim):
@@ -228,7 +257,9 @@ class Emitter:
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
         if isinstance(s, n.Assign):
-            targets = ", ".join(self.names(t.name) for t in s.targets)
+            ts = s.targets
+            targets = self.names(ts[0].name) if len(ts) == 1 else ", ".join(
+                [self.names(t.name) for t in ts])
             self.emit(depth, f"{targets} = {self.expr(s.value)}")
         elif isinstance(s, n.ExprStmt):
             self.emit(depth, self.expr(s.expr))
@@ -271,13 +302,14 @@ class Emitter:
     def scalar_reads(self, s: n.Stmt) -> tuple[tuple[str, str], ...]:
         """(user name, local) of the Scalars and dynamic dims statement ``s`` reads."""
         seen: dict[str, str] = {}
-        for top in stmt_exprs(s):
-            for e in iter_exprs(top):
-                if isinstance(e, n.Var) and isinstance(e.type, ScalarType):
+        for e in stmt_expr_list(s):
+            t = type(e)
+            if t is n.Var:
+                if isinstance(e.type, ScalarType):
                     seen.setdefault(e.name, self.names(e.name))
-                elif isinstance(e, n.DynDim) and e.var in self.dyn_sources:
-                    seen.setdefault(e.var.name, self.dyn_local(e.var, e.span))
-        return tuple(seen.items())
+            elif t is n.DynDim and e.var in self.dyn_sources:
+                seen.setdefault(e.var.name, self.dyn_local(e.var, e.span))
+        return tuple(seen.items()) if seen else ()
 
 
 def _user_span(s: n.Stmt) -> n.Span | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_pypto.compiler.batching import STORE_OP, LoopPlan
-from pytest_pypto.compiler.walk import iter_exprs, iter_stmts, stmt_exprs
+from pytest_pypto.compiler.walk import iter_exprs, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.types import Direction, TensorType
 
@@ -32,14 +32,15 @@ def _refs(body: list[n.Stmt], name: str) -> list[n.Stmt]:
     """Statements (program order) whose own expressions mention Var ``name``."""
     out = []
     for s in iter_stmts(body):
-        for top in stmt_exprs(s):
-            out += [s for e in iter_exprs(top) if isinstance(e, n.Var) and e.name == name]
+        out += [s for e in stmt_expr_list(s) if type(e) is n.Var and e.name == name]
     return out
 
 
 def fully_written_params(fn: n.Function, plans: dict[int, LoopPlan]) -> set[int]:
     """Positions of ``fn``'s Out tensor params that it overwrites entirely before reading."""
-    found = set()
+    found: set[int] = set()
+    if not any(plan.batched for plan in plans.values()):
+        return found  # the proof needs a batched loop (_covered)
     for i, p in enumerate(fn.params):
         if isinstance(p.type, TensorType) and p.direction is Direction.OUT \
                 and _covered(fn.body, p, plans):

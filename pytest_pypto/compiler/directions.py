@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import CREATE_TENSOR_OPS, KERNEL_KINDS
-from pytest_pypto.compiler.walk import is_tensor, iter_exprs, stmt_exprs
+from pytest_pypto.compiler.walk import is_tensor, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import DirectionError
 from pytest_pypto.ir.registry import REGISTRY
@@ -22,7 +22,7 @@ from pytest_pypto.ir.types import Direction
 
 def written_tensor(call: n.Call) -> n.Var | None:
     """The tensor a writing op writes (its registry entry's `writes` parameter), if any."""
-    spec = REGISTRY.get(call.op)
+    spec = REGISTRY.as_dict().get(call.op)
     if spec is None or spec.writes is None:
         return None
     value = call.arg(spec.writes)
@@ -31,7 +31,7 @@ def written_tensor(call: n.Call) -> n.Var | None:
 
 def viewed_tensor(call: n.Call) -> n.Var | None:
     """The tensor a zero-copy view op looks through (its entry's `view_of`), if any."""
-    spec = REGISTRY.get(call.op)
+    spec = REGISTRY.as_dict().get(call.op)
     if spec is None or spec.view_of is None:
         return None
     value = call.arg(spec.view_of)
@@ -41,10 +41,12 @@ def viewed_tensor(call: n.Call) -> n.Var | None:
 class TensorRoots:
     """Maps tensor-valued names to their root buffer, walking a body in order."""
 
-    def __init__(self, fn: n.Function, program: n.Program | None = None) -> None:
+    def __init__(self, fn: n.Function, program: n.Program | None = None,
+                 memo: dict[str, list[int]] | None = None) -> None:
         self.root: dict[str, str] = {p.name: p.name for p in fn.params if is_tensor(p.type)}
         self.locals: set[str] = set()
         self.program = program  # lets a kernel call's results map to the buffers passed
+        self.memo = memo  # returned_params of the callees, shared (see there)
 
     def of(self, expr: n.Expr | None) -> str | None:
         if isinstance(expr, n.Var):
@@ -56,7 +58,7 @@ class TensorRoots:
         if isinstance(value, n.FuncCall) and self.program is not None:
             callee = self.program.functions.get(value.callee)
             if callee is not None:
-                positions = returned_params(callee)
+                positions = returned_params(callee, memo=self.memo)
                 sources = tuple(value.args[i] if i < len(value.args) else None for i in positions)
                 self.bind(stmt.targets, sources)
             return
@@ -98,11 +100,20 @@ def _walk(body: list[n.Stmt], roots: TensorRoots, visit) -> None:
             roots.bind(stmt.results, tuple(ys))
 
 
-def returned_params(fn: n.Function, program: n.Program | None = None) -> list[int]:
+def returned_params(fn: n.Function, program: n.Program | None = None, *,
+                    memo: dict[str, list[int]] | None = None) -> list[int]:
     """Positions of the parameters a function returns (in return order).
 
     With ``program``, values bound from kernel calls are traced to the buffers passed
-    in (an orchestration returning ``out = self.k(x, out)`` returns its ``out``)."""
+    in (an orchestration returning ``out = self.k(x, out)`` returns its ``out``).
+    ``memo`` (function name -> positions, without ``program``) shares the answers
+    between the callers of one finished IR (codegen asks about each kernel several
+    times); it must not outlive a change to the IR."""
+    if memo is not None and program is None:
+        got = memo.get(fn.name)
+        if got is None:
+            got = memo[fn.name] = returned_params(fn)
+        return list(got)
     positions: list[int] = []
     index = {p.name: i for i, p in enumerate(fn.params)}
 
@@ -113,7 +124,7 @@ def returned_params(fn: n.Function, program: n.Program | None = None) -> list[in
                 if root in index:
                     positions.append(index[root])
 
-    _walk(fn.body, TensorRoots(fn, program), visit)
+    _walk(fn.body, TensorRoots(fn, program, memo), visit)
     return positions
 
 
@@ -125,12 +136,12 @@ def check_directions(program: n.Program, ctx: PassContext) -> n.Program:
 
         def visit(stmt: n.Stmt, roots: TensorRoots, fn: n.Function = fn,
                   directions: dict = directions, first_access: dict = first_access) -> None:
-            for top in stmt_exprs(stmt):
-                for e in iter_exprs(top):
-                    if isinstance(e, n.Call):
-                        _check_call(fn, e, roots, directions, first_access, ctx)
-                    elif isinstance(e, n.FuncCall) and fn is entry:
-                        _check_task(program, fn, e, roots, directions, ctx)
+            for e in stmt_expr_list(stmt):
+                t = type(e)
+                if t is n.Call:
+                    _check_call(fn, e, roots, directions, first_access, ctx)
+                elif t is n.FuncCall and fn is entry:
+                    _check_task(program, fn, e, roots, directions, ctx)
             if isinstance(stmt, n.Return) and fn.kind in KERNEL_KINDS:
                 for v in stmt.values:
                     _check_return(fn, v, roots, directions, ctx)

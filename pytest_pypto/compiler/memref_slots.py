@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pytest_pypto.compiler.passes import PassContext
-from pytest_pypto.compiler.walk import iter_exprs, stmt_exprs
+from pytest_pypto.compiler.walk import stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CompileError
 from pytest_pypto.ir.memref import MemRefBinding
@@ -107,11 +107,10 @@ class _Walk:
                 self.body(s.else_body, loop)
 
     def _uses(self, s: n.Stmt, here: int) -> None:
-        for top in stmt_exprs(s):
-            for e in iter_exprs(top):
-                if isinstance(e, n.Var):
-                    self.last_use[e.name] = here
-                    self.loops_of_use.setdefault(e.name, []).extend(self._stack)
+        for e in stmt_expr_list(s):
+            if type(e) is n.Var:
+                self.last_use[e.name] = here
+                self.loops_of_use.setdefault(e.name, []).extend(self._stack)
 
     def live_range(self, b: Bound) -> tuple[int, int]:
         """[definition, last use]; a use in a loop the definition is outside of lasts

@@ -134,7 +134,7 @@ class _Inference:
         self.arch = ctx.arch
         self.vals: dict[int, Val] = {}  # id(defining Var node) -> Val
         self.order: list[Val] = []
-        self.names = NameGen(all_names(fn))
+        self.names = NameGen(lambda: all_names(fn))
 
     # ---- phase A: definitions and demands
     def collect(self, body: list[n.Stmt], env: dict[str, Val]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_pypto.arch import ArchSpec
+from pytest_pypto.compiler.walk import ExprMemo, expressions_fixed
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CompileError, PyptoWarning, render
 from pytest_pypto.ir.registry import OpSpec
@@ -51,6 +52,11 @@ class PassContext:
     memory_planner: Any = None  # PyPTO's MemoryPlanner selection (compiler/memref_slots.py)
     kernels: dict[str, KernelFacts] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # id() of the window calls whose type rules check_types_for_arch already ran with the
+    # loop bounds and no warning: check_bounds would run the same rules on the same input.
+    bounds_checked: set[int] = field(default_factory=set)
+    # walk.stmt_expr_list's memo while the IR's expressions are fixed (Pass.keeps_exprs)
+    expr_memo: ExprMemo = field(default_factory=dict)
 
     def op(self, call: n.Call) -> OpSpec:
         """The registry entry of a call; a CompileError if the op is unknown."""
@@ -63,7 +69,10 @@ class PassContext:
             ) from None
 
     def facts(self, fn_name: str) -> KernelFacts:
-        return self.kernels.setdefault(fn_name, KernelFacts())
+        got = self.kernels.get(fn_name)
+        if got is None:  # (setdefault would build a KernelFacts on every call)
+            got = self.kernels[fn_name] = KernelFacts()
+        return got
 
     def __repr__(self) -> str:  # short: tracebacks and --showlocals print it
         return f"<PassContext {self.arch.name}: {len(self.kernels)} kernels decided>"
@@ -85,8 +94,12 @@ PassFn = Callable[[n.Program, PassContext], n.Program]
 
 @dataclass(frozen=True)
 class Pass:
+    """A named pass.  ``keeps_exprs``: it rewrites no statement's expressions (it may
+    set static arguments), so consecutive such passes share one memo of them."""
+
     name: str
     run: PassFn
+    keeps_exprs: bool = False
 
 
 class PassManager:
@@ -108,7 +121,12 @@ class PassManager:
         printer: Callable[[n.Program], str] | None = None,
     ) -> n.Program:
         for index, p in enumerate(self.passes, start=1):
-            program = p.run(program, ctx)
+            if p.keeps_exprs:
+                with expressions_fixed(ctx.expr_memo):
+                    program = p.run(program, ctx)
+            else:
+                ctx.expr_memo.clear()  # what this pass rewrites is walked afresh later
+                program = p.run(program, ctx)
             if dump_dir is not None and printer is not None:
                 dump_dir.mkdir(parents=True, exist_ok=True)
                 (dump_dir / f"{index:02d}_{p.name}.txt").write_text(printer(program))

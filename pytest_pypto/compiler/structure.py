@@ -206,7 +206,7 @@ def flatten_calls(program: n.Program, ctx: PassContext) -> n.Program:
     one line per op.
     """
     for fn in program.functions.values():
-        names = NameGen(all_names(fn))
+        names = NameGen(lambda fn=fn: all_names(fn))
 
         def visit(body: list[n.Stmt], names: NameGen = names) -> list[n.Stmt]:
             out: list[n.Stmt] = []
@@ -239,9 +239,15 @@ def _hoist_stmt(stmt: n.Stmt, hoisted: list[n.Stmt], names: NameGen) -> None:
 
 def _hoist_children(expr: n.Expr, hoisted: list[n.Stmt], names: NameGen, top: bool = False) -> n.Expr:
     """Hoist op calls below ``expr`` (and ``expr`` itself unless it is the top)."""
-    if isinstance(expr, n.Call):
-        expr.args = tuple((k, _hoist_arg(v, hoisted, names)) for k, v in expr.args)
-    elif isinstance(expr, n.FuncCall):
+    t = type(expr)
+    if t is n.Var or t is n.Const:
+        return expr  # a leaf (the common case), dispatched first
+    if t is n.Call:
+        args = expr.args
+        new_args = [(k, _hoist_arg(v, hoisted, names)) for k, v in args]
+        if any(a[1] is not b[1] for a, b in zip(args, new_args)):
+            expr.args = tuple(new_args)
+    elif t is n.FuncCall:
         expr.args = tuple(_hoist_children(a, hoisted, names) for a in expr.args)
     elif isinstance(expr, (n.BinOp, n.Compare)):
         expr.lhs = _hoist_children(expr.lhs, hoisted, names)
@@ -257,12 +263,14 @@ def _hoist_children(expr: n.Expr, hoisted: list[n.Stmt], names: NameGen, top: bo
 
 
 def _hoist_arg(value: object, hoisted: list[n.Stmt], names: NameGen) -> object:
+    """``value`` with its op calls hoisted: the same object when nothing changed."""
     if isinstance(value, n.Expr):
         return _hoist_children(value, hoisted, names)
-    if isinstance(value, tuple):
-        return tuple(_hoist_arg(v, hoisted, names) for v in value)
-    if isinstance(value, list):
-        return [_hoist_arg(v, hoisted, names) for v in value]
+    if isinstance(value, (tuple, list)):
+        items = [v if type(v) is int else _hoist_arg(v, hoisted, names) for v in value]
+        if all(a is b for a, b in zip(value, items)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value
 
 

@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_pypto.arch import ArchSpec
-from pytest_pypto.compiler.capacity import tile_bytes
+from pytest_pypto.compiler.capacity import shape_bytes
 from pytest_pypto.ir.dtypes import DataType
-from pytest_pypto.ir.types import Dim, TileType
+from pytest_pypto.ir.types import Dim
 
 # The length a dynamic dim is planned with: a power of two, so its cut extents are too.
 DYNAMIC_LENGTH = 1024
@@ -235,7 +235,7 @@ def _cut(ext: list[int], d: int, space: Sequence[int], cost, budget: int) -> int
 
 
 def _bytes(shape: Sequence[int], dtype: DataType, arch: ArchSpec, space: str = "Vec") -> int:
-    return tile_bytes(TileType(tuple(shape), dtype, space), arch)
+    return shape_bytes(shape, dtype, space, arch)
 
 
 # -------------------------------------------------------------------- matmul
@@ -285,15 +285,15 @@ def matmul_plan(
     best: tuple[tuple[int, int, int], MatmulPlan] | None = None
     for tm in _halvings(m, align):
         for tn in _halvings(n, align):
-            if tile_bytes(TileType((tm, tn), acc, "Acc"), arch) > cap["Acc"]:
+            if shape_bytes((tm, tn), acc, "Acc", arch) > cap["Acc"]:
                 continue
             if vector_tiles and vector_tiles * _bytes((tm, tn), acc, arch) > cap["Vec"]:
                 continue
             for tk in _halvings(k, align):
-                left = tile_bytes(TileType((tm, tk), operand, "Left"), arch)
-                right = tile_bytes(TileType((tk, tn), operand, "Right"), arch)
-                mat = (tile_bytes(TileType((tm, tk), operand, "Mat"), arch)
-                       + tile_bytes(TileType((tk, tn), operand, "Mat"), arch))
+                left = shape_bytes((tm, tk), operand, "Left", arch)
+                right = shape_bytes((tk, tn), operand, "Right", arch)
+                mat = (shape_bytes((tm, tk), operand, "Mat", arch)
+                       + shape_bytes((tk, tn), operand, "Mat", arch))
                 if left <= cap["Left"] and right <= cap["Right"] and mat <= cap["Mat"]:
                     key = (math.ceil(m / tm) * math.ceil(n / tn), math.ceil(k / tk), -tk)
                     if best is None or key < best[0]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.compiler.optable import param_table
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.walk import Scope, stmt_line
@@ -126,21 +127,22 @@ def call_info(
     values: dict[str, Any] = {}
     bounds: dict[str, tuple[Interval | None, ...]] = {}
     given = dict(call.args)
-    for p in spec.params:
-        value = given.get(p.name, None if p.required else p.default)
-        if p.kind in VALUE_KINDS:
-            types[p.name] = _scalar_type_of(value) if isinstance(value, n.Expr) else None
-            if isinstance(value, n.Const):
-                values[p.name] = value.value
+    for p in param_table(spec).rows:
+        name = p.name
+        value = given.get(name, None if p.required else p.default)
+        if p.is_value:
+            types[name] = _scalar_type_of(value) if isinstance(value, n.Expr) else None
+            if type(value) is n.Const:
+                values[name] = value.value
         elif isinstance(value, (tuple, list)):
-            values[p.name] = tuple(
+            values[name] = tuple(
                 const_int(v) if isinstance(v, n.Expr) else v for v in value
             )
-            bounds[p.name] = tuple(interval(v, env) for v in value)
+            bounds[name] = tuple(interval(v, env) for v in value)
         elif isinstance(value, n.Expr):
-            values[p.name] = const_int(value)
+            values[name] = const_int(value)
         else:
-            values[p.name] = value
+            values[name] = value
     return CallInfo(call.op, types, values, arch=ctx.arch if ctx else None, bounds=bounds)
 
 
@@ -208,7 +210,10 @@ def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
                     hint="target a5, or express it with ops both archs have",
                     arch=ctx.arch.name,
                 )
+            warned = len(ctx.warnings)
             run_rules(call, ctx, env, arch_rule=True)
+            if len(ctx.warnings) == warned and _takes_window(ctx.op(call)):
+                ctx.bounds_checked.add(id(call))
             if call.op == CAST_OP:
                 _fill_cast_chain(stmt, call, ctx, facts)
 
@@ -219,7 +224,7 @@ def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
 def _takes_window(spec: OpSpec) -> bool:
     """Ops addressing a tensor window by `offsets` (load, store...): their type rules
     check the window against the tensor, so they re-run with loop-variable bounds."""
-    return any(p.name == "offsets" for p in spec.params)
+    return "offsets" in param_table(spec).names
 
 
 def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
@@ -227,7 +232,7 @@ def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
     for fn in kernels(program):
 
         def visit(stmt: n.Stmt, call: n.Call, env: dict) -> None:
-            if _takes_window(ctx.op(call)):
+            if id(call) not in ctx.bounds_checked and _takes_window(ctx.op(call)):
                 run_rules(call, ctx, env, arch_rule=False)
 
         _walk_calls(fn.body, {}, visit)

@@ -6,6 +6,7 @@ which is also the order liveness and bounds reasoning use.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,10 +16,20 @@ from pytest_pypto.ir.types import TensorType, TileType, Type
 
 def iter_stmts(body: list[n.Stmt]) -> Iterator[n.Stmt]:
     """Every statement of a body, nested bodies included, in program order."""
+    out: list[n.Stmt] = []
+    _collect_stmts(body, out)
+    return iter(out)
+
+
+def _collect_stmts(body: list[n.Stmt], out: list[n.Stmt]) -> None:
     for stmt in body:
-        yield stmt
-        for inner in child_bodies(stmt):
-            yield from iter_stmts(inner)
+        out.append(stmt)
+        t = type(stmt)
+        if t is n.For or t is n.While:
+            _collect_stmts(stmt.body, out)
+        elif t is n.If:
+            _collect_stmts(stmt.then_body, out)
+            _collect_stmts(stmt.else_body, out)
 
 
 def child_bodies(stmt: n.Stmt) -> list[list[n.Stmt]]:
@@ -67,29 +78,128 @@ def expr_children(expr: n.Expr) -> list[n.Expr]:
     return []
 
 
+# Expression node types without sub-expressions (the common leaves, dispatched by type).
+_LEAVES = frozenset({n.Var, n.Const, n.DynDim})
+_STATIC = frozenset({int, float, bool, str, type(None)})  # Call arguments holding no Expr
+
+
+def _collect_arg(value: Any, out: list[n.Expr]) -> None:
+    """`arg_exprs` of one Call argument, each expanded by `_collect_expr`."""
+    if isinstance(value, n.Expr):
+        _collect_expr(value, out)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            if type(item) is not int:
+                _collect_arg(item, out)
+
+
+def _collect_expr(expr: n.Expr, out: list[n.Expr]) -> None:
+    """Append ``expr``'s sub-expressions, operands first, then ``expr`` (`iter_exprs`)."""
+    t = type(expr)
+    if t in _LEAVES:
+        pass
+    elif t is n.Call:
+        for _, v in expr.args:
+            tv = type(v)
+            if tv in _LEAVES:
+                out.append(v)
+            elif tv in _STATIC:
+                pass
+            elif isinstance(v, n.Expr):
+                _collect_expr(v, out)
+            elif isinstance(v, (tuple, list)):
+                _collect_arg(v, out)
+    elif t is n.BinOp or t is n.Compare:
+        _collect_expr(expr.lhs, out)
+        _collect_expr(expr.rhs, out)
+    elif t is n.UnaryOp or t is n.ScalarCast:
+        _collect_expr(expr.operand, out)
+    else:  # FuncCall, or a type this table does not know: the general rule
+        for child in expr_children(expr):
+            _collect_expr(child, out)
+    out.append(expr)
+
+
+def expr_list(expr: n.Expr) -> list[n.Expr]:
+    """`iter_exprs` as a list (one recursive walk, no generator per level)."""
+    out: list[n.Expr] = []
+    _collect_expr(expr, out)
+    return out
+
+
 def iter_exprs(expr: n.Expr) -> Iterator[n.Expr]:
     """An expression and all its sub-expressions, operands first (evaluation order)."""
-    for child in expr_children(expr):
-        yield from iter_exprs(child)
-    yield expr
+    return iter(expr_list(expr))
+
+
+# id(stmt) -> (stmt, its expressions); id(body) -> (body, its iter_calls pairs)
+ExprMemo = dict[int, tuple[Any, list[Any]]]
+_MEMO: contextvars.ContextVar[ExprMemo | None] = contextvars.ContextVar(
+    "pypto_expr_memo", default=None)
+
+
+class expressions_fixed:  # noqa: N801  (used as a function: ``with expressions_fixed(m):``)
+    """Within: no statement's expressions and no body change, so `stmt_expr_list` (and
+    `iter_calls` per body) answer once and then from ``memo`` (the passes after
+    memory-space inference and codegen read one statement's expressions many times).
+    Only code that rewrites no expression and no body may run inside; a new statement
+    object is simply walked and added.  (A class, not a generator context manager: it
+    is entered once per pass.)"""
+
+    __slots__ = ("_memo", "_token")
+
+    def __init__(self, memo: ExprMemo) -> None:
+        self._memo = memo
+
+    def __enter__(self) -> None:
+        self._token = _MEMO.set(self._memo)
+
+    def __exit__(self, *exc: object) -> None:
+        _MEMO.reset(self._token)
+
+
+def stmt_expr_list(stmt: n.Stmt) -> list[n.Expr]:
+    """Every expression a statement evaluates itself, sub-expressions included: the
+    concatenation of `iter_exprs` over `stmt_exprs` (nested bodies excluded).  The
+    caller must not change the list (it may be the memo's, `expressions_fixed`)."""
+    memo = _MEMO.get()
+    if memo is not None:
+        got = memo.get(id(stmt))
+        if got is not None and got[0] is stmt:
+            return got[1]
+    out: list[n.Expr] = []
+    for top in stmt_exprs(stmt):
+        _collect_expr(top, out)
+    if memo is not None:
+        memo[id(stmt)] = (stmt, out)
+    return out
 
 
 def iter_calls(body: list[n.Stmt]) -> Iterator[tuple[n.Stmt, n.Expr]]:
     """(statement, Call or FuncCall) pairs of a whole body, in evaluation order."""
+    memo = _MEMO.get()
+    if memo is not None:  # bodies are fixed too while expressions are (expressions_fixed)
+        got = memo.get(id(body))
+        if got is not None and got[0] is body:
+            return iter(got[1])  # type: ignore[arg-type]
+    out: list[tuple[n.Stmt, n.Expr]] = []
     for stmt in iter_stmts(body):
-        for top in stmt_exprs(stmt):
-            for e in iter_exprs(top):
-                if isinstance(e, (n.Call, n.FuncCall)):
-                    yield stmt, e
+        for e in stmt_expr_list(stmt):
+            t = type(e)
+            if t is n.Call or t is n.FuncCall:
+                out.append((stmt, e))
+    if memo is not None:
+        memo[id(body)] = (body, out)  # type: ignore[assignment]
+    return iter(out)
 
 
 def used_names(expr: n.Expr) -> list[str]:
-    return [e.name for e in iter_exprs(expr) if isinstance(e, n.Var)]
+    return [e.name for e in expr_list(expr) if type(e) is n.Var]
 
 
 def stmt_uses(stmt: n.Stmt) -> list[str]:
     """Names a statement reads itself (nested bodies excluded)."""
-    return [name for e in stmt_exprs(stmt) for name in used_names(e)]
+    return [e.name for e in stmt_expr_list(stmt) if type(e) is n.Var]
 
 
 def all_names(fn: n.Function) -> set[str]:
@@ -157,9 +267,19 @@ class Scope:
 class NameGen:
     """Fresh, readable variable names that collide with nothing in the function."""
 
-    def __init__(self, taken: set[str]) -> None:
-        self.taken = set(taken)
+    def __init__(self, taken: set[str] | Callable[[], set[str]]) -> None:
+        # A callable (``lambda: all_names(fn)``) is called on the first `fresh`: most
+        # functions never need a fresh name, and collecting every name walks them all.
+        self._taken: set[str] | None = None if callable(taken) else set(taken)
+        self._source = taken if callable(taken) else None
         self._next: dict[str, int] = {}  # base -> first suffix not yet known to be taken
+
+    @property
+    def taken(self) -> set[str]:
+        if self._taken is None:
+            assert self._source is not None
+            self._taken = set(self._source())
+        return self._taken
 
     def fresh(self, base: str) -> str:
         base = base.rstrip("_0123456789") or "t"

@@ -228,6 +228,11 @@ class _Registry(Mapping[str, OpSpec]):
     def __len__(self) -> int:
         return len(self._load())
 
+    def as_dict(self) -> dict[str, OpSpec]:
+        """The live name -> OpSpec dict (for the compiler's many per-call lookups, which
+        through this Mapping cost a method call and a load check each)."""
+        return self._load()
+
     def by_spelling(self, spelling: str) -> list[OpSpec]:
         """Ops reachable as `pl.<spelling>` / `pl.tile.<spelling>` / `pl.tensor.<spelling>`."""
         return [s for s in self._load().values() if spelling in s.spellings]

@@ -258,7 +258,15 @@ class TileType(Type):
         return len(self.shape)
 
     def with_(self, **changes: object) -> TileType:
-        """A copy with some fields changed."""
+        """A copy with some fields changed (``self`` when the changed fields are equal
+        strings or the same objects: the type is frozen, so sharing it is the same)."""
+        for key, value in changes.items():
+            current = getattr(self, key)
+            if current is not value and not (type(current) is str and type(value) is str
+                                             and current == value):
+                break
+        else:
+            return self
         from dataclasses import replace
 
         return replace(self, **changes)
