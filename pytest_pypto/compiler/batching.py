@@ -16,7 +16,7 @@ loop of an InCore kernel qualifies for a second, batched code path when:
 
 The batched path (codegen) gives each tile that changes per iteration a leading axis
 of the trip count ``n``; loop-invariant tiles are computed once and broadcast.  It is
-guarded at run time (``n > 1``, stride, windows in bounds, no aliasing between a
+guarded at run time (``n >= 1``, stride, windows in bounds, no aliasing between a
 written tensor and another one) and falls back to the per-iteration loop otherwise.
 Numerics are identical: every op rounds per element exactly as per iteration.
 """

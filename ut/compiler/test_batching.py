@@ -265,7 +265,7 @@ def test_dynamic_bound_runs_batched_or_falls_back(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "load", lambda *a, **k: calls.append(a[4]) or real(*a, **k))
     compiled = compile(dynamic_stop_program(), CFG, output_dir=tmp_path, batch_loops=True)
     x = _random(np.random.default_rng(6), (32, 16), np.float32)
-    for rows, batched in ((32, True), (8, False), (24, True)):
+    for rows, batched in ((32, True), (8, True), (24, True), (0, False)):  # one trip too
         calls.clear()
         out = np.full((32, 16), -5.0, np.float32)
         run(compiled, x, rows, out, config=CFG)
@@ -327,3 +327,47 @@ def test_store_fusion_is_bit_identical_and_only_for_fp32(name, tmp_path, monkeyp
         _same_bits(on, (x.astype(wide) + y.astype(wide)).astype(npd))
     # the unbatched run stores per iteration through tile.store, never batch.store
     assert stores == ([] if name == "FP32" else [1])
+
+
+def _kernel_text(compiled, name: str = "k") -> str:
+    return compiled.memory.text(f"kernels/{name}.py")
+
+
+def test_windows_proved_in_bounds_at_compile_time_have_no_run_time_guard():
+    """Static tensor shapes, constant loop bounds and offsets `[r, 0]`: every window is in
+    bounds whatever arrays arrive (staging checks their shapes), so no `_batch.fits`; a
+    dynamic loop bound keeps the guard.  The aliasing guard depends on the arrays: kept."""
+    static = compile(add_program(pl.FP32), CFG, batch_loops=True)
+    text = _kernel_text(static)
+    assert "_batch.fits(" not in text and "_batch.may_alias(" in text
+    dynamic = compile(dynamic_stop_program(), CFG, batch_loops=True)
+    assert _kernel_text(dynamic).count("_batch.fits(") == 2  # the load of x, the store to out
+
+
+def test_one_trip_loop_runs_batched_and_matches_numpy():
+    x = _random(np.random.default_rng(7), (64, 32), np.float32)
+    y = _random(np.random.default_rng(8), (64, 32), np.float32)
+
+    @pl.program
+    class OneTrip:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 32], pl.FP32], y: pl.Tensor[[64, 32], pl.FP32],
+              out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+            for r in pl.range(0, 64, 64):
+                out = pl.store(pl.sub(pl.load(x, [r, 0], [64, 32]),
+                                      pl.load(y, [r, 0], [64, 32])), [r, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64, 32], pl.FP32], y: pl.Tensor[[64, 32], pl.FP32],
+                 out: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+            out = self.k(x, y, out)
+            return out
+
+    for platform in ("a2a3sim", "a5sim"):
+        cfg = RunConfig(platform=platform)
+        compiled = compile(OneTrip, cfg, batch_loops=True)
+        assert "_batch.store_into(" in _kernel_text(compiled)
+        out = np.full((64, 32), 9.0, np.float32)
+        run(compiled, x, y, out, config=cfg)
+        _same_bits(out, x - y)
