@@ -13,7 +13,7 @@ import functools
 import importlib
 import inspect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +159,12 @@ def _neg_len(node: ast.AST | None) -> bool:
     return False
 
 
-def platform_string_uses(tree: ast.AST) -> Iterator[tuple[int, str]]:
-    """(line, what) for each place that splits or assembles a platform string."""
-    for node in ast.walk(tree):
+def platform_string_uses(
+    tree: ast.AST, nodes: Iterable[ast.AST] | None = None
+) -> Iterator[tuple[int, str]]:
+    """(line, what) for each place that splits or assembles a platform string
+    (``nodes``: the tree's nodes in ast.walk order, when the caller has them listed)."""
+    for node in ast.walk(tree) if nodes is None else nodes:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             w = _word(node.left) or _word(node.right)
             if w:
@@ -238,7 +241,7 @@ def _fstring(node: ast.JoinedStr) -> Iterator[tuple[int, str]]:
 def platform_strings(ctx: FileContext) -> Iterator[Violation]:
     if ctx.tree is None:
         return
-    for line, what in platform_string_uses(ctx.tree):
+    for line, what in platform_string_uses(ctx.tree, ctx.nodes):
         yield ctx.violation(line, what)
 
 
@@ -268,7 +271,7 @@ def arch_literals(ctx: FileContext) -> Iterator[Violation]:
         n = ctx.text.count("\n", 0, m.start()) + 1
         found.setdefault(n, int(m.group().replace("_", "")))
     if ctx.tree is not None:
-        for node in ast.walk(ctx.tree):
+        for node in ctx.nodes:
             if isinstance(node, ast.Constant) and type(node.value) is int and node.value in values:
                 found.setdefault(node.lineno, node.value)
     for line in sorted(found):

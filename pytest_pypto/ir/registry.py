@@ -237,13 +237,25 @@ class _Registry(Mapping[str, OpSpec]):
         """Ops reachable as `pl.<spelling>` / `pl.tile.<spelling>` / `pl.tensor.<spelling>`."""
         return [s for s in self._load().values() if spelling in s.spellings]
 
+    # by_namespace answers, memoised (the parser asks for every op call it reads) for as
+    # long as the registry keeps the size they were computed at: `register` only adds.
+    _by_namespace: dict[tuple[str, str], tuple[OpSpec, ...]] = {}
+    _by_namespace_size = -1
+
     def by_namespace(self, namespace: str, name: str) -> list[OpSpec]:
         """Ops reachable as `pl.<name>` (namespace "") or `pl.tile.<name>` ("tile")."""
-        found = []
-        for s in self._load().values():
-            if name in s.spellings or (namespace and f"{namespace}.{name}" in s.spellings):
-                found.append(s)
-        return found
+        ops = self._load()
+        memo = _Registry._by_namespace
+        if _Registry._by_namespace_size != len(ops):
+            memo.clear()
+            _Registry._by_namespace_size = len(ops)
+        found = memo.get((namespace, name))
+        if found is None:
+            found = memo[namespace, name] = tuple(
+                s for s in ops.values()
+                if name in s.spellings or (namespace and f"{namespace}.{name}" in s.spellings)
+            )
+        return list(found)
 
 
 REGISTRY = _Registry()

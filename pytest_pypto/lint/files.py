@@ -15,6 +15,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 _WALK_SKIP_DIRS = {"__pycache__", "node_modules"}
 
@@ -226,18 +227,36 @@ def select(files: Sequence[str], include: Sequence[str], exclude: Sequence[str])
 
 class FileSet:
     """The session's file list, computed once, with per-file content digests (each file
-    is read and hashed at most once per process, however many checks look at it)."""
+    is read and hashed at most once per process, however many checks look at it).
+
+    The bytes a digest was taken of are kept, so every check of the session reads
+    the very content its cache key names; ``parsed`` is where the check contexts keep
+    each Python file's parse (framework.FileContext), shared by every check that asks
+    for a tree and dropped by ``release_parses`` once the session's lint items are done.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._prefix = os.path.join(str(root), "")
         self.files = project_files(root)
         self._digests: dict[str, str] = {}
+        self._data: dict[str, bytes] = {}
+        self.parsed: dict[str, Any] = {}
+
+    def data(self, path: str) -> bytes:
+        """The file's bytes, read once per process."""
+        data = self._data.get(path)
+        if data is None:
+            with open(self._prefix + path, "rb") as f:
+                data = self._data[path] = f.read()
+        return data
 
     def digest(self, path: str) -> str:
         d = self._digests.get(path)
         if d is None:
-            with open(self._prefix + path, "rb") as f:
-                d = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
-            self._digests[path] = d
+            d = self._digests[path] = hashlib.blake2b(self.data(path), digest_size=16).hexdigest()
         return d
+
+    def release_parses(self) -> None:
+        """Drop the shared trees (they are large; the bytes and digests stay)."""
+        self.parsed.clear()

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pytest_pypto.lint.files import glob_problem
+from pytest_pypto.lint.files import FileSet, glob_problem
 from pytest_pypto.lint.options import Option, as_option
 
 SCOPES = ("file", "project")
@@ -290,7 +290,12 @@ class _Base:
 
 
 class FileContext(_Base):
-    """What a per-file check sees: one file, read lazily and shared across checks."""
+    """What a per-file check sees: one file, read lazily and shared across checks.
+
+    Under the runner, ``shared`` is the session's FileSet: the bytes, the tree and
+    the node list come from it, so a file is read and parsed once per session
+    however many checks look at it (checks only read them: never modify the tree).
+    """
 
     def __init__(
         self,
@@ -300,18 +305,24 @@ class FileContext(_Base):
         option_texts: Mapping[str, str] | None = None,
         path: str = "",
         _data: bytes | None = None,
+        shared: FileSet | None = None,
     ) -> None:
         super().__init__(root, check_id, options, option_texts)
         self.path = path
         self._data = _data
+        self._shared = shared
         self._tree: ast.Module | None = None
+        self._nodes: list[ast.AST] | None = None
         # Set once `tree` found the file unparsable (the runner reports it).
         self.parse_error: UnparsableFile | None = None
 
     @property
     def data(self) -> bytes:
         if self._data is None:
-            self._data = (self.root / self.path).read_bytes()
+            if self._shared is not None:
+                self._data = self._shared.data(self.path)
+            else:
+                self._data = (self.root / self.path).read_bytes()
         return self._data
 
     @cached_property
@@ -325,7 +336,7 @@ class FileContext(_Base):
 
     @property
     def tree(self) -> ast.Module:
-        """The parsed module (parsed once per context).
+        """The parsed module (parsed once per context; under the runner, once per session).
 
         On a file that is not valid Python this raises UnparsableFile, which the
         runner reports as the violation `path:LINE: [check] cannot parse: why`; so
@@ -333,12 +344,36 @@ class FileContext(_Base):
         """
         if self._tree is None:
             if self.parse_error is None:
-                self._tree, self.parse_error = _parse(self.data, self.path)
+                self._tree, self.parse_error = self._parsed()
             if self.parse_error is not None:
                 err = self.parse_error
                 raise UnparsableFile(err.path, err.line, err.why)
         assert self._tree is not None
         return self._tree
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of `tree`, in `ast.walk` order, listed once (and, under the
+        runner, once per session): checks iterate this list instead of walking again."""
+        if self._nodes is None:
+            tree = self.tree
+            entry = self._shared.parsed.get(self.path) if self._shared is not None else None
+            if entry is None or entry[0] is not tree:
+                self._nodes = list(ast.walk(tree))
+            else:
+                if entry[2] is None:
+                    entry[2] = list(ast.walk(tree))
+                self._nodes = entry[2]
+        return self._nodes
+
+    def _parsed(self) -> tuple[ast.Module | None, UnparsableFile | None]:
+        """Parse the file, or take the session's parse of it: [tree, error, nodes]."""
+        if self._shared is None:
+            return _parse(self.data, self.path)
+        entry = self._shared.parsed.get(self.path)
+        if entry is None:
+            entry = self._shared.parsed[self.path] = [*_parse(self.data, self.path), None]
+        return entry[0], entry[1]
 
     def violation(self, line: int, message: str) -> Violation:
         return Violation(self.path, line, message)
@@ -373,11 +408,15 @@ class ProjectContext(_Base):
         options: Mapping[str, Any],
         option_texts: Mapping[str, str] | None = None,
         files: Sequence[str] = (),
+        shared: FileSet | None = None,
     ) -> None:
         super().__init__(root, check_id, options, option_texts)
         self.files = files
+        self._shared = shared  # the session's FileSet (bytes read once per session)
 
     def read_text(self, path: str) -> str:
+        if self._shared is not None:
+            return self._shared.data(path).decode("utf-8", errors="replace")
         return (self.root / path).read_bytes().decode("utf-8", errors="replace")
 
     def texts(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str]]:

@@ -83,6 +83,14 @@ def pytest_collect_directory(path: Path, parent: Any) -> Any:
     return NotAManifest.from_parent(parent, path=path)
 
 
+def pytest_runtest_teardown(item: Any, nextitem: Any) -> None:
+    """After the last of a run of lint items, drop the trees they shared (hundreds of
+    files' worth); a later lint item of the session parses its files again."""
+    release = getattr(item, "release_shared_parses", None)
+    if release is not None and not hasattr(nextitem, "release_shared_parses"):
+        release()
+
+
 class _CacheStats:
     """Sums lint cache hits/misses from reports (under xdist: every worker's reports)."""
 

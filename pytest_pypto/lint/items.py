@@ -17,7 +17,7 @@ import pytest_pypto.lint.manifest as manifest_mod
 from pytest_pypto.lint.cache import LintCache
 from pytest_pypto.lint.files import FileSet, GlobError
 from pytest_pypto.lint.manifest import Enabled
-from pytest_pypto.lint.runner import CheckCrashed, Result, files_for, run
+from pytest_pypto.lint.runner import CheckCrashed, Result, files_for, release_shared, run
 
 _STATE = pytest.StashKey[dict[str, Any]]()
 HITS = "pypto_lint_cache_hits"
@@ -137,6 +137,13 @@ class LintItem(pytest.Item):
         assert self.result is not None
         self.user_properties.append((HITS, self.result.hits))
         self.user_properties.append((MISSES, self.result.misses))
+
+    def release_shared_parses(self) -> None:
+        """Drop the session's shared trees (hooks.pytest_runtest_teardown calls this
+        after the last of consecutive lint items)."""
+        st = self.config.stash.get(_STATE, None)
+        if st is not None and "fileset" in st:
+            release_shared(st["fileset"])
 
     def runtest(self) -> None:
         assert self.result is not None

@@ -9,7 +9,7 @@ tuples (`BROAD = (ValueError, Exception)`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from pytest_pypto.lint.framework import FileContext, Violation, check
 
@@ -19,14 +19,14 @@ BROAD = ("Exception", "BaseException")
 class _Aliases:
     """Names bound (anywhere in the module) to pytest, pytest.raises, builtins, broad types."""
 
-    def __init__(self, tree: ast.AST) -> None:
+    def __init__(self, tree: ast.AST, nodes: Iterable[ast.AST] | None = None) -> None:
         self.pytest: set[str] = set()
         self.raises: set[str] = set()
         self.builtins: set[str] = set()
         self.broad: dict[str, str] = {name: name for name in BROAD}
         self.values: dict[str, ast.expr] = {}
         assigns: list[tuple[str, ast.expr]] = []
-        for node in ast.walk(tree):
+        for node in ast.walk(tree) if nodes is None else nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name == "pytest":
@@ -87,12 +87,17 @@ class _Aliases:
         return None
 
 
-def broad_raises(tree: ast.AST) -> Iterator[tuple[int, str]]:
-    """(line, exception name) of every pytest.raises call given a broad exception."""
-    aliases = _Aliases(tree)
+def broad_raises(
+    tree: ast.AST, nodes: Sequence[ast.AST] | None = None
+) -> Iterator[tuple[int, str]]:
+    """(line, exception name) of every pytest.raises call given a broad exception
+    (``nodes``: the tree's nodes in ast.walk order, when the caller has them listed)."""
+    if nodes is None:
+        nodes = list(ast.walk(tree))
+    aliases = _Aliases(tree, nodes)
     if not (aliases.pytest or aliases.raises):
         return
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and aliases.is_raises(node.func):
             arg = node.args[0] if node.args else None
             for kw in node.keywords:
@@ -114,5 +119,5 @@ def no_broad_raises(ctx: FileContext) -> Iterator[Violation]:
     tree = ctx.tree  # first: a file that does not parse is reported, never passed
     if b"raises" not in ctx.data:
         return
-    for line, name in broad_raises(tree):
+    for line, name in broad_raises(tree, ctx.nodes):
         yield ctx.violation(line, f"pytest.raises({name}) catches any error")
