@@ -216,9 +216,11 @@ class Worker:
                           kernels=kernels, deferred=True)
         rt = Orchestrator(kernels, graph, [])
         # The run's choices for the ops (contextvars), set only where they differ from
-        # the defaults, which is what most runs use.
-        token = UNINITIALIZED.set(cfg.uninitialized) if cfg.uninitialized != "poison" else None
-        precise = PRECISE.set(True) if precise_run else None
+        # what holds already (the defaults, for most runs).
+        uninitialized = cfg.uninitialized
+        token = UNINITIALIZED.set(uninitialized) if UNINITIALIZED.get() != uninitialized else None
+        precise_run = bool(precise_run)
+        precise = PRECISE.set(precise_run) if PRECISE.get() is not precise_run else None
         in_place: list = []
         try:
             entry_args, copy_back, dyn, in_place = stage(
