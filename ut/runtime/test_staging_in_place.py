@@ -79,13 +79,9 @@ def test_a_strided_out_is_staged_and_only_its_elements_change(artifact, rng):
     np.testing.assert_array_equal(wide[:, 1::2], 3.0)
 
 
-@pytest.mark.parametrize("uninitialized, check", [
-    ("poison", lambda o: np.isnan(o).all()),
-    ("zero", lambda o: (o == 0.0).all()),
-])
-def test_a_failed_run_refills_an_in_place_out(artifact, rng, monkeypatch, uninitialized, check):
-    art = _swap(artifact, platform="a5sim")
-    worker = Worker("a5sim")
+def _writes_then_fails(monkeypatch, art, platform: str) -> Worker:
+    """A worker whose swap kernel writes o completely, then raises."""
+    worker = Worker(platform)
     kernel = worker.prepare(art).loaded.kernels["swap"]
     real = kernel.fn
 
@@ -94,6 +90,16 @@ def test_a_failed_run_refills_an_in_place_out(artifact, rng, monkeypatch, uninit
         raise SimulationError("injected failure after the kernel wrote o")
 
     monkeypatch.setattr(kernel, "fn", writes_then_fails)
+    return worker
+
+
+@pytest.mark.parametrize("uninitialized, check", [
+    ("poison", lambda o: np.isnan(o).all()),
+    ("zero", lambda o: (o == 0.0).all()),
+])
+def test_a_failed_run_refills_an_in_place_out(artifact, rng, monkeypatch, uninitialized, check):
+    art = _swap(artifact, platform="a5sim")
+    worker = _writes_then_fails(monkeypatch, art, "a5sim")
     x = rng.standard_normal(F).astype(np.float32)
     o = np.full(F, 7.0, np.float32)
     with pytest.raises(SimulationError, match="injected failure"):
@@ -104,16 +110,8 @@ def test_a_failed_run_refills_an_in_place_out(artifact, rng, monkeypatch, uninit
 def test_an_out_not_proved_fully_written_is_untouched_by_a_failed_run(artifact, rng,
                                                                     monkeypatch):
     art = _swap(artifact, fully_written=False)
-    worker = Worker("a2a3sim")
-    kernel = worker.prepare(art).loaded.kernels["swap"]
-    real = kernel.fn
-
-    def writes_then_fails(a, o):
-        real(a, o)
-        raise SimulationError("injected failure")
-
-    monkeypatch.setattr(kernel, "fn", writes_then_fails)
+    worker = _writes_then_fails(monkeypatch, art, "a2a3sim")
     o = np.full(F, 7.0, np.float32)
-    with pytest.raises(SimulationError):
+    with pytest.raises(SimulationError, match="injected failure"):
         worker.run(art, rng.standard_normal(F).astype(np.float32), o)
     np.testing.assert_array_equal(o, 7.0)
