@@ -52,6 +52,19 @@ def _drop_rewritten_venv_pycs() -> None:
         pyc.unlink(missing_ok=True)
 
 
+def _restore_rewritten_venv_pycs(tmp: Path) -> None:
+    """Rebuild what `_drop_rewritten_venv_pycs` dropped: one plain pytest session with
+    bytecode allowed.  Our suites no longer rewrite the installed plugins (root conftest),
+    so without this every later pytest process on the machine that may not write
+    bytecode (``PYTHONDONTWRITEBYTECODE``) would rewrite them again at start-up."""
+    probe = tmp / "restore_rewrite_cache"
+    probe.mkdir(exist_ok=True)
+    (probe / "test_probe.py").write_text("def test_probe():\n    assert True\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(probe)],
+                   cwd=probe, env=env, capture_output=True, check=False)
+
+
 def _fresh_copy(tree: Path, into: Path) -> Path:
     dest = into / f"{tree.name or 'tree'}-{time.monotonic_ns()}"
     shutil.copytree(tree, dest, ignore=_SKIP)
@@ -124,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.suite_serial:
                     (run,) = _cold_warm(ROOT, tmp, SUITE[2:], warm=False)
                     add("after suite serial", run)
+
+        _restore_rewritten_venv_pycs(tmp)
 
     load = os.getloadavg()
     print(
