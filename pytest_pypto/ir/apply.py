@@ -236,10 +236,13 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
     and place give (float32 math, no rounding, a fresh buffer), without their calls.
     None when any of that does not hold (the general path runs)."""
-    ufunc = _UFUNCS.get(id(spec), _UNKNOWN)
-    if ufunc is _UNKNOWN:  # (registry entries live as long as the process)
+    hit = _UFUNCS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        ufunc = hit[1]
+    else:  # first sight (or an id reused by another entry, e.g. one a test registered)
         name = getattr(spec.compute, "float32_ufunc", None)
-        ufunc = _UFUNCS[id(spec)] = getattr(np, name) if name else None
+        ufunc = getattr(np, name) if name else None
+        _UFUNCS[id(spec)] = (spec, ufunc)
     if ufunc is None or out.dtype.name != "FP32":
         return None
     a, b = operands
@@ -260,6 +263,5 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     return TileValue(data, shape, out.dtype, out.space or "Vec", out.pad)
 
 
-_UFUNCS: dict[int, Any] = {}  # id(op entry) -> its float32 numpy ufunc, or None
-_UNKNOWN = object()
+_UFUNCS: dict[int, tuple[OpSpec, Any]] = {}  # id(op entry) -> (entry, float32 ufunc or None)
 _F32 = np.dtype(np.float32)  # numpy's builtin dtypes are singletons: compared by identity

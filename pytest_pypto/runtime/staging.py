@@ -8,7 +8,8 @@ InOut arrays are copied in; pure Out buffers are not copied in but start
 poisoned (or zeroed, per the run's ``uninitialized`` choice); Out and InOut
 buffers are copied back into the caller's arrays only when the run succeeds, so a
 failed run (a staging error, a run-time error, any exception) leaves the caller's
-InOut arrays exactly as they were.  A pure Out that the compiler proved fully written
+InOut arrays, and every Out not written in place, exactly as they were.  A pure Out
+that the compiler proved fully written
 (``ArgInfo.fully_written``) needs no initial contents (no task can observe them):
 when the caller's array is a plain C-contiguous writable array sharing memory with no
 other argument, the run writes its results straight into it (no staging buffer, no
