@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import importlib
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -25,75 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _long_source(n_ops: int) -> str:
-    t = "pl.Tensor[[16, 64], pl.FP32]"
-    sig = f"self, x: {t}, y: {t}, out: pl.Out[{t}]"
-    chain = ("t = pl.add(t, b)", "t = pl.mul(t, a)", "t = pl.adds(t, 1.0)", "t = pl.sub(t, b)")
-    lines = [
-        "import pytest_pypto.language as pl", "", "", "@pl.program", "class Long:",
-        "    @pl.function(type=pl.FunctionType.InCore)",
-        f"    def k({sig}) -> {t}:",
-        "        a = pl.load(x, [0, 0], [16, 64])",
-        "        b = pl.load(y, [0, 0], [16, 64])",
-        "        t = pl.add(a, b)",
-        *(f"        {chain[i % len(chain)]}" for i in range(n_ops - 4)),
-        "        out = pl.store(t, [0, 0], out)",
-        "        return out", "",
-        "    @pl.function(type=pl.FunctionType.Orchestration)",
-        f"    def main({sig}) -> {t}:",
-        "        out = self.k(x, y, out)",
-        "        return out", "",
-    ]
-    return "\n".join(lines)
-
-
-def _chain_source(n_kernels: int) -> str:
-    t = "pl.Tensor[[16, 64], pl.FP32]"
-    lines = ["import pytest_pypto.language as pl", "", "", "@pl.program", "class Chain:"]
-    for i in range(n_kernels):
-        lines += [
-            "    @pl.function(type=pl.FunctionType.InCore)",
-            f"    def k{i}(self, x: {t}, out: pl.Out[{t}]) -> {t}:",
-            "        v = pl.load(x, [0, 0], [16, 64])",
-            "        out = pl.store(pl.adds(v, 1.0), [0, 0], out)",
-            "        return out", "",
-        ]
-    lines += ["    @pl.function(type=pl.FunctionType.Orchestration)",
-              f"    def main(self, x: {t}, out: pl.Out[{t}]) -> {t}:"]
-    prev = "x"
-    for i in range(n_kernels - 1):
-        lines += [f"        t{i} = pl.create_tensor([16, 64], pl.FP32)",
-                  f"        t{i} = self.k{i}({prev}, t{i})"]
-        prev = f"t{i}"
-    lines += [f"        out = self.k{n_kernels - 1}({prev}, out)", "        return out", ""]
-    return "\n".join(lines)
-
-
-def _import(name: str, source: str, directory: Path) -> Any:
-    path = directory / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # inspect finds the class source through the module
-    spec.loader.exec_module(module)
-    return next(v for v in vars(module).values() if hasattr(v, "functions"))
-
-
-def _st_programs() -> list[Any]:
-    from pytest_pypto.ir import nodes as n
-
-    sys.path.insert(0, str(ROOT))
-    found: dict[int, Any] = {}
-    for path in sorted((ROOT / "st").glob("*.py")):
-        module = importlib.import_module(f"st.{path.stem}")
-        for value in vars(module).values():
-            if isinstance(value, n.Program):
-                found.setdefault(id(value), value)
-    return list(found.values())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the generated programs and the st programs: the same as the compile bench's
+from bench_compile import chain_source, import_source, kernel_source, st_programs  # noqa: E402
 
 
 def _cpu_pair(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, float]:
@@ -136,16 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-ircopy-"))
     config = RunConfig(platform="a5sim")
     st = []
-    for p in _st_programs():
+    for p in st_programs():
         try:
             api.lower(p, config)
         except Exception:  # noqa: BLE001  (a program of another arch, or a negative case)
             continue
         st.append(p)
     groups: list[tuple[str, list[Any]]] = [(f"st programs ({len(st)})", st)]
-    groups.append(("chain 16 kernels", [_import("bench_ircopy_chain", _chain_source(16), tmp)]))
+    groups.append(("chain 16 kernels",
+                   [import_source("bench_ircopy_chain", chain_source(16), tmp)]))
     for n_ops in (int(s) for s in args.ops.split(",") if s):
-        groups.append((f"long {n_ops} ops", [_import(f"bench_ircopy_{n_ops}", _long_source(n_ops), tmp)]))
+        groups.append((f"long {n_ops} ops",
+                       [import_source(f"bench_ircopy_{n_ops}", kernel_source(n_ops), tmp)]))
 
     def lower_all(programs: list[Any], copier: Callable[[Any], Any]) -> Callable[[], None]:
         def run() -> None:

@@ -11,7 +11,7 @@ generated from, so the lint cache reruns a check whenever one of them changes.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 from pytest_pypto.lint.framework import CheckError, ProjectContext, Violation, check
@@ -34,18 +34,14 @@ def _renderer(name: str) -> ModuleType:
     options={"path": "docs/ops.md", "renderer": "pytest_pypto.ir.opdoc"},
 )
 def ops_doc(ctx: ProjectContext) -> Iterator[Violation]:
-    renderer = _renderer(ctx.options["renderer"])
-    path = ctx.options["path"]
-    command = renderer.REFRESH_COMMAND
-    target = ctx.root / path
-    if not target.is_file():
-        yield Violation(path, 1, f"{path} is missing; generate it: {command}")
-        return
-    diff = renderer.stale_ops(ctx.read_text(path))
-    if diff:
-        shown = ", ".join(diff[:12]) + (f" and {len(diff) - 12} more" if len(diff) > 12 else "")
-        yield Violation(path, 1, f"{path} is stale (differs in: {shown}); regenerate it: "
-                        f"{command}")
+    def stale(renderer: ModuleType, text: str) -> str | None:
+        diff = renderer.stale_ops(text)
+        if not diff:
+            return None
+        more = f" and {len(diff) - 12} more" if len(diff) > 12 else ""
+        return f"differs in: {', '.join(diff[:12])}{more}"
+
+    yield from _generated_page(ctx, stale)
 
 
 @check(
@@ -57,11 +53,23 @@ def ops_doc(ctx: ProjectContext) -> Iterator[Violation]:
     options={"path": "docs/arch.md", "renderer": "pytest_pypto.ir.archdoc"},
 )
 def arch_doc(ctx: ProjectContext) -> Iterator[Violation]:
+    def stale(renderer: ModuleType, text: str) -> str | None:
+        return None if text == renderer.arch_markdown() else "the arch table or the registry changed"
+
+    yield from _generated_page(ctx, stale)
+
+
+def _generated_page(
+    ctx: ProjectContext, stale: Callable[[ModuleType, str], str | None]
+) -> Iterator[Violation]:
+    """A generated page (options ``path``, ``renderer``) that is missing, or stale by
+    ``stale(renderer, its text)`` (why, or None), with the command that refreshes it."""
     renderer = _renderer(ctx.options["renderer"])
     path = ctx.options["path"]
     command = renderer.REFRESH_COMMAND
     if not (ctx.root / path).is_file():
         yield Violation(path, 1, f"{path} is missing; generate it: {command}")
-    elif ctx.read_text(path) != renderer.arch_markdown():
-        yield Violation(path, 1, f"{path} is stale (the arch table or the registry changed); "
-                        f"regenerate it: {command}")
+        return
+    why = stale(renderer, ctx.read_text(path))
+    if why:
+        yield Violation(path, 1, f"{path} is stale ({why}); regenerate it: {command}")

@@ -51,7 +51,7 @@ from pytest_pypto.runtime.child import (
     serve,
     unpack_exception,
 )
-from pytest_pypto.runtime.protocol import RuntimeFailure
+from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
 from pytest_pypto.runtime.records import RecordedRun
 
 __all__ = ["IsolatedRun", "IsolatedRuntime"]
@@ -349,12 +349,8 @@ class IsolatedRuntime:
                 hint="onboard cells need an onboard runtime (--pypto-runtime)",
             )
         if manifest.platform != platform:
-            raise RuntimeFailure(
-                f"artifact of '{manifest.program}' was compiled for platform "
-                f"'{manifest.platform}', but the run is on '{platform}'",
-                runtime=NAME,
-                hint=f"compile it with RunConfig(platform='{platform}')",
-            )
+            raise compiled_for_another_platform(NAME, manifest.program, manifest.platform,
+                                                platform)
 
     # -- failures ---------------------------------------------------------------------------
     def _death(self, child: _Child, what: str) -> RuntimeFailure:

@@ -75,6 +75,20 @@ class RuntimeFailure(SimulationError):
         self.runtime = runtime
 
 
+def compiled_for_another_platform(
+    runtime: str, program: str, made_for: str, platform: str
+) -> RuntimeFailure:
+    """What every runtime raises when asked to run an artifact compiled for another
+    platform than the run's (the error names both, and how to make them agree)."""
+    return RuntimeFailure(
+        f"artifact of '{program}' was compiled for platform '{made_for}', but the config "
+        f"asks runtime '{runtime}' to run it on '{platform}'",
+        runtime=runtime,
+        hint=f"compile it with RunConfig(platform='{platform}'), or run it with "
+        f"RunConfig(platform='{made_for}')",
+    )
+
+
 class DeviceFailure(RuntimeFailure):
     """The device or the runtime itself failed (failure class ``device-error``)."""
 

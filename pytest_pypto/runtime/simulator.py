@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_pypto.runtime.protocol import RuntimeFailure
+from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
 
 __all__ = ["SIM_PLATFORMS", "SimRuntime"]
 
@@ -72,14 +72,9 @@ class SimRuntime:
                 "(--pypto-runtime; the report header lists them)",
             )
         manifest, artifact = _manifest_of(artifact)
-        made_for = manifest.platform
-        if made_for != platform:
-            raise RuntimeFailure(
-                f"artifact of '{manifest.program}' was compiled for platform "
-                f"'{made_for}', but the config asks runtime 'sim' to run it on '{platform}'",
-                runtime=self.name,
-                hint=f"compile it with RunConfig(platform='{platform}'), or run it with "
-                f"RunConfig(platform='{made_for}')",
+        if manifest.platform != platform:
+            raise compiled_for_another_platform(
+                self.name, manifest.program, manifest.platform, platform
             )
         worker = self.worker(platform)
         what = f"'{manifest.program}' on {platform}"

@@ -57,10 +57,10 @@ class RootBuffer:
         h.root = self
         h.array = data
         h.start = h.lo = 0
-        h.shape = data.shape
-        h.strides = _c_strides(data.shape)
+        h.shape = shape = data.shape
+        h.strides = _c_strides(shape)
         h.hi = data.size
-        h.coords = (0,) * data.ndim
+        h.coords = _ZEROS[len(shape)]
         return h
 
 
@@ -68,8 +68,7 @@ def whole_root(
     roots: list[RootBuffer], data: np.ndarray, dtype: DataType, name: str, origin: str
 ) -> TensorHandle:
     """A new root buffer appended to ``roots`` (its id: its position) and the handle
-    covering it; what ``RootBuffer(...).handle()`` gives, in one call (every entry
-    argument of every run makes one)."""
+    covering it (every entry argument of every run makes one: no __init__ call)."""
     root = RootBuffer.__new__(RootBuffer)
     root.id = len(roots)
     root.data = data
@@ -78,20 +77,10 @@ def whole_root(
     root.origin = origin
     root._writers = root._readers = None
     roots.append(root)
-    shape = data.shape
-    h = TensorHandle.__new__(TensorHandle)
-    h.root = root
-    h.array = data
-    h.start = h.lo = 0
-    h.shape = shape
-    strides = _STRIDES.get(shape)
-    h.strides = strides if strides is not None else _c_strides(shape)
-    h.hi = data.size
-    h.coords = _ZEROS[len(shape)]
-    return h
+    return root.handle()
 
 
-_ZEROS = tuple((0,) * n for n in range(33))  # the origin in every rank numpy allows
+_ZEROS = tuple((0,) * n for n in range(65))  # the origin in every rank numpy 2 allows (64)
 _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 

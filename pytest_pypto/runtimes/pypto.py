@@ -70,7 +70,12 @@ from packaging.version import InvalidVersion, Version
 
 from pytest_pypto.arch import PLATFORMS as _ALL_PLATFORMS
 from pytest_pypto.arch import ExecutionMode, parse_platform
-from pytest_pypto.runtime.protocol import DeviceFailure, RuntimeFailure, RuntimeUnavailable
+from pytest_pypto.runtime.protocol import (
+    DeviceFailure,
+    RuntimeFailure,
+    RuntimeUnavailable,
+    compiled_for_another_platform,
+)
 
 __all__ = ["SUPPORTED", "PyptoApi", "PyptoArtifact", "PyptoRun", "PyptoRuntime"]
 
@@ -293,12 +298,8 @@ class PyptoRuntime:
                 hint="pass the @pl.program itself, so the harness compiles it with PyPTO",
             )
         if artifact.platform != platform:
-            raise RuntimeFailure(
-                f"artifact of '{artifact.program}' was compiled for platform "
-                f"'{artifact.platform}', but this run is on '{platform}'",
-                runtime=NAME,
-                hint=f"compile it with RunConfig(platform='{platform}')",
-            )
+            raise compiled_for_another_platform(NAME, artifact.program, artifact.platform,
+                                                platform)
         params = artifact.params
         if params is not None and len(arrays) != len(params):
             listed = ", ".join(n for n, _ in params)
