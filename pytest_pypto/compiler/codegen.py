@@ -32,7 +32,7 @@ from pytest_pypto.compiler.batching import (
     window,
 )
 from pytest_pypto.compiler.codegen_alias import MOVE_OP, last_uses, shareable_moves
-from pytest_pypto.compiler.codegen_stmts import Emitter, Names, py_const  # noqa: F401
+from pytest_pypto.compiler.codegen_stmts import Emitter, Names, _user_span, py_const  # noqa: F401
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.optable import param_table
 from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_stmts, stmt_expr_list
@@ -112,6 +112,11 @@ class KernelEmitter(Emitter):
         self.shared_moves: set[int] = set()  # id(move Call) run as a view (codegen_alias)
         self.dead_after: dict[int, tuple[str, ...]] = {}  # id(stmt) -> tiles to `del` after
         self.pending_dead: tuple[str, ...] = ()  # dels of a folded statement (after_stmt)
+        self.ufuncs: dict[str, str] = {}  # op -> local of its float32 ufunc (`direct` stores)
+        # id(store Assign) -> (ufunc local, operand load Assigns): computed straight from
+        # the tensors' windows into the destination's (see `direct_store`)
+        self.direct: dict[int, tuple[str, list[n.Assign]]] = {}
+        self.direct_loads: set[int] = set()  # id(load Assign) a direct store emits itself
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -181,6 +186,114 @@ class KernelEmitter(Emitter):
                         and self.fusable(a.value, b.value):
                     self.folded.add(id(a))
                     self.folded_values[name] = a.value
+                    loads = self.direct_operands(body, a.value, b, uses)
+                    if loads is not None:
+                        self.direct[id(b)] = (self.ufunc_local(a.value.op), loads)
+                        self.direct_loads.update(id(x) for x in loads)
+
+    def ufunc_local(self, op: str) -> str:
+        local = self.ufuncs.get(op)
+        if local is None:
+            local = self.ufuncs[op] = "_uf_" + self.op_local(op)[4:]
+        return local
+
+    def direct_operands(self, body: list[n.Stmt], value: n.Call, store: n.Assign,
+                        uses: dict[str, int]) -> list[n.Assign] | None:
+        """The load statements of a folded op whose store can skip tiles altogether.
+
+        That holds when everything `ir.batch.store_into` checks at run time is known at
+        compile time: a float32 ufunc op without attributes whose every operand is a
+        batched FP32 load read only by it, of a window of the result's shape, moving
+        along the store's axis, and every window in bounds (proved, or guarded by the
+        batched path).  Then the generated code applies the ufunc to the tensors' own
+        windows (`direct_store`); a custom binder still gets the tile path."""
+        assert self.batch is not None
+        plan = self.batch[0]
+        spec = self.registry.get(value.op)
+        name = getattr(spec.compute, "float32_ufunc", None) if spec is not None else None
+        parts, keywords = self.op_args(value, None)
+        import numpy as np  # compile time only: the ufunc's operand count
+
+        operands = self.value_operands(value)
+        if name is None or keywords or not (getattr(np, name).nin == len(parts) == len(operands)):
+            return None
+        result = value.type
+        if tuple(result.valid) != tuple(result.shape):
+            return None
+        store_access = plan.accesses[id(store.value)]
+        if not self.direct_window(store.value, store_access, result.shape):
+            return None
+        defs = {s.targets[0].name: s for s in body
+                if isinstance(s, n.Assign) and len(s.targets) == 1 and isinstance(s.value, n.Call)
+                and s.value.op == LOAD_OP}
+        loads = []
+        for operand in operands:
+            load = defs.get(operand.name) if isinstance(operand, n.Var) else None
+            if load is None or uses.get(operand.name) != 1 or load in loads:
+                return None
+            access = plan.accesses.get(id(load.value))
+            t = load.value.type
+            if access is None or access.axis != store_access.axis or t.dtype.name != "FP32" \
+                    or tuple(t.valid) != tuple(t.shape) or tuple(t.shape) != tuple(result.shape) \
+                    or not self.direct_window(load.value, access, result.shape):
+                return None
+            loads.append(load)
+        return loads
+
+    def value_operands(self, e: n.Call) -> list[Any]:
+        """An op call's given value operands, in parameter order."""
+        given = dict(e.args)
+        return [given[p.name] for p in param_table(self.registry[e.op]).rows
+                if p.is_value and p.name in given]
+
+    def direct_window(self, call: n.Call, access: Any, shape: tuple) -> bool:
+        """A load's or store's window as a plain slice of an FP32 tensor of the window's
+        rank, in bounds whatever runs (proved, or the batched path's `fits` guard)."""
+        tensor, extent = window(call)
+        t = getattr(tensor, "type", None)
+        dtype = getattr(t, "dtype", None)
+        return (dtype is not None and dtype.name == "FP32" and isinstance(t.shape, tuple)
+                and len(t.shape) == len(extent) == len(shape) and tuple(extent) == tuple(shape)
+                and len(call.arg("offsets")) == len(shape)
+                and (access.top_level or _fits_statically(
+                    self.batch[0].loop, tensor, call.arg("offsets"), extent, access.axis)))
+
+    def slices(self, call: n.Call, axis: int, count: str) -> str:
+        """``tensor[o0:o0 + e0, ...]``: the batched windows of a load or store as one slice
+        (the window moves ``count`` times along ``axis``)."""
+        tensor, extent = window(call)
+        parts = []
+        for d, (o, e) in enumerate(zip(call.arg("offsets"), extent)):
+            lo = self.expr(o)
+            size = f"{count} * {e}" if d == axis else str(e)
+            parts.append(f"{lo}:{size}" if lo == "0" else f"{lo}:{lo} + {size}")
+        return f"{self.expr(tensor)}[{', '.join(parts)}]"
+
+    def direct_store(self, s: n.Assign, depth: int) -> None:
+        """A folded store whose op runs on the tensors' windows (`direct_operands`), with
+        the tile path (loads, `_batch.store_into`) for a binder that is not the registry's."""
+        uf, loads = self.direct[id(s)]
+        plan, count = self.batch
+        store = s.value
+        value = self.folded_values[store.arg("tile").name]
+        axis = plan.accesses[id(store)].axis
+        by_name = {load.targets[0].name: load for load in loads}
+        operands = [self.slices(by_name[v.name].value, axis, count)
+                    for v in self.value_operands(value)]
+        target = self.names(s.targets[0].name)
+        self.emit(depth, f"if {uf} is not None:")
+        self.emit(depth + 1, f"{uf}({', '.join(operands)}, out={self.slices(store, axis, count)})")
+        self.emit(depth + 1, f"{target} = {self.expr(store.arg('output_tensor'))}")
+        self.emit(depth, "else:")
+        saved = self.span
+        for load in loads:
+            self.span = _user_span(load) or saved
+            self.emit(depth + 1, f"{self.names(load.targets[0].name)} = {self.call(load.value)}")
+        self.span = saved
+        self.emit(depth + 1, f"{target} = {self.call(store)}")
+        self.emit(depth + 1, f"del {', '.join(self.names(x.targets[0].name) for x in loads)}")
+        gone = set(by_name)
+        self.pending_dead = tuple(x for x in self.pending_dead if x not in gone)
 
     def fusable(self, value: n.Call, store: n.Call) -> bool:
         """A batched FP32 value op stored into an FP32 tensor (ir/batch.store_into checks
@@ -259,7 +372,7 @@ class KernelEmitter(Emitter):
         reuses their buffers.  In a batched path a folded statement runs inside the store
         after it: its operands die there, and its own value is never bound."""
         dead = self.dead_after.get(id(s), ())
-        if self.batch is not None and id(s) in self.folded:
+        if self.batch is not None and (id(s) in self.folded or id(s) in self.direct_loads):
             self.pending_dead += dead
             return
         if not dead and not self.pending_dead:
@@ -272,8 +385,11 @@ class KernelEmitter(Emitter):
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
         if isinstance(s, n.Assign):
             self.slot_check(s, depth)
-        if self.batch is not None and id(s) in self.folded:
+        if self.batch is not None and (id(s) in self.folded or id(s) in self.direct_loads):
             return  # its value is computed by the store that follows (fused_store)
+        if self.batch is not None and id(s) in self.direct:
+            self.direct_store(s, depth)
+            return
         plan = self.plans.get(id(s)) if isinstance(s, n.For) else None
         if plan is None or not plan.batched or self.batch is not None:
             super().stmt(s, depth, yield_to)
@@ -310,6 +426,7 @@ class KernelEmitter(Emitter):
         self.fold_into_stores(s.body)
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
         self.folded, self.folded_values = set(), {}
+        self.direct, self.direct_loads = {}, set()
         inner = self.lines, self.spans, self.scalars
         self.lines, self.spans, self.scalars = outer
         for t, name in self.btypes.items():
@@ -356,6 +473,8 @@ class KernelEmitter(Emitter):
             "",
             "def make(bind):",
             *[f"    {local} = bind({op!r})" for op, local in self.ops.items()],
+            *[f"    {local} = _batch.float32_ufunc({self.ops[op]})"
+              for op, local in self.ufuncs.items()],
             "",
             f"    def {fname}({', '.join(params + launch)}):",
         ]

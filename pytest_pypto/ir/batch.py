@@ -99,9 +99,10 @@ _F32 = np.dtype(np.float32)  # numpy's builtin dtypes are singletons: compared b
 _UFUNCS: dict[int, tuple[Any, Any]] = {}  # id(bound op) -> (op, its float32 ufunc or None)
 
 
-def _float32_ufunc(op: Any) -> Any:
+def float32_ufunc(op: Any) -> Any:
     """The float32 ufunc behind a bound op, if it is the registry's plain `apply` binding
-    (a custom binder -- counting, fault injection -- is always called as is)."""
+    (a custom binder -- counting, fault injection, precise mode -- is always called as is).
+    Generated kernels ask once, when made, for the stores they compute directly."""
     hit = _UFUNCS.get(id(op))
     if hit is not None and hit[0] is op:
         return hit[1]
@@ -127,7 +128,7 @@ def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor
     (float32 math rounded into a float32 buffer is what compute-then-narrow-then-copy
     gives).  Anything else runs the op and the store as usual.
     """
-    ufunc = _float32_ufunc(op)
+    ufunc = float32_ufunc(op)
     if ufunc is not None and not attrs and len(operands) == ufunc.nin and out.dtype.name == "FP32" \
             and getattr(tensor, "dtype", None) is _F32:
         arrays = []
