@@ -36,6 +36,9 @@ class Orchestrator:
         self._kernels = kernels
         self._graph = graph
         self.roots = roots
+        # Whether the orchestration did more than submit tasks (made a tensor, read or
+        # wrote one, assembled): then its run is no fixed schedule (`runtime.express`).
+        self.beyond_submits = False
 
     # -- tensors -----------------------------------------------------------------
     def add_root(self, data: np.ndarray, dtype: DataType, name: str, origin: str) -> TensorHandle:
@@ -45,6 +48,7 @@ class Orchestrator:
         self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None
     ) -> TensorHandle:
         """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given."""
+        self.beyond_submits = True
         if isinstance(dtype, str):
             dtype = dtype_by_name(dtype)
         shape = tuple(int(d) for d in shape)
@@ -72,6 +76,7 @@ class Orchestrator:
     # -- blocking scalar access ----------------------------------------------------
     def read(self, t: TensorHandle, index: Any) -> Any:
         """`pl.tensor.read`: waits for every pending producer of ``t``, then reads."""
+        self.beyond_submits = True
         t = self._handle(t, "tensor.read")
         idx = self._index(t, index, "tensor.read")
         self._graph.finish_writers(t)
@@ -79,6 +84,7 @@ class Orchestrator:
 
     def write(self, t: TensorHandle, index: Any, value: Any) -> None:
         """`pl.tensor.write`: waits for every pending task touching ``t``, then writes."""
+        self.beyond_submits = True
         t = self._handle(t, "tensor.write")
         if t.root.origin == "In":
             raise SimulationError(
@@ -93,6 +99,7 @@ class Orchestrator:
         """`pl.assemble` in orchestration: waits for the source's producers and for every
         pending task touching the target window, then copies the source into it (PyPTO
         has the producer write into the window in place; the values are the same)."""
+        self.beyond_submits = True
         target = self._handle(target, "assemble")
         source = self._handle(source, "assemble")
         if target.root.origin == "In":

@@ -120,6 +120,22 @@ def stage(
     """
     if plan is None:
         plan = EntryPlan(manifest)
+    values, copy_back, dyn, in_place = stage_values(manifest, arrays, outputs_in=outputs_in,
+                                                    plan=plan)
+    return entry_handles(plan, values, rt.roots), copy_back, dyn, in_place
+
+
+def entry_handles(plan: EntryPlan, values: Sequence[Any], roots: list) -> list[Any]:
+    """The entry's arguments for staged ``values``: each array a new root of ``roots``
+    (ids in parameter order) behind its whole handle; scalars as they are."""
+    return [v if p.scalar else whole_root(roots, v, p.dtype, p.name, p.direction)
+            for p, v in zip(plan.params, values)]
+
+
+def stage_values(
+    manifest: Manifest, arrays: Sequence[Any], *, outputs_in: bool, plan: EntryPlan,
+) -> tuple[list[Any], list[tuple[np.ndarray, np.ndarray]], dict[str, int], list[tuple]]:
+    """`stage` without the roots: the staged array (or checked scalar) per parameter."""
     params = plan.params
     if len(arrays) != len(params):
         raise SimulationError(
@@ -131,7 +147,6 @@ def stage(
     entry_args: list[Any] = []
     copy_back: list[tuple[np.ndarray, np.ndarray]] = []
     in_place: list[tuple[np.ndarray, Any]] = []
-    roots = rt.roots
     ndarray = np.ndarray
     take, pooled = POOL.take, POOL.min_bytes
     position = -1
@@ -177,7 +192,7 @@ def stage(
             else:
                 np.copyto(data, value)
             copy_back.append((value, data))
-        entry_args.append(whole_root(roots, data, dtype, p.name, p.direction))
+        entry_args.append(data)
     return entry_args, copy_back, {k: v[0] for k, v in dyn.items()} if dyn else {}, in_place
 
 

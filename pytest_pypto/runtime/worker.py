@@ -21,6 +21,7 @@ compiler or the language.
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import os
@@ -39,13 +40,22 @@ from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
+from pytest_pypto.runtime.express import (
+    Schedule,
+    dry_graph,
+    keyed_params,
+    record,
+    replay,
+    signature,
+)
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.records import RecordedRun
-from pytest_pypto.runtime.staging import POOL, EntryPlan, refill, stage
+from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
+from pytest_pypto.runtime.timeout import RunTimedOut
 
 __all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
 
@@ -73,22 +83,26 @@ class SimRun(RecordedRun):
         outputs: dict[str, np.ndarray],
         returns: tuple[np.ndarray, ...],
         uninitialized: str,
-        graph: TaskGraph,
+        graph: TaskGraph | Callable[[], tuple[TaskGraph, list[Any]]],
         roots: list[Any],
         meta: tuple[str, int, dict[str, int]],
         config: RunConfig,
+        kernel_seconds: float | None = None,
     ) -> None:
         self.program = program
         self.platform = platform
         self.outputs = outputs  # Out/InOut entry params by name (the caller's arrays)
         self.returns = returns  # the entry's returned params, in order
         self.uninitialized = uninitialized
-        self.war_hazards: list[dict[str, Any]] = graph.war_hazards
+        # ``graph`` is the executed graph, or (an express run, `runtime.express`) what
+        # builds it and the roots when the record is asked for.
+        self._made = graph if callable(graph) else None
+        self.war_hazards: list[dict[str, Any]] = [] if self._made else graph.war_hazards
         # Host wall-clock seconds spent inside kernel code (for profiling the simulator;
         # the simulator has no device timing model).
-        self.kernel_seconds: float = graph.kernel_seconds
-        self._graph = graph
-        self._roots = roots
+        self.kernel_seconds: float = (
+            graph.kernel_seconds if kernel_seconds is None else kernel_seconds)
+        self._graph_roots = None if self._made else (graph, roots)
         self._meta = meta  # (arch name, clusters, dynamic dims): the header's own facts
         self._config = config
         self._record: dict[str, Any] | None = None
@@ -99,6 +113,20 @@ class SimRun(RecordedRun):
             f"<SimRun {self.program} on {self.platform}: {len(self._graph.tasks)} tasks, "
             f"outputs {sorted(self.outputs)}>"
         )
+
+    @property
+    def _graph(self) -> TaskGraph:
+        """The executed task graph (an express run builds it now)."""
+        if self._graph_roots is None:
+            self._graph_roots = self._made()
+        return self._graph_roots[0]
+
+    @property
+    def _roots(self) -> list[Any]:
+        """The run's root buffers (entry arrays, created tensors), in id order."""
+        if self._graph_roots is None:
+            self._graph_roots = self._made()
+        return self._graph_roots[1]
 
     @property
     def record(self) -> dict[str, Any]:
@@ -125,12 +153,16 @@ class Prepared:
     """A loaded artifact plus what every run of it needs that no argument changes (the
     staging plan), built once per loaded artifact and per worker; runs never change it."""
 
-    __slots__ = ("loaded", "manifest", "plan", "__weakref__")
+    __slots__ = ("loaded", "manifest", "plan", "keyed", "schedules", "__weakref__")
 
     def __init__(self, loaded: LoadedArtifact) -> None:
         self.loaded = loaded
         self.manifest = loaded.manifest
         self.plan = EntryPlan(loaded.manifest)
+        self.keyed = keyed_params(self.plan)
+        # signature -> the fixed schedule of runs with it (`runtime.express`); the only
+        # part that runs add to, a few entries at most
+        self.schedules: dict[tuple, Schedule] = {}
 
 
 class Worker:
@@ -204,6 +236,10 @@ class Worker:
         ``outputs_in``: pure Out arrays are copied in too (PyPTO's in-place calls of a
         compiled program: the device buffer starts as the caller's tensor).
         """
+        return self._run(artifact, arrays, config, outputs_in, express=True)
+
+    def _run(self, artifact: Any, arrays: tuple, config: RunConfig | None, outputs_in: bool,
+             express: bool) -> SimRun:
         cfg = config if config is not None else _DEFAULT_CONFIG
         prepared = self.prepare(artifact)
         precise_run = cfg.precise
@@ -212,9 +248,11 @@ class Worker:
         loaded, manifest, plan = prepared.loaded, prepared.manifest, prepared.plan
         kernels = loaded.kernels
         clusters = cfg.sim_clusters or self.arch.sim_clusters
-        graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
-                          kernels=kernels, deferred=True)
-        rt = Orchestrator(kernels, graph, [])
+        # A fixed schedule may replace the task graph only where the run's own
+        # bookkeeping is not asked for (`runtime.express`).
+        schedules = prepared.schedules if express and not (
+            precise_run or cfg.schedule_seed is not None or cfg.strict_war or cfg.save_kernels
+            or cfg.trace) else None
         # The run's choices for the ops (contextvars), set only where they differ from
         # what holds already (the defaults, for most runs).
         uninitialized = cfg.uninitialized
@@ -222,30 +260,49 @@ class Worker:
         precise_run = bool(precise_run)
         precise = PRECISE.set(precise_run) if PRECISE.get() is not precise_run else None
         in_place: list = []
+        graph = rt = schedule = None
         try:
-            entry_args, copy_back, dyn, in_place = stage(
-                manifest, arrays, rt, outputs_in=outputs_in, plan=plan
+            values, copy_back, dyn, in_place = stage_values(
+                manifest, arrays, outputs_in=outputs_in, plan=plan
             )
-            entry = loaded.make_orchestration(rt)
+            if schedules is not None:
+                key = signature(prepared.keyed, values)
+                schedule = schedules.get(key)
             # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
             # DSL (§5.1), not warnings; one errstate per run instead of one per op.
             quiet = _quiet_floats()
             quiet_ops = QUIET_FLOATS.set(True)  # so the ops do not silence them again
             try:
-                entry(*entry_args)
-                graph.drain()
+                if schedule is not None:
+                    seconds = replay(schedule, values)
+                else:
+                    graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
+                                      kernels=kernels, deferred=True)
+                    rt = Orchestrator(kernels, graph, [])
+                    entry = loaded.make_orchestration(rt)
+                    entry(*entry_handles(plan, values, rt.roots))
+                    graph.drain()
             finally:
                 QUIET_FLOATS.reset(quiet_ops)
                 _loud_floats(quiet)
-            if graph.war_hazards:  # recorded under strict_war only: a failed run
+            if graph is not None and graph.war_hazards:  # strict_war only: a failed run
                 raise _war_error(manifest.program, graph)
         except BaseException as exc:
             if in_place:  # no partial result left where the caller looks for results
                 refill(in_place)
+            if schedule is not None and isinstance(exc, Exception) \
+                    and not isinstance(exc, RunTimedOut):
+                # a replayed kernel failed: the full run reports it (its task, line, graph)
+                return self._run(artifact, arrays, cfg, outputs_in, express=False)
             if isinstance(exc, SimulationError):
                 if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
                     _locate(exc, loaded)
-                exc.notes = (*exc.notes, _partial_record(cfg, manifest.program, graph, rt, exc))
+                if graph is None:
+                    graph = TaskGraph(clusters, kernels=kernels)
+                    rt = Orchestrator(kernels, graph, [])
+                note = _partial_record(cfg, manifest.program, graph, rt, exc) \
+                    if schedule is None else "stopped inside a replayed schedule (runtime.express)"
+                exc.notes = (*exc.notes, note)
             raise
         finally:
             if precise is not None:
@@ -257,6 +314,23 @@ class Worker:
             for caller, staged in copy_back:
                 np.copyto(caller, staged)
             POOL.give([staged for _, staged in copy_back])  # free for the next run
+        if schedule is not None:
+            made = functools.partial(dry_graph, loaded.make_orchestration, kernels, clusters,
+                                     plan, values, seconds)
+            return SimRun(
+                program=manifest.program, platform=self.platform,
+                outputs={name: arrays[i] for i, name in plan.outputs},
+                returns=tuple([arrays[i] for i in plan.returns]),
+                uninitialized=uninitialized, graph=made, roots=[],
+                meta=(self.arch.name, clusters, dyn), config=cfg,
+                kernel_seconds=sum(seconds),
+            )
+        if schedules is not None:
+            fixed = record(plan, rt, graph)
+            if fixed is not None:
+                if len(schedules) >= _SCHEDULES:
+                    schedules.clear()
+                schedules[key] = fixed
         result = SimRun(
             program=manifest.program,
             platform=self.platform,
@@ -306,6 +380,7 @@ def _floats_switch() -> tuple[Callable[[], Any], Callable[[Any], None]]:
 
 _quiet_floats, _loud_floats = _floats_switch()
 _DEFAULT_CONFIG = RunConfig()
+_SCHEDULES = 8  # fixed schedules kept per artifact (distinct shapes or scalars)
 
 
 def _locate(exc: SimulationError, loaded: LoadedArtifact) -> None:

@@ -1,0 +1,125 @@
+"""Express runs: a fixed schedule replayed without building its task graph.
+
+Most orchestrations only submit tasks on the entry's own tensors.  What runs then,
+in which order and on which arguments, depends on nothing but the arguments' shapes
+and scalar values: generated orchestration code reads nothing else (no tensor data,
+no state), and the worker's default schedule runs tasks in submission order.  So after
+such a run (`record`) the worker keeps its `Schedule`, keyed by the `signature` of
+the staged arguments, and a later run with the same signature calls the kernels in
+that order on its staged arrays (`replay`): no handles, roots, task objects or graph.
+
+The task graph of an express run is still there for whoever asks (`SimRun.record`,
+``deps.json``): `dry_graph` submits the same orchestration into a fresh graph and
+marks its tasks executed in order without running them (the kernels' host times are
+the replay's own), which gives exactly the record a full run gives.
+
+Not express: seeded schedules, strict WAR checks, precise mode, runs that save kernels
+or trace (those need the full run's bookkeeping), and any orchestration that makes a
+tensor, reads or writes one, assembles, or hands a task a window of a tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from time import perf_counter
+from typing import Any
+
+from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.orchestrator import Orchestrator
+from pytest_pypto.runtime.staging import EntryPlan, entry_handles
+
+__all__ = ["Schedule", "dry_graph", "record", "replay", "signature"]
+
+_TENSOR = object()  # marks a task argument taken from the staged arrays
+
+
+class Schedule:
+    """A recorded run's kernel calls, in order: for each, the kernel function, its
+    arguments (an entry position, or a scalar value), launch keywords and the
+    positions of the arguments it returns."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: tuple[tuple[Callable, tuple, dict | None, tuple], ...]) -> None:
+        self.steps = steps
+
+
+def keyed_params(plan: EntryPlan) -> tuple[int, ...]:
+    """Positions whose value can change the schedule: scalars and tensors with
+    dynamic dims (every static tensor was checked to have its declared shape)."""
+    return tuple(i for i, p in enumerate(plan.params) if p.scalar or p.static is None)
+
+
+def signature(keyed: tuple[int, ...], values: Sequence[Any]) -> tuple:
+    """The schedule key of one run's staged values (`keyed_params` positions)."""
+    if not keyed:
+        return ()
+    key = []
+    for i in keyed:
+        v = values[i]
+        shape = getattr(v, "shape", None)
+        key.append(shape if shape is not None else (v.__class__, v))
+    return tuple(key)
+
+
+def record(plan: EntryPlan, rt: Orchestrator, graph: TaskGraph) -> Schedule | None:
+    """The schedule of a finished run, or None when it is no fixed schedule (module
+    docstring): every task argument a whole entry tensor or a scalar."""
+    if rt.beyond_submits or graph.pending or len(graph.executed) != len(graph.tasks):
+        return None
+    tensor_positions = [i for i, p in enumerate(plan.params) if not p.scalar]
+    if len(rt.roots) != len(tensor_positions):
+        return None
+    steps = []
+    tasks = graph.tasks
+    for tid in graph.executed:
+        task = tasks[tid]
+        args = []
+        for handle, value in zip(task.handles, task.call_args):
+            if handle is None:
+                args.append(value)
+                continue
+            root = handle.root
+            if handle.array is not root.data:  # a window: its view would differ per run
+                return None
+            args.append((_TENSOR, tensor_positions[root.id]))
+        steps.append((task.fn, tuple(args), task.kwargs, task.returns))
+    return Schedule(tuple(steps))
+
+
+def replay(schedule: Schedule, values: Sequence[Any]) -> list[float]:
+    """Run the schedule's kernels on one run's staged ``values``; their host seconds."""
+    seconds = []
+    for fn, spec, kwargs, returns in schedule.steps:
+        args = [values[a[1]] if a.__class__ is tuple and a[0] is _TENSOR else a for a in spec]
+        start = perf_counter()
+        result = fn(*args) if kwargs is None else fn(*args, **kwargs)
+        seconds.append(perf_counter() - start)
+        if result:
+            for pos, value in zip(returns, result):
+                view = args[pos]
+                if value is not view and value is not None:
+                    view[...] = value  # a kernel that returned a fresh array (as `graph`)
+    return seconds
+
+
+def dry_graph(
+    make_orchestration: Callable[[Orchestrator], Callable[..., Any]],
+    kernels: dict[str, Any], clusters: int, plan: EntryPlan, values: Sequence[Any],
+    seconds: Sequence[float],
+) -> tuple[TaskGraph, list]:
+    """The graph and roots a full run of the same schedule would have left: the
+    orchestration submitted again, its tasks marked executed in submission order."""
+    graph = TaskGraph(clusters, kernels=kernels, deferred=True)
+    rt = Orchestrator(kernels, graph, [])
+    make_orchestration(rt)(*entry_handles(plan, values, rt.roots))
+    pending, graph.pending = graph.pending, {}
+    total = 0.0
+    for task, spent in zip(pending.values(), seconds):
+        task.order = len(graph.executed)
+        graph.executed.append(task.id)
+        task.seconds = spent
+        task.done = True
+        total += spent
+    graph.kernel_seconds = total
+    return graph, rt.roots
