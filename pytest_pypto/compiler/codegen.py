@@ -117,6 +117,8 @@ class KernelEmitter(Emitter):
         # the tensors' windows into the destination's (see `direct_store`)
         self.direct: dict[int, tuple[str, list[n.Assign]]] = {}
         self.direct_loads: set[int] = set()  # id(load Assign) a direct store emits itself
+        self.top_btypes: set[TileType] = set()  # batched types the batched path's top sets
+        self.branch_btypes: set[TileType] | None = None  # those a direct store's tile branch uses
 
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
@@ -133,11 +135,13 @@ class KernelEmitter(Emitter):
         return name
 
     def batched_type(self, t: TileType) -> str:
-        """A local holding ``t`` with the leading batch axis (set at the batched path's top)."""
+        """A local holding ``t`` with the leading batch axis (set at the batched path's top,
+        or in the tile branch of a direct store when only that branch needs it)."""
         name = self.btypes.get(t)
         if name is None:
             name = f"_B{self.loops}_{len(self.btypes)}"
             self.btypes[t] = name
+        (self.top_btypes if self.branch_btypes is None else self.branch_btypes).add(t)
         return name
 
     def call(self, e: n.Expr) -> str:
@@ -260,8 +264,11 @@ class KernelEmitter(Emitter):
 
     def slices(self, call: n.Call, axis: int, count: str) -> str:
         """``tensor[o0:o0 + e0, ...]``: the batched windows of a load or store as one slice
-        (the window moves ``count`` times along ``axis``)."""
+        (the window moves ``count`` times along ``axis``); the tensor itself when they
+        cover it all (known at compile time)."""
         tensor, extent = window(call)
+        if _covers_statically(self.batch[0].loop, tensor, call.arg("offsets"), extent, axis):
+            return self.expr(tensor)
         parts = []
         for d, (o, e) in enumerate(zip(call.arg("offsets"), extent)):
             lo = self.expr(o)
@@ -285,6 +292,9 @@ class KernelEmitter(Emitter):
         self.emit(depth + 1, f"{uf}({', '.join(operands)}, out={self.slices(store, axis, count)})")
         self.emit(depth + 1, f"{target} = {self.expr(store.arg('output_tensor'))}")
         self.emit(depth, "else:")
+        outer = self.lines, self.spans, self.scalars
+        self.lines, self.spans, self.scalars = [], [], []
+        self.branch_btypes = set()
         saved = self.span
         for load in loads:
             self.span = _user_span(load) or saved
@@ -292,6 +302,15 @@ class KernelEmitter(Emitter):
         self.span = saved
         self.emit(depth + 1, f"{target} = {self.call(store)}")
         self.emit(depth + 1, f"del {', '.join(self.names(x.targets[0].name) for x in loads)}")
+        inner, used, self.branch_btypes = (self.lines, self.spans, self.scalars), \
+            self.branch_btypes, None
+        self.lines, self.spans, self.scalars = outer
+        for t in sorted(used, key=self.btypes.__getitem__):
+            self.emit(depth + 1, f"{self.btypes[t]} = _batch.batched_type({self.type_const(t)}, "
+                                 f"{count})")
+        self.lines.extend(inner[0])
+        self.spans.extend(inner[1])
+        self.scalars.extend(inner[2])
         gone = set(by_name)
         self.pending_dead = tuple(x for x in self.pending_dead if x not in gone)
 
@@ -401,10 +420,17 @@ class KernelEmitter(Emitter):
             self.emit(depth, f"{self.names(var.name)} = {self.expr(init)}")
         self.emit(depth, f"{lo}, {hi}, {st} = {self.expr(s.start)}, {self.expr(s.stop)}, "
                          f"{self.expr(s.step)}")
-        self.emit(depth, f"{count} = len(range({lo}, {hi}, {st}))")
+        bounds = (s.start, s.stop, s.step)
+        trips = None
+        if all(isinstance(b, n.Const) and type(b.value) is int for b in bounds) and s.step.value:
+            trips = len(range(s.start.value, s.stop.value, s.step.value))
+            self.emit(depth, f"{count} = {trips}")  # constant bounds: the trip count is known
+        else:
+            self.emit(depth, f"{count} = len(range({lo}, {hi}, {st}))")
         loop_var = self.names(s.var.name)
         self.emit(depth, f"{loop_var} = {lo}")
-        conds = [f"{count} >= 1"]  # one iteration too: its loads are views, its store computes in place
+        # one iteration too: its loads are views, its store computes in place
+        conds = [] if trips is not None and trips >= 1 else [f"{count} >= 1"]
         if plan.dynamic_step:
             conds += sorted({f"{a.coef} * {st} == {a.extent}" for a in plan.accesses.values()})
         for a in plan.accesses.values():
@@ -419,7 +445,7 @@ class KernelEmitter(Emitter):
                  if r != w]
         if pairs:
             conds.append(f"not _batch.may_alias({', '.join(pairs)})")
-        self.emit(depth, "if " + " and ".join(conds) + ":")
+        self.emit(depth, "if " + (" and ".join(conds) or "True") + ":")
         outer = self.lines, self.spans, self.scalars
         self.lines, self.spans, self.scalars = [], [], []
         self.batch, self.btypes = (plan, count), {}
@@ -430,7 +456,9 @@ class KernelEmitter(Emitter):
         inner = self.lines, self.spans, self.scalars
         self.lines, self.spans, self.scalars = outer
         for t, name in self.btypes.items():
-            self.emit(depth + 1, f"{name} = _batch.batched_type({self.type_const(t)}, {count})")
+            if t in self.top_btypes:
+                self.emit(depth + 1, f"{name} = _batch.batched_type({self.type_const(t)}, {count})")
+        self.top_btypes = set()
         self.lines.extend(inner[0])
         self.spans.extend(inner[1])
         self.scalars.extend(inner[2])
@@ -574,6 +602,20 @@ def orchestration_source(program: n.Program, entry: n.Function, registry, header
                          returns: dict[str, list[int]] | None = None) -> str:
     """Orchestration module source; ``returns``: a `returned_params` memo to share."""
     return OrchestrationEmitter(program, registry, returns).module(entry, header)
+
+
+def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:
+    """Whether the windows of a batched access are the whole tensor, known at compile time
+    (in bounds, from offset 0, and as large as the tensor in every dim)."""
+    if not _fits_statically(loop, tensor, offsets, shape, axis):
+        return False
+    start, stop, step = (b.value for b in (loop.start, loop.stop, loop.step))
+    trips = len(range(start, stop, step))
+    for d, (o, e, extent) in enumerate(zip(offsets, shape, tensor.type.shape)):
+        first = o if type(o) is int else o.value if isinstance(o, n.Const) else start
+        if first != 0 or (trips * e if d == axis else e) != extent:
+            return False
+    return True
 
 
 def _fits_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:

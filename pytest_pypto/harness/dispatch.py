@@ -152,7 +152,7 @@ def execute(
 ) -> Any:
     """``runtime.execute`` with the device leased around it where the platform has one
     (module docstring); returns the runtime's `Execution`."""
-    if config.device_id is not None or not _on_device(config):
+    if config.device_id is not None or config.execution_mode is not ExecutionMode.ONBOARD:
         return _call(runtime, compiled, arrays, config, outputs_in, config.device_id)
     with (lease or functools.partial(_any_device, config))() as device:
         leased = dataclasses.replace(config, device_id=device)

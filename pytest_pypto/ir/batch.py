@@ -161,9 +161,27 @@ def _broadcasts_to(arrays: list[Any], shape: tuple[int, ...]) -> bool:
         return False
 
 
+def _may_share_memory() -> Any:
+    """`numpy.may_share_memory` without its Python-level dispatch wrapper (its C function,
+    where this numpy has it where numpy 2 keeps it)."""
+    try:
+        from numpy._core import _multiarray_umath
+
+        fn = _multiarray_umath.may_share_memory
+        a = np.zeros(4)
+        if fn(a, a[1:]) and not fn(a, np.zeros(4)):
+            return fn
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return np.may_share_memory
+
+
+may_share_memory = _may_share_memory()
+
+
 def may_alias(*pairs: tuple[Any, Any]) -> bool:
     """Whether any written tensor may share memory with another tensor of the loop."""
-    shares = np.may_share_memory
+    shares = may_share_memory
     for a, b in pairs:
         if shares(a, b):
             return True

@@ -62,7 +62,7 @@ class SimRuntime:
         manifest = getattr(artifact, "manifest", None)  # a CompiledProgram or LoadedArtifact
         if (worker is not None and manifest is not None and manifest.platform == platform
                 and getattr(config, "timeout", None) is None):
-            return worker.run(artifact, *arrays, config=config, outputs_in=outputs_in)
+            return worker.dispatch(artifact, arrays, config, outputs_in)
         if platform not in self.platforms:
             raise RuntimeFailure(
                 f"runtime 'sim' serves {', '.join(self.platforms)}, not platform "
@@ -79,7 +79,7 @@ class SimRuntime:
         worker = self.worker(platform)
         what = f"'{manifest.program}' on {platform}"
         with _deadline(getattr(config, "timeout", None), what):
-            return worker.run(artifact, *arrays, config=config, outputs_in=outputs_in)
+            return worker.dispatch(artifact, arrays, config, outputs_in)
 
     def close(self) -> None:
         """Forget the workers (and the artifacts they built); idempotent."""

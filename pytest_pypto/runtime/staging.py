@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.ir.artifact import ArgInfo, Manifest
+from pytest_pypto.ir.batch import may_share_memory
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name, round_float
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
@@ -171,7 +172,7 @@ def stage_values(
             _check_tensor(manifest, p.info, dtype, value, dyn)
         if p.is_in:
             data = value.view() if flags.c_contiguous else np.ascontiguousarray(value)
-            data.flags.writeable = False
+            data.setflags(write=False)
         elif p.in_place and not outputs_in and flags.c_contiguous and flags.aligned \
                 and not _shares_memory(value, position, arrays):
             data = value  # results go straight into the caller's array (module docstring)
@@ -200,7 +201,7 @@ def _shares_memory(value: np.ndarray, position: int, arrays: Sequence[Any]) -> b
     """Whether ``value`` (the argument at ``position``) may share memory with another
     argument: then writing it in place could change what a task reads."""
     for i, other in enumerate(arrays):
-        if i != position and isinstance(other, np.ndarray) and np.may_share_memory(value, other):
+        if i != position and isinstance(other, np.ndarray) and may_share_memory(value, other):
             return True
     return False
 

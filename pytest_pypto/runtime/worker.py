@@ -77,12 +77,10 @@ class SimRun(RecordedRun):
 
     def __init__(
         self,
-        *,
         program: str,
         platform: str,
-        outputs: dict[str, np.ndarray],
-        returns: tuple[np.ndarray, ...],
-        uninitialized: str,
+        plan: EntryPlan,
+        arrays: tuple[Any, ...],
         graph: TaskGraph | Callable[[], tuple[TaskGraph, list[Any]]],
         roots: list[Any],
         meta: tuple[str, int, dict[str, int]],
@@ -91,9 +89,9 @@ class SimRun(RecordedRun):
     ) -> None:
         self.program = program
         self.platform = platform
-        self.outputs = outputs  # Out/InOut entry params by name (the caller's arrays)
-        self.returns = returns  # the entry's returned params, in order
-        self.uninitialized = uninitialized
+        self._plan, self._arrays = plan, arrays  # (`outputs` and `returns` when asked for)
+        self._outputs: dict[str, np.ndarray] | None = None
+        self.uninitialized = config.uninitialized
         # ``graph`` is the executed graph, or (an express run, `runtime.express`) what
         # builds it and the roots when the record is asked for.
         self._made = graph if callable(graph) else None
@@ -107,6 +105,20 @@ class SimRun(RecordedRun):
         self._config = config
         self._record: dict[str, Any] | None = None
         self._deps_path: Path | None = None
+
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Out/InOut entry params by name (the caller's arrays)."""
+        if self._outputs is None:
+            arrays = self._arrays
+            self._outputs = {name: arrays[i] for i, name in self._plan.outputs}
+        return self._outputs
+
+    @property
+    def returns(self) -> tuple[np.ndarray, ...]:
+        """The entry's returned params, in order."""
+        arrays = self._arrays
+        return tuple([arrays[i] for i in self._plan.returns])
 
     def __repr__(self) -> str:
         return (
@@ -236,10 +248,12 @@ class Worker:
         ``outputs_in``: pure Out arrays are copied in too (PyPTO's in-place calls of a
         compiled program: the device buffer starts as the caller's tensor).
         """
-        return self._run(artifact, arrays, config, outputs_in, express=True)
+        return self.dispatch(artifact, arrays, config, outputs_in)
 
-    def _run(self, artifact: Any, arrays: tuple, config: RunConfig | None, outputs_in: bool,
-             express: bool) -> SimRun:
+    def dispatch(self, artifact: Any, arrays: tuple, config: RunConfig | None = None,
+                 outputs_in: bool = False, express: bool = True) -> SimRun:
+        """`run` with the arrays as one tuple (the runtimes' call); ``express=False``
+        never replays a fixed schedule (`runtime.express`)."""
         cfg = config if config is not None else _DEFAULT_CONFIG
         prepared = self.prepare(artifact)
         precise_run = cfg.precise
@@ -293,7 +307,7 @@ class Worker:
             if schedule is not None and isinstance(exc, Exception) \
                     and not isinstance(exc, RunTimedOut):
                 # a replayed kernel failed: the full run reports it (its task, line, graph)
-                return self._run(artifact, arrays, cfg, outputs_in, express=False)
+                return self.dispatch(artifact, arrays, cfg, outputs_in, express=False)
             if isinstance(exc, SimulationError):
                 if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
                     _locate(exc, loaded)
@@ -317,31 +331,16 @@ class Worker:
         if schedule is not None:
             made = functools.partial(dry_graph, loaded.make_orchestration, kernels, clusters,
                                      plan, values, seconds)
-            return SimRun(
-                program=manifest.program, platform=self.platform,
-                outputs={name: arrays[i] for i, name in plan.outputs},
-                returns=tuple([arrays[i] for i in plan.returns]),
-                uninitialized=uninitialized, graph=made, roots=[],
-                meta=(self.arch.name, clusters, dyn), config=cfg,
-                kernel_seconds=sum(seconds),
-            )
+            return SimRun(manifest.program, self.platform, plan, arrays, made, [],
+                          (self.arch.name, clusters, dyn), cfg, sum(seconds))
         if schedules is not None:
             fixed = record(plan, rt, graph)
             if fixed is not None:
                 if len(schedules) >= _SCHEDULES:
                     schedules.clear()
                 schedules[key] = fixed
-        result = SimRun(
-            program=manifest.program,
-            platform=self.platform,
-            outputs={name: arrays[i] for i, name in plan.outputs},
-            returns=tuple([arrays[i] for i in plan.returns]),
-            uninitialized=cfg.uninitialized,
-            graph=graph,
-            roots=rt.roots,
-            meta=(self.arch.name, clusters, dyn),
-            config=cfg,
-        )
+        result = SimRun(manifest.program, self.platform, plan, arrays, graph, rt.roots,
+                        (self.arch.name, clusters, dyn), cfg)
         if cfg.save_kernels or cfg.trace:
             result.deps_path  # noqa: B018  (kept runs are written now)
             if cfg.trace:

@@ -20,15 +20,15 @@ OPS = {"add": (pl.add, np.add), "sub": (pl.sub, np.subtract), "mul": (pl.mul, np
        "minimum": (pl.minimum, np.minimum)}
 
 
-def binary_program(op, *, rows=64, cols=32, tile_rows=8, dt=pl.FP32):
-    R, C, TR = rows, cols, tile_rows
+def binary_program(op, *, rows=64, cols=32, tile_rows=8, dt=pl.FP32, first=0):
+    R, C, TR, R0 = rows, cols, tile_rows, first
 
     @pl.program
     class Binary:
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, x: pl.Tensor[[R, C], dt], y: pl.Tensor[[R, C], dt],
               out: pl.Out[pl.Tensor[[R, C], dt]]) -> pl.Tensor[[R, C], dt]:
-            for r in pl.range(0, R, TR):
+            for r in pl.range(R0, R, TR):
                 xt = pl.load(x, [r, 0], [TR, C])
                 yt = pl.load(y, [r, 0], [TR, C])
                 out = pl.store(op(xt, yt), [r, 0], out)
@@ -113,8 +113,7 @@ def test_direct_store_is_numpy_float32_bit_for_bit(name, platform, monkeypatch):
     dsl_op, np_op = OPS[name]
     cfg = RunConfig(platform=platform)
     compiled = compile(binary_program(dsl_op), cfg, batch_loops=True)
-    assert f"_uf_tile_{name}(x[r:r + _n0 * 8, 0:32], y[r:r + _n0 * 8, 0:32], out=" \
-        in _text(compiled)
+    assert f"_uf_tile_{name}(x, y, out=out_1)" in _text(compiled)  # the windows cover it all
     loads = _count_tile_loads(monkeypatch)
     x, y = _specials(np.random.default_rng(3), (64, 32))
     out = np.full((64, 32), 7.0, np.float32)
@@ -123,6 +122,20 @@ def test_direct_store_is_numpy_float32_bit_for_bit(name, platform, monkeypatch):
         want = np_op(x, y)
     assert out.tobytes() == want.tobytes()
     assert loads == []  # no tile was made
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_windows_covering_part_of_the_tensor_are_sliced(platform):
+    cfg = RunConfig(platform=platform)
+    compiled = compile(binary_program(pl.mul, first=24), cfg, batch_loops=True)
+    assert "_uf_tile_mul(x[r:r + _n0 * 8, 0:32], y[r:r + _n0 * 8, 0:32], " \
+        "out=out_1[r:r + _n0 * 8, 0:32])" in _text(compiled)
+    x, y = _specials(np.random.default_rng(4), (64, 32))
+    out = np.zeros((64, 32), np.float32)
+    run(compiled, x, y, out, config=cfg)
+    with np.errstate(all="ignore"):
+        assert out[24:].tobytes() == (x[24:] * y[24:]).tobytes()
+    assert np.isnan(out[:24]).all()  # never written: the undefined-memory value
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
