@@ -21,6 +21,7 @@ tensor, reads or writes one, assembles, or hands a task a window of a tensor.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from time import perf_counter
 from typing import Any
 
@@ -30,18 +31,28 @@ from pytest_pypto.runtime.staging import EntryPlan, entry_handles
 
 __all__ = ["Schedule", "dry_graph", "record", "replay", "signature"]
 
-_TENSOR = object()  # marks a task argument taken from the staged arrays
-
-
 class Schedule:
-    """A recorded run's kernel calls, in order: for each, the kernel function, its
-    arguments (an entry position, or a scalar value), launch keywords and the
-    positions of the arguments it returns."""
+    """A recorded run's kernel calls, in order: for each, the kernel function, what
+    picks its arguments from a run's staged values, launch keywords and the positions
+    of the arguments it returns."""
 
     __slots__ = ("steps",)
 
-    def __init__(self, steps: tuple[tuple[Callable, tuple, dict | None, tuple], ...]) -> None:
+    def __init__(self, steps: tuple[tuple[Callable, Callable, dict | None, tuple], ...]) -> None:
         self.steps = steps
+
+
+def _picker(spec: list[tuple[bool, Any]]) -> Callable[[Sequence[Any]], tuple]:
+    """``values -> kernel arguments``: entry positions taken from the values, scalars
+    as recorded (a tuple getter when every argument is a tensor)."""
+    if all(is_tensor for is_tensor, _ in spec):
+        positions = [p for _, p in spec]
+        if len(positions) > 1:
+            return itemgetter(*positions)
+        only = positions[0] if positions else None
+        return (lambda values: (values[only],)) if positions else (lambda values: ())
+    frozen = tuple(spec)
+    return lambda values: tuple([values[x] if t else x for t, x in frozen])
 
 
 def keyed_params(plan: EntryPlan) -> tuple[int, ...]:
@@ -74,24 +85,24 @@ def record(plan: EntryPlan, rt: Orchestrator, graph: TaskGraph) -> Schedule | No
     tasks = graph.tasks
     for tid in graph.executed:
         task = tasks[tid]
-        args = []
+        spec = []
         for handle, value in zip(task.handles, task.call_args):
             if handle is None:
-                args.append(value)
+                spec.append((False, value))
                 continue
             root = handle.root
             if handle.array is not root.data:  # a window: its view would differ per run
                 return None
-            args.append((_TENSOR, tensor_positions[root.id]))
-        steps.append((task.fn, tuple(args), task.kwargs, task.returns))
+            spec.append((True, tensor_positions[root.id]))
+        steps.append((task.fn, _picker(spec), task.kwargs, task.returns))
     return Schedule(tuple(steps))
 
 
 def replay(schedule: Schedule, values: Sequence[Any]) -> list[float]:
     """Run the schedule's kernels on one run's staged ``values``; their host seconds."""
     seconds = []
-    for fn, spec, kwargs, returns in schedule.steps:
-        args = [values[a[1]] if a.__class__ is tuple and a[0] is _TENSOR else a for a in spec]
+    for fn, pick, kwargs, returns in schedule.steps:
+        args = pick(values)
         start = perf_counter()
         result = fn(*args) if kwargs is None else fn(*args, **kwargs)
         seconds.append(perf_counter() - start)

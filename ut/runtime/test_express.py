@@ -167,3 +167,20 @@ def test_runs_with_their_own_schedule_bookkeeping_are_full_runs(artifact, rng, c
         worker.run(art, x, m, y, config=config)
         np.testing.assert_array_equal(y, (x + 1) * 2)
     assert worker.prepare(art).schedules == {}
+
+
+def test_a_one_argument_kernel_replays_on_its_own_inout(artifact):
+    art = artifact(
+        entry_args=[T("x", F, direction="InOut")],
+        kernels=[K("negate", [T("x", F, direction="InOut")], "x[...] = -x")],
+        orchestration="""
+            x = rt.submit("negate", (x,), returns=(0,))
+            return (x,)
+        """,
+    )
+    worker = Worker("a2a3sim")
+    x = np.arange(128, dtype=np.float32).reshape(F)
+    for sign in (-1, 1, -1):  # each run negates what the caller holds
+        worker.run(art, x)
+        np.testing.assert_array_equal(x, sign * np.arange(128, dtype=np.float32).reshape(F))
+    assert len(worker.prepare(art).schedules) == 1
