@@ -61,9 +61,9 @@ from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 PASSES: list[Pass] = [
     Pass("check_unsupported", structure.check_unsupported, keeps_exprs=True),
     Pass("select_entry", structure.select_entry, keeps_exprs=True),
-    Pass("check_placement", structure.check_placement),
-    Pass("flatten_calls", structure.flatten_calls),
-    Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops),
+    Pass("check_placement", structure.check_placement, reports_rewrites=True),
+    Pass("flatten_calls", structure.flatten_calls, reports_rewrites=True),
+    Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops, reports_rewrites=True),
     Pass("check_directions", directions.check_directions, keeps_exprs=True),
     Pass("check_memref_slots", memref_slots.check_memref_slots, keeps_exprs=True),
     Pass("infer_memory_spaces", memspace.infer_memory_spaces),
@@ -74,8 +74,10 @@ PASSES: list[Pass] = [
 ]
 
 
+@functools.cache
 def ir_printer() -> Callable[[n.Program], str]:
-    """The language's IR printer when it is there, else the compiler's plain rendering."""
+    """The language's IR printer when it is there, else the compiler's plain rendering
+    (looked up once: every compile asks twice)."""
     try:
         from pytest_pypto.ir import printer  # type: ignore[attr-defined]
     except ImportError:

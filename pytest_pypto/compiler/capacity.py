@@ -340,17 +340,17 @@ def _hint(space: str, peak: int, live: list[Buffer], arch: ArchSpec) -> str:
 def _peak(buffers: list[Buffer], points: int) -> tuple[int, int]:
     """(first program point of the maximum, maximum) of the live bytes over ``points``.
 
-    A running sum over start/end events instead of summing every buffer at every
-    point: O(points + buffers).
+    A running sum over the start/end events only (the live bytes change nowhere else)
+    instead of summing every buffer at every point: O(buffers log buffers).
     """
-    delta = [0] * (points + 1)
+    delta: dict[int, int] = {}
     for b in buffers:
         lo, hi = max(b.start, 0), min(b.end, points - 1)
         if lo <= hi:
-            delta[lo] += b.nbytes
-            delta[hi + 1] -= b.nbytes
+            delta[lo] = delta.get(lo, 0) + b.nbytes
+            delta[hi + 1] = delta.get(hi + 1, 0) - b.nbytes
     peak_point, peak, total = 0, 0, 0
-    for p in range(points):
+    for p in sorted(delta):  # (an end event lies at most at ``points``, past every start)
         total += delta[p]
         if total > peak:
             peak_point, peak = p, total

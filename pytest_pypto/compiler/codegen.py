@@ -20,6 +20,7 @@ which moves may share a buffer and which locals die where, in `compiler.codegen_
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -532,13 +533,17 @@ class OrchestrationEmitter(Emitter):
         super().__init__()
         self.program = program
         self.registry = registry
-        self.launch_kernels = {
-            f.name for f in program.functions.values()
-            if any(isinstance(e, n.Call) and e.op in LAUNCH_OPS for _, e in iter_calls(f.body))
-        }
         self.returns = {
             f.name: returned_params(f, memo=returns)
             for f in program.functions.values() if f.kind == "InCore"
+        }
+
+    @functools.cached_property
+    def launch_kernels(self) -> set[str]:
+        """Kernels reading their launch (LAUNCH_OPS): asked only by a `pl.spmd` launch."""
+        return {
+            f.name for f in self.program.functions.values()
+            if any(isinstance(e, n.Call) and e.op in LAUNCH_OPS for _, e in iter_calls(f.body))
         }
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:

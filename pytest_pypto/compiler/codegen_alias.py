@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_pypto.compiler.walk import child_bodies, expr_list, is_tile, stmt_expr_list
+from pytest_pypto.compiler.walk import child_bodies, is_tile, iter_calls, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 
 MOVE_OP = "tile.move"
@@ -73,6 +73,8 @@ def _aliases(expr, registry) -> set[str]:
 
 def shareable_moves(fn: n.Function, registry) -> set[int]:
     """``id`` of every `tile.move` call in ``fn`` that may return a view of its source."""
+    if not any(type(e) is n.Call and e.op == MOVE_OP for _, e in iter_calls(fn.body)):
+        return set()  # no move at all (most kernels): nothing to classify
     classes = _Classes()
     written: list[str] = []
     moves: list[tuple[int, set[str]]] = []
@@ -243,9 +245,9 @@ def _common_list(found: list[int], lists: list[tuple[list[n.Stmt], int | None]])
 def _binds_first(s: n.Stmt, name: str) -> bool:
     """Whether ``s``, the first statement of its list mentioning ``name``, binds it
     (without reading it first)."""
-    if isinstance(s, n.Assign):
+    if isinstance(s, n.Assign):  # (an Assign's statement expressions are its value's)
         return name in _bound(s) and not any(
-            type(e) is n.Var and e.name == name for e in expr_list(s.value))
+            type(e) is n.Var and e.name == name for e in stmt_expr_list(s))
     if isinstance(s, (n.For, n.If)):
         return name in _bound(s) and not any(
             type(e) is n.Var and e.name == name for e in stmt_expr_list(s))

@@ -27,6 +27,18 @@ RESERVED = frozenset({"make", "bind", "rt", "range", "int", "float", "bool", "ma
 UNARY = {"-": "-", "neg": "-", "USub": "-", "not": "not ", "Not": "not ", "~": "~", "Invert": "~"}
 
 
+def _identifier(name: str) -> str:
+    """A valid Python identifier made from a user name, avoiding the helpers' names."""
+    # an ASCII identifier has no \W character: the common case skips the regex
+    base = name if name.isascii() and name.isidentifier() else re.sub(r"\W", "_", name) or "v"
+    if base[0].isdigit() or base.startswith("_") or keyword.iskeyword(base) or base in RESERVED:
+        base = "v_" + base.lstrip("_")
+    return base
+
+
+_BASES: dict[str, str] = {}  # user name -> `_identifier(name)`
+
+
 class Names:
     """User names -> distinct, valid Python identifiers that avoid the helpers' names."""
 
@@ -43,10 +55,11 @@ class Names:
         got = self.map.get(key)
         if got is not None:
             return got
-        # an ASCII identifier has no \W character: the common case skips the regex
-        base = name if name.isascii() and name.isidentifier() else re.sub(r"\W", "_", name) or "v"
-        if base[0].isdigit() or base.startswith("_") or keyword.iskeyword(base) or base in RESERVED:
-            base = "v_" + base.lstrip("_")
+        base = _BASES.get(name)
+        if base is None:
+            base = _identifier(name)
+            if len(_BASES) < 8192:  # (user names: a bounded memo across compiles)
+                _BASES[name] = base
         candidate, i = base, 1
         while candidate in self.used:
             i += 1
@@ -188,8 +201,8 @@ class Emitter:
     # ---- expressions
     def expr(self, e: Any) -> str:
         t = type(e)  # the common node types first, by exact type (no subclasses exist)
-        if t is n.Var:
-            return self.names(e.name)
+        if t is n.Var:  # (a known name straight from the map: most reads)
+            return self.names.map.get(e.name) or self.names(e.name)
         if t is n.Call or t is n.FuncCall:
             return self.call(e)
         if t is n.Const:

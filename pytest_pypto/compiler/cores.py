@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.walk import is_tile, iter_calls
+from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.types import CUBE_SPACES, VECTOR_SPACES
+from pytest_pypto.ir.types import CUBE_SPACES, VECTOR_SPACES, TileType
 
 
 def spaces_touched(fn: n.Function) -> set[str]:
@@ -20,10 +20,13 @@ def spaces_touched(fn: n.Function) -> set[str]:
     for _, call in iter_calls(fn.body):
         if isinstance(call, n.Call):
             for _, value in call.args:
-                if isinstance(value, n.Expr) and is_tile(value.type) and value.type.space:
-                    spaces.add(value.type.space)
-            if is_tile(call.type) and call.type.space:
-                spaces.add(call.type.space)
+                if isinstance(value, n.Expr):
+                    t = value.type
+                    if isinstance(t, TileType) and t.space:
+                        spaces.add(t.space)
+            t = call.type
+            if isinstance(t, TileType) and t.space:
+                spaces.add(t.space)
     return spaces
 
 

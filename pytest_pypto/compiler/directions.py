@@ -17,7 +17,7 @@ from pytest_pypto.compiler.walk import is_tensor, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import DirectionError
 from pytest_pypto.ir.registry import REGISTRY
-from pytest_pypto.ir.types import Direction
+from pytest_pypto.ir.types import Direction, TensorType
 
 
 def written_tensor(call: n.Call) -> n.Var | None:
@@ -49,7 +49,7 @@ class TensorRoots:
         self.memo = memo  # returned_params of the callees, shared (see there)
 
     def of(self, expr: n.Expr | None) -> str | None:
-        if isinstance(expr, n.Var):
+        if type(expr) is n.Var or isinstance(expr, n.Var):
             return self.root.get(expr.name)
         return None
 
@@ -73,7 +73,9 @@ class TensorRoots:
                 root = target
                 self.locals.add(target)
             else:
-                root = self.of(written_tensor(value) or viewed_tensor(value))
+                spec = REGISTRY.as_dict().get(value.op)  # (most ops neither write nor view)
+                if spec is not None and (spec.writes is not None or spec.view_of is not None):
+                    root = self.of(written_tensor(value) or viewed_tensor(value))
         if root is not None:
             self.root[target] = root
 
@@ -151,12 +153,15 @@ def check_directions(program: n.Program, ctx: PassContext) -> n.Program:
 
 
 def _check_call(fn, call, roots, directions, first_access, ctx) -> None:
-    dst = written_tensor(call)
+    spec = REGISTRY.as_dict().get(call.op)
+    dst = written_tensor(call) if spec is not None and spec.writes is not None else None
     dst_root = roots.of(dst)
-    viewed = viewed_tensor(call)  # taking a view reads nothing
+    # taking a view reads nothing
+    viewed = viewed_tensor(call) if spec is not None and spec.view_of is not None else None
     for _, value in call.args:
-        if not (isinstance(value, n.Var) and is_tensor(value.type)) or value is dst \
-                or value is viewed:
+        if type(value) is not n.Var and not isinstance(value, n.Var):
+            continue  # (static arguments and index lists: most of them)
+        if not isinstance(value.type, TensorType) or value is dst or value is viewed:
             continue
         root = roots.of(value)
         if root is not None and root not in first_access:

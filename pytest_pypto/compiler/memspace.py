@@ -20,8 +20,8 @@ from pytest_pypto.compiler.walk import (
     NameGen,
     Scope,
     all_names,
+    expr_list,
     is_tile,
-    iter_exprs,
     space_name,
     stmt_line,
 )
@@ -326,9 +326,11 @@ class _Inference:
                 value.type = t.type
 
     def _fix_uses(self, expr: n.Expr, env: dict[str, Val]) -> None:
-        for e in iter_exprs(expr):
-            if isinstance(e, n.Var) and e.name in env:
-                e.type = env[e.name].type.with_(space=env[e.name].resolved())
+        for e in expr_list(expr):
+            if type(e) is n.Var:  # (a Var has no subclasses)
+                val = env.get(e.name)  # a Val, or None when the name is not in env
+                if val is not None:
+                    e.type = val.type.with_(space=val.resolved())
 
     def _rewrite_call(
         self, call: n.Call, env: dict[str, Val], out: list[n.Stmt], target: n.Var | None

@@ -55,8 +55,13 @@ class PassContext:
     # id() of the window calls whose type rules check_types_for_arch already ran with the
     # loop bounds and no warning: check_bounds would run the same rules on the same input.
     bounds_checked: set[int] = field(default_factory=set)
+    # How many window calls check_types_for_arch did not put in ``bounds_checked`` (None:
+    # it has not run, so check_bounds walks every kernel).
+    unbounded_windows: int | None = None
     # walk.stmt_expr_list's memo while the IR's expressions are fixed (Pass.keeps_exprs)
     expr_memo: ExprMemo = field(default_factory=dict)
+    # set by a `Pass.reports_rewrites` pass when it rewrote an expression or a body
+    exprs_rewritten: bool = False
 
     def op(self, call: n.Call) -> OpSpec:
         """The registry entry of a call; a CompileError if the op is unknown."""
@@ -95,11 +100,16 @@ PassFn = Callable[[n.Program, PassContext], n.Program]
 @dataclass(frozen=True)
 class Pass:
     """A named pass.  ``keeps_exprs``: it rewrites no statement's expressions (it may
-    set static arguments), so consecutive such passes share one memo of them."""
+    set static arguments), so consecutive such passes share one memo of them.
+    ``reports_rewrites``: it rewrites only sometimes (most programs have nothing for
+    it to do) and then sets ``ctx.exprs_rewritten``; it runs with the memo, so it must
+    read a statement's expressions before it rewrites them, never after, and the memo
+    is emptied only when it did rewrite (else the passes around it share one)."""
 
     name: str
     run: PassFn
     keeps_exprs: bool = False
+    reports_rewrites: bool = False
 
 
 class PassManager:
@@ -124,6 +134,12 @@ class PassManager:
             if p.keeps_exprs:
                 with expressions_fixed(ctx.expr_memo):
                     program = p.run(program, ctx)
+            elif p.reports_rewrites:
+                ctx.exprs_rewritten = False
+                with expressions_fixed(ctx.expr_memo):
+                    program = p.run(program, ctx)
+                if ctx.exprs_rewritten:
+                    ctx.expr_memo.clear()  # what it rewrote is walked afresh later
             else:
                 ctx.expr_memo.clear()  # what this pass rewrites is walked afresh later
                 program = p.run(program, ctx)

@@ -105,6 +105,7 @@ def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
             level, _, short = e.op.partition(".")
             if in_core and e.op in CREATE_TENSOR_OPS:
                 _make_kernel_local(e, fn, ctx)
+                ctx.exprs_rewritten = True  # (each call is read before it is rewritten)
                 continue
             if not in_core and level == "tile":
                 raise PlacementError(
@@ -213,7 +214,10 @@ def flatten_calls(program: n.Program, ctx: PassContext) -> n.Program:
             for stmt in body:
                 hoisted: list[n.Stmt] = []
                 _hoist_stmt(stmt, hoisted, names)
-                out.extend(hoisted)
+                if hoisted:
+                    # (names are first taken, through the memo, before anything is hoisted)
+                    ctx.exprs_rewritten = True
+                    out.extend(hoisted)
                 out.append(stmt)
             return out
 

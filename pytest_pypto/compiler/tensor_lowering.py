@@ -78,7 +78,8 @@ def lower_tensor_ops(program: n.Program, ctx: PassContext) -> n.Program:
                  if isinstance(s, n.Assign) and isinstance(s.value, n.Call)]
         if not any(_lowered_spec(ctx, c) or _valid_rewrite(c) for c in calls):
             continue
-        lowering = _Lowering(fn, ctx)
+        lowering = _Lowering(fn, ctx)  # reads the names of ``fn`` before rewriting it
+        ctx.exprs_rewritten = True
         rewrite_bodies(fn, lowering.visit)
     return program
 

@@ -45,6 +45,13 @@ CAST_OP = "tile.cast"
 
 
 def const_int(expr: Any) -> int | None:
+    t = type(expr)  # the common cases first, by exact type (a bool is not an int here)
+    if t is int:
+        return expr
+    if t is n.Const and type(expr.value) is int:
+        return expr.value
+    if t is n.Var:
+        return None
     if isinstance(expr, bool):
         return None
     if isinstance(expr, int):
@@ -119,6 +126,9 @@ def _scalar_type_of(expr: n.Expr) -> Type | None:
     return None
 
 
+_STATIC = frozenset({int, float, bool, str, type(None)})  # static arguments holding no Expr
+
+
 def call_info(
     call: n.Call, spec: OpSpec, ctx: PassContext | None, env: dict[str, Interval | None]
 ) -> CallInfo:
@@ -130,15 +140,25 @@ def call_info(
     for p in param_table(spec).rows:
         name = p.name
         value = given.get(name, None if p.required else p.default)
+        t = type(value)
         if p.is_value:
-            types[name] = _scalar_type_of(value) if isinstance(value, n.Expr) else None
-            if type(value) is n.Const:
+            if t is n.Var:  # (by exact type first: the common operands)
+                types[name] = value.type
+            elif t is n.Const:
+                types[name] = _scalar_type_of(value)
                 values[name] = value.value
+            else:
+                types[name] = _scalar_type_of(value) if isinstance(value, n.Expr) else None
+        elif t in _STATIC:
+            values[name] = value
         elif isinstance(value, (tuple, list)):
-            values[name] = tuple(
-                const_int(v) if isinstance(v, n.Expr) else v for v in value
-            )
-            bounds[name] = tuple(interval(v, env) for v in value)
+            if all(type(v) is int for v in value):  # static offsets and extents (most)
+                values[name] = tuple(value)
+                bounds[name] = tuple([(v, v) for v in value])
+            else:
+                values[name] = tuple([const_int(v) if isinstance(v, n.Expr) else v
+                                      for v in value])
+                bounds[name] = tuple([interval(v, env) for v in value])
         elif isinstance(value, n.Expr):
             values[name] = const_int(value)
         else:
@@ -181,6 +201,20 @@ def run_rules(call: n.Call, ctx: PassContext, env: dict[str, Interval | None], *
 
 def _walk_calls(body: list[n.Stmt], env: dict[str, Interval | None], visit) -> None:
     for stmt in body:
+        t = type(stmt)  # the common statements first, by exact type (no subclasses)
+        if t is n.Assign:
+            value = stmt.value
+            if type(value) is n.Call:
+                visit(stmt, value, env)
+                if len(stmt.targets) == 1:
+                    env[stmt.targets[0].name] = None
+            elif len(stmt.targets) == 1:
+                env[stmt.targets[0].name] = interval(value, env)
+            continue
+        if t is n.ExprStmt:
+            if type(stmt.expr) is n.Call:
+                visit(stmt, stmt.expr, env)
+            continue
         if isinstance(stmt, n.For):
             inner = Scope(env)
             inner[stmt.var.name] = loop_interval(stmt, env)
@@ -189,16 +223,11 @@ def _walk_calls(body: list[n.Stmt], env: dict[str, Interval | None], visit) -> N
         if isinstance(stmt, n.If):
             _walk_calls(stmt.then_body, env, visit)
             _walk_calls(stmt.else_body, env, visit)
-            continue
-        value = stmt.value if isinstance(stmt, n.Assign) else stmt.expr if isinstance(stmt, n.ExprStmt) else None
-        if isinstance(value, n.Call):
-            visit(stmt, value, env)
-        if isinstance(stmt, n.Assign) and len(stmt.targets) == 1:
-            env[stmt.targets[0].name] = interval(value, env) if not isinstance(value, n.Call) else None
 
 
 def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
     """Re-run type rules with the arch, the arch gates, and record cast chains."""
+    ctx.unbounded_windows = 0
     for fn in kernels(program):
         facts = ctx.facts(fn.name)
 
@@ -212,8 +241,11 @@ def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
                 )
             warned = len(ctx.warnings)
             run_rules(call, ctx, env, arch_rule=True)
-            if len(ctx.warnings) == warned and _takes_window(ctx.op(call)):
-                ctx.bounds_checked.add(id(call))
+            if _takes_window(ctx.op(call)):
+                if len(ctx.warnings) == warned:
+                    ctx.bounds_checked.add(id(call))
+                else:
+                    ctx.unbounded_windows += 1  # type: ignore[operator]
             if call.op == CAST_OP:
                 _fill_cast_chain(stmt, call, ctx, facts)
 
@@ -229,6 +261,8 @@ def _takes_window(spec: OpSpec) -> bool:
 
 def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
     """Static window bounds of the ops taking `offsets` over whole loop ranges (§6.4)."""
+    if ctx.unbounded_windows == 0:
+        return program  # check_types_for_arch ran every window's rules with the bounds
     for fn in kernels(program):
 
         def visit(stmt: n.Stmt, call: n.Call, env: dict) -> None:

@@ -168,8 +168,14 @@ def stmt_expr_list(stmt: n.Stmt) -> list[n.Expr]:
         if got is not None and got[0] is stmt:
             return got[1]
     out: list[n.Expr] = []
-    for top in stmt_exprs(stmt):
-        _collect_expr(top, out)
+    t = type(stmt)
+    if t is n.Assign:  # the common statements without `stmt_exprs`'s list (no subclasses)
+        _collect_expr(stmt.value, out)
+    elif t is n.ExprStmt:
+        _collect_expr(stmt.expr, out)
+    else:
+        for top in stmt_exprs(stmt):
+            _collect_expr(top, out)
     if memo is not None:
         memo[id(stmt)] = (stmt, out)
     return out

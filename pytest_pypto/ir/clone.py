@@ -19,6 +19,7 @@ so identity-keyed bookkeeping in the passes sees the same topology.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,10 @@ _SHARED: tuple[type, ...] = (
     str, int, float, bool, complex, bytes, type(None), type(Ellipsis), range, slice,
     n.Span, Type, DynVar, DataType, enum.Enum, MemRefBinding, frozenset, type,
 )
+
+# Fields shared without a look at their items: a program's source text (a tuple of str,
+# hundreds of lines, that the item-by-item tuple copy would walk only to share it).
+_SHARED_FIELDS: dict[type, frozenset[str]] = {n.Program: frozenset({"source_lines"})}
 
 _Copier = Callable[[Any, dict[int, Any]], Any]
 _copiers: dict[type, _Copier] = {}  # exact class -> how to copy its instances
@@ -62,7 +67,7 @@ def _learn(cls: type) -> _Copier:
 
 def _copier_for(cls: type) -> _Copier:
     if issubclass(cls, (n.Node, n.Unsupported)) and not _has_slots(cls):
-        return _copy_node
+        return _node_copier(cls)
     if cls is tuple:
         return _copy_tuple
     if cls is list:
@@ -106,9 +111,56 @@ def _copy_node(node: Any, memo: dict[int, Any]) -> Any:
     return new
 
 
+def _node_copier(cls: type) -> _Copier:
+    """`_copy_node` unrolled over a dataclass's fields (one compiled function per class:
+    no loop over the instance dict and no dict built key by key).  An instance whose
+    attributes are not exactly the fields takes the general `_copy_node`."""
+    names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()
+    if not names or not all(name.isidentifier() for name in names):
+        return _copy_node
+    lines = [
+        "def copy(node, memo):",
+        "    key = id(node)",
+        "    got = memo.get(key)",
+        "    if got is not None:",
+        "        return got",
+        "    d = node.__dict__",
+        "    if d.keys() != fields:",
+        "        return _copy_node(node, memo)",
+        "    new = memo[key] = new_object(cls)",
+    ]
+    shared = _SHARED_FIELDS.get(cls, frozenset())
+    for i, name in enumerate(names):
+        if name in shared:
+            lines.append(f"    f{i} = d[{name!r}]")
+            continue
+        lines += [
+            f"    v = d[{name!r}]",
+            "    c = get(v.__class__) or learn(v.__class__)",
+            f"    f{i} = v if c is share else c(v, memo)",
+        ]
+    lines += [
+        "    new.__dict__ = {" + ", ".join(f"{name!r}: f{i}" for i, name in enumerate(names)) + "}",
+        "    return new",
+    ]
+    scope: dict[str, Any] = {
+        "fields": frozenset(names), "cls": cls, "new_object": object.__new__,
+        "get": _copiers.get, "learn": _learn, "share": _share, "_copy_node": _copy_node,
+    }
+    exec(compile("\n".join(lines), f"<clone of {cls.__name__}>", "exec"), scope)  # noqa: S102
+    return scope["copy"]
+
+
 def _copy_tuple(items: tuple[Any, ...], memo: dict[int, Any]) -> tuple[Any, ...]:
     """A tuple of constants is itself shared; one holding nodes is rebuilt."""
     copiers = _copiers
+    if len(items) == 2:  # a Call's (name, value) argument pairs: most tuples of the IR
+        a, b = items
+        copier = copiers.get(a.__class__) or _learn(a.__class__)
+        new_a = a if copier is _share else copier(a, memo)
+        copier = copiers.get(b.__class__) or _learn(b.__class__)
+        new_b = b if copier is _share else copier(b, memo)
+        return items if new_a is a and new_b is b else (new_a, new_b)
     out = []
     changed = False
     for item in items:
@@ -127,7 +179,10 @@ def _copy_list(items: list[Any], memo: dict[int, Any]) -> list[Any]:
     got = memo.get(key)
     if got is None:
         got = memo[key] = []
-        got.extend(_clone(item, memo) for item in items)
+        copiers = _copiers
+        for item in items:
+            copier = copiers.get(item.__class__) or _learn(item.__class__)
+            got.append(item if copier is _share else copier(item, memo))
     return got
 
 
