@@ -3,9 +3,9 @@
 One worker serves one sim platform ('a2a3sim' or 'a5sim') and refuses artifacts
 compiled for another.  A run stages the caller's arrays (`staging`), calls the
 generated orchestration with an `Orchestrator` as ``rt``, executes the recorded
-task graph (`graph`), copies Out/InOut results back (only when everything before
-succeeded: a failed run leaves the caller's arrays as they were) and writes the
-executed graph to ``deps.json`` in a run directory.
+task graph (`graph`), copies staged Out/InOut results back (only when everything
+before succeeded; a pure Out written in place holds poison after a failed run, see
+`staging`) and writes the executed graph to ``deps.json`` when it is asked for.
 
 The debugging switches of the RunConfig act here: ``schedule_seed`` shuffles ready
 tasks (`graph`); ``strict_war`` records write-after-read hazards and fails the run
@@ -13,6 +13,11 @@ tasks (`graph`); ``strict_war`` records write-after-read hazards and fails the r
 `runtime.precise.precise_bind` with `ir.apply.PRECISE` set for the run only;
 ``trace`` writes ``trace.json`` (`runtime.trace`) next to ``deps.json``, under the
 kept artifact directory when the config names one.
+
+A run whose orchestration only submitted tasks on the entry's own tensors is kept as
+a fixed schedule (`runtime.express`): a later run with the same argument signature
+calls the kernels in that order directly, and its task graph is built only when its
+record is asked for (the same record a full run gives).
 
 The runtime reads artifacts and the op registry only; it never imports the
 compiler or the language.
