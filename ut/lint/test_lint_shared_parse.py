@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import gc
 import re
+from collections.abc import Iterator
 
 import pytest
 from lint_kit import project
@@ -77,7 +78,20 @@ def test_checks_of_one_session_share_each_files_tree_and_nodes(pytester: pytest.
     ])
 
 
-def test_the_run_releases_its_trees_and_thaws_the_collector(pytester: pytest.Pytester) -> None:
+@pytest.fixture
+def thawed() -> Iterator[None]:
+    """A process with nothing frozen, as a user's session starts (our root conftest
+    freezes the collected heap of our own runs; it is frozen again afterwards)."""
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    yield
+    if frozen:
+        gc.freeze()
+
+
+def test_the_run_releases_its_trees_and_thaws_the_collector(
+    pytester: pytest.Pytester, thawed: None
+) -> None:
     _project(pytester)
     assert gc.get_freeze_count() == 0 and gc.isenabled()
     pytester.runpytest("lint", "-p", "no:cacheprovider").assert_outcomes(failed=2)
@@ -85,7 +99,7 @@ def test_the_run_releases_its_trees_and_thaws_the_collector(pytester: pytest.Pyt
     assert gc.isenabled()
 
 
-def test_split_by_file_shares_too(pytester: pytest.Pytester) -> None:
+def test_split_by_file_shares_too(pytester: pytest.Pytester, thawed: None) -> None:
     _project(pytester)
     result = pytester.runpytest(
         "lint", "-p", "no:randomly", "-p", "no:cacheprovider", "--pypto-lint-split=file"
