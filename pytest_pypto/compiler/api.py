@@ -9,14 +9,13 @@ arch give a byte-identical artifact, so the harness can cache it by content.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import gc
 import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest_pypto
@@ -182,24 +181,27 @@ def compile(  # noqa: A001  (PyPTO's name)
     return compiled
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+class _gc_paused:  # noqa: N801  (used as a function: ``with _gc_paused():``)
     """The cyclic garbage collector off while compiling.
 
     The IR copy and the passes allocate millions of small objects for a long kernel,
     and the collector's full passes over them (and over everything else alive)
     were about half of the compile time of a 16k-op kernel (bench/bench_compile.py).
     IR trees hold no reference cycles, so reference counting frees them anyway;
-    collection resumes, with anything left over, when compiling ends.
+    collection resumes, with anything left over, when compiling ends.  (A class, not
+    a generator context manager: it is entered once per compile.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    __slots__ = ("_was_enabled",)
+
+    def __enter__(self) -> None:
+        self._was_enabled = gc.isenabled()
+        if self._was_enabled:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was_enabled:
+            gc.enable()
 
 
 def dyn_names(program: n.Program) -> dict[DynVar, str]:

@@ -30,7 +30,7 @@ from typing import Any
 from pytest_pypto.arch import ARCH_SPECS, ArchSpec
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.walk import Scope, is_tile, stmt_uses
+from pytest_pypto.compiler.walk import Scope, is_tile, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import CapacityError
@@ -162,8 +162,8 @@ class Liveness:
         return 2 * self.points
 
     def _use(self, buf: Buffer, loops: list[tuple[int, int]]) -> None:
-        self._hold(buf.find(), _read(self.point))
         root = buf.find()
+        self._hold(root, _read(self.point))
         for lo, hi in loops:
             if root.start < _read(lo):  # defined before the loop: needed again next iteration
                 root.end = max(root.end, _write(hi))
@@ -188,9 +188,11 @@ class Liveness:
         self, body: list[n.Stmt], env: dict[str, Buffer] | Scope, loops: list[tuple[int, int]]
     ) -> None:
         for stmt in body:
-            for name in stmt_uses(stmt):
-                if name in env:
-                    self._use(env[name], loops)
+            for e in stmt_expr_list(stmt):  # (`stmt_uses`; env holds no None)
+                if type(e) is n.Var:
+                    buf = env.get(e.name)
+                    if buf is not None:
+                        self._use(buf, loops)
             if isinstance(stmt, n.Assign):
                 self._assign(stmt, env)
             self.point += 1

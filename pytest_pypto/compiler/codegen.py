@@ -87,6 +87,12 @@ def _ends_with_return(body: list[n.Stmt]) -> bool:
     return bool(body) and isinstance(body[-1], n.Return)
 
 
+@functools.lru_cache(maxsize=4096)
+def _op_local_name(op: str) -> str:
+    """The generated local bound to an op (op names are few: made once per process)."""
+    return "_op_" + re.sub(r"\W", "_", op)
+
+
 def _dtype_imports(dtypes: set[str]) -> str:
     if not dtypes:
         return ""
@@ -124,8 +130,7 @@ class KernelEmitter(Emitter):
     def op_local(self, op: str) -> str:
         local = self.ops.get(op)
         if local is None:
-            local = "_op_" + re.sub(r"\W", "_", op)
-            self.ops[op] = local
+            local = self.ops[op] = _op_local_name(op)
         return local
 
     def type_const(self, t: TileType) -> str:
@@ -403,6 +408,11 @@ class KernelEmitter(Emitter):
             self.emit(depth, f"del {', '.join(names)}")
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
+        if type(s) is n.Assign and self.batch is None:  # (most statements: the plain path)
+            if s.annotation is not None:
+                self.slot_check(s, depth)
+            Emitter.stmt(self, s, depth, yield_to)
+            return
         if isinstance(s, n.Assign):
             self.slot_check(s, depth)
         if self.batch is not None and (id(s) in self.folded or id(s) in self.direct_loads):

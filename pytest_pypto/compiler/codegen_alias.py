@@ -130,29 +130,25 @@ def _bound(stmt: n.Stmt) -> set[str]:
     return set()
 
 
-def _direct(stmt: n.Stmt) -> set[str]:
-    """Names a statement reads or binds itself (nested bodies excluded)."""
-    names = _bound(stmt)
-    names.update([e.name for e in stmt_expr_list(stmt) if type(e) is n.Var])
-    return names
-
-
 def tile_names(fn: n.Function) -> set[str]:
     """Names bound to tile values anywhere in ``fn`` (what a `del` may drop)."""
     found: set[str] = set()
 
     def walk(body: list[n.Stmt]) -> None:
         for s in body:
-            bound: list[n.Var] = []
-            if isinstance(s, n.Assign):
-                bound = list(s.targets)
+            t = type(s)  # by exact type first: assignments are most statements
+            if t is n.Assign:
+                for v in s.targets:
+                    if is_tile(v.type):
+                        found.add(v.name)
             elif isinstance(s, n.For):
-                bound = [v for v, _ in s.carried] + list(s.results)
+                found.update([v.name for v, _ in s.carried if is_tile(v.type)])
+                found.update([v.name for v in s.results if is_tile(v.type)])
+                walk(s.body)
             elif isinstance(s, n.If):
-                bound = list(s.results)
-            found.update(v.name for v in bound if is_tile(v.type))
-            for inner in child_bodies(s):
-                walk(inner)
+                found.update([v.name for v in s.results if is_tile(v.type)])
+                walk(s.then_body)
+                walk(s.else_body)
 
     walk(fn.body)
     return found
@@ -168,9 +164,14 @@ def last_uses(fn: n.Function) -> dict[int, tuple[str, ...]]:
     so a later loop iteration rebinds it before any read.
     """
     tiles = tile_names(fn)
+    if not tiles:
+        return {}  # nothing a `del` could drop
     lists: list[tuple[list[n.Stmt], int | None]] = []  # (body, parent list index)
     # per list: for each statement, the tile names it mentions (nested bodies included)
     sets: list[list[set[str]]] = []
+    # per list: for each statement, the tile names it binds itself without reading them
+    # (nested bodies excluded), found on the same walk
+    binders: list[list[set[str]]] = []
     direct_in: dict[str, set[int]] = {}  # name -> lists with a statement mentioning it
 
     def collect(body: list[n.Stmt], parent: int | None) -> set[str]:
@@ -178,48 +179,71 @@ def last_uses(fn: n.Function) -> dict[int, tuple[str, ...]]:
         lists.append((body, parent))
         mine_list: list[set[str]] = []
         sets.append(mine_list)
+        binds_list: list[set[str]] = []
+        binders.append(binds_list)
+        union: set[str] = set()
         for s in body:
-            mine = _direct(s) & tiles
+            t = type(s)
+            reads = [e.name for e in stmt_expr_list(s) if type(e) is n.Var and e.name in tiles]
+            if t is n.Assign:  # (by exact type: no subclasses)
+                bound = {v.name for v in s.targets if v.name in tiles}
+            elif t is n.For or t is n.While or t is n.If:
+                bound = _bound(s) & tiles
+            else:
+                bound = _NONE
+            mine = bound.union(reads)
+            binds_list.append(bound.difference(reads) if reads else bound)
             for name in mine:
                 got = direct_in.get(name)
                 if got is None:
                     direct_in[name] = {index}
                 else:
                     got.add(index)
-            t = type(s)
             if t is n.For or t is n.While or t is n.If:
                 for inner in child_bodies(s):
                     mine = mine | collect(inner, index)
             mine_list.append(mine)
-        return set().union(*mine_list) if mine_list else set()
+            union |= mine
+        return union
 
     collect(fn.body, None)
-    owner: dict[str, int] = {
-        name: next(iter(found)) if len(found) == 1 else _common_list(sorted(found), lists)
-        for name, found in direct_in.items()
-    }
     by_owner: dict[int, set[str]] = {}
-    for name, o in owner.items():
-        by_owner.setdefault(o, set()).add(name)
+    for name, found in direct_in.items():
+        o = next(iter(found)) if len(found) == 1 else _common_list(sorted(found), lists)
+        got = by_owner.get(o)
+        if got is None:
+            by_owner[o] = {name}
+        else:
+            got.add(name)
     result: dict[int, tuple[str, ...]] = {}
     for index, mine in by_owner.items():
         body = lists[index][0]
-        # Whether each name's first mentioning statement binds it: one forward pass, so a
-        # long body costs linear time, not names x statements.
-        binds: dict[str, bool] = {}
-        for s, names in zip(body, sets[index]):
-            for name in names & mine:
-                if name not in binds:
-                    binds[name] = _binds_first(s, name)
-        seen: set[str] = set()
-        for i in range(len(body) - 1, -1, -1):
-            names = sets[index][i] & mine
-            if not isinstance(body[i], (n.Return, n.LoopJump)):
-                dead = sorted(x for x in names - seen if binds[x])
-                if dead:
-                    result[id(body[i])] = tuple(dead)
-            seen |= names
+        # One forward pass: each name's first and last mentioning statement.  A name is
+        # dropped after its last one when its first one binds it (so a long body costs
+        # linear time, not names x statements), and never after a return or a jump.
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for i, names in enumerate(sets[index]):
+            for name in names:
+                if name in mine:
+                    if name not in first:
+                        first[name] = i
+                    last[name] = i
+        dead: dict[int, list[str]] = {}
+        for name, i in last.items():
+            if name in binders[index][first[name]] and not isinstance(
+                    body[i], (n.Return, n.LoopJump)):
+                got_dead = dead.get(i)
+                if got_dead is None:
+                    dead[i] = [name]
+                else:
+                    got_dead.append(name)
+        for i, names_dead in dead.items():
+            result[id(body[i])] = tuple(sorted(names_dead))
     return result
+
+
+_NONE: frozenset[str] = frozenset()  # what a statement binding nothing binds
 
 
 def _common_list(found: list[int], lists: list[tuple[list[n.Stmt], int | None]]) -> int:
@@ -240,15 +264,3 @@ def _common_list(found: list[int], lists: list[tuple[list[n.Stmt], int | None]])
             k += 1
         common = common[:k]
     return common[-1]
-
-
-def _binds_first(s: n.Stmt, name: str) -> bool:
-    """Whether ``s``, the first statement of its list mentioning ``name``, binds it
-    (without reading it first)."""
-    if isinstance(s, n.Assign):  # (an Assign's statement expressions are its value's)
-        return name in _bound(s) and not any(
-            type(e) is n.Var and e.name == name for e in stmt_expr_list(s))
-    if isinstance(s, (n.For, n.If)):
-        return name in _bound(s) and not any(
-            type(e) is n.Var and e.name == name for e in stmt_expr_list(s))
-    return False

@@ -85,7 +85,9 @@ def _covered(body: list[n.Stmt], p: n.Param, plans: dict[int, LoopPlan]) -> bool
 def entry_fully_written(entry: n.Function, kernel_facts: dict[str, set[int]]) -> set[int]:
     """Positions of the entry's Out params whose first task is a kernel that overwrites
     them entirely (``kernel_facts``: kernel name -> its fully written param positions)."""
-    found = set()
+    found: set[int] = set()
+    if not any(kernel_facts.values()):
+        return found  # no kernel overwrites a param entirely (most programs)
     for i, p in enumerate(entry.params):
         if not (isinstance(p.type, TensorType) and p.direction is Direction.OUT):
             continue

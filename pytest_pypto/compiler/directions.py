@@ -152,12 +152,20 @@ def check_directions(program: n.Program, ctx: PassContext) -> n.Program:
     return program
 
 
+def _tensor_arg(call: n.Call, name: str) -> n.Var | None:
+    value = call.arg(name)
+    return value if isinstance(value, n.Var) and is_tensor(value.type) else None
+
+
 def _check_call(fn, call, roots, directions, first_access, ctx) -> None:
     spec = REGISTRY.as_dict().get(call.op)
-    dst = written_tensor(call) if spec is not None and spec.writes is not None else None
+    dst = viewed = None  # (`written_tensor` and `viewed_tensor`, from the one lookup)
+    if spec is not None:
+        if spec.writes is not None:
+            dst = _tensor_arg(call, spec.writes)
+        if spec.view_of is not None:
+            viewed = _tensor_arg(call, spec.view_of)  # taking a view reads nothing
     dst_root = roots.of(dst)
-    # taking a view reads nothing
-    viewed = viewed_tensor(call) if spec is not None and spec.view_of is not None else None
     for _, value in call.args:
         if type(value) is not n.Var and not isinstance(value, n.Var):
             continue  # (static arguments and index lists: most of them)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pytest_pypto.compiler.passes import PassContext
-from pytest_pypto.compiler.walk import stmt_expr_list
+from pytest_pypto.compiler.walk import iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CompileError
 from pytest_pypto.ir.memref import MemRefBinding
@@ -53,6 +53,8 @@ def check_memref_slots(program: n.Program, ctx: PassContext) -> n.Program:
     """Refuse the declared allocations PyPTO refuses (module docstring); IR unchanged."""
     ptoas = is_ptoas(getattr(ctx, "memory_planner", None))
     for fn in program.functions.values():
+        if not _declares_memrefs(fn.body):
+            continue  # no declared allocation (most functions): nothing to check
         walk = _Walk()
         walk.body(fn.body, None)
         if not walk.bound:
@@ -62,6 +64,16 @@ def check_memref_slots(program: n.Program, ctx: PassContext) -> n.Program:
         if ptoas:
             _check_ptoas(walk, ctx)
     return program
+
+
+def _declares_memrefs(body: list[n.Stmt]) -> bool:
+    """Whether any assignment of ``body`` (nested bodies included) declares an allocation
+    (a ``pl.MemRef`` on its annotation): what `_Walk` records as `Bound`s."""
+    for s in iter_stmts(body):
+        if type(s) is n.Assign and s.annotation is not None \
+                and getattr(s.annotation, "memref", None) is not None:
+            return True
+    return False
 
 
 class _Walk:

@@ -104,6 +104,7 @@ class Val:
     retarget: str | None = None  # "load" | "create" when the producer may be steered
     alias_of: Val | None = None
     demands: list[tuple[str, bool]] = field(default_factory=list)  # (space, from a move)
+    final: TileType | None = field(default=None, init=False, repr=False)  # final_type's
 
     def root(self) -> Val:
         v = self
@@ -113,6 +114,14 @@ class Val:
 
     def resolved(self) -> str | None:
         return self.root().space
+
+    def final_type(self) -> TileType:
+        """``type`` in the resolved space (asked in phase C only, once spaces are fixed:
+        one type object per value instead of one per use)."""
+        got = self.final
+        if got is None:
+            got = self.final = self.type.with_(space=self.resolved())
+        return got
 
 
 def _value_params(spec: OpSpec) -> list[str]:
@@ -321,7 +330,7 @@ class _Inference:
                 env.pop(t.name, None)
                 continue
             env[t.name] = val
-            t.type = val.type.with_(space=val.resolved())
+            t.type = val.final_type()
             if isinstance(value, n.Call) and len(targets) == 1:
                 value.type = t.type
 
@@ -330,7 +339,7 @@ class _Inference:
             if type(e) is n.Var:  # (a Var has no subclasses)
                 val = env.get(e.name)  # a Val, or None when the name is not in env
                 if val is not None:
-                    e.type = val.type.with_(space=val.resolved())
+                    e.type = val.final_type()
 
     def _rewrite_call(
         self, call: n.Call, env: dict[str, Val], out: list[n.Stmt], target: n.Var | None

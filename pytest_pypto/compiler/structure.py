@@ -10,7 +10,13 @@ from __future__ import annotations
 import math
 
 from pytest_pypto.compiler.passes import PassContext
-from pytest_pypto.compiler.walk import NameGen, all_names, iter_calls, rewrite_bodies
+from pytest_pypto.compiler.walk import (
+    NameGen,
+    all_names,
+    iter_calls,
+    rewrite_bodies,
+    stmt_expr_list,
+)
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError, PlacementError, UnsupportedFeatureError
 
@@ -210,19 +216,39 @@ def flatten_calls(program: n.Program, ctx: PassContext) -> n.Program:
         names = NameGen(lambda fn=fn: all_names(fn))
 
         def visit(body: list[n.Stmt], names: NameGen = names) -> list[n.Stmt]:
-            out: list[n.Stmt] = []
-            for stmt in body:
+            out: list[n.Stmt] | None = None  # a new list from the first statement changed
+            for i, stmt in enumerate(body):
+                if not _nests_calls(stmt):  # (most statements: nothing to hoist)
+                    if out is not None:
+                        out.append(stmt)
+                    continue
                 hoisted: list[n.Stmt] = []
                 _hoist_stmt(stmt, hoisted, names)
+                if out is None:
+                    out = body[:i]
                 if hoisted:
                     # (names are first taken, through the memo, before anything is hoisted)
                     ctx.exprs_rewritten = True
                     out.extend(hoisted)
                 out.append(stmt)
-            return out
+            return body if out is None else out
 
         rewrite_bodies(fn, visit)
     return program
+
+
+def _nests_calls(stmt: n.Stmt) -> bool:
+    """Whether `_hoist_stmt` has a call to hoist in ``stmt``: an op or kernel call among
+    its expressions other than an assignment's or expression statement's own value
+    (which `stmt_expr_list` lists last)."""
+    exprs = stmt_expr_list(stmt)
+    t = type(stmt)
+    end = len(exprs) - 1 if t is n.Assign or t is n.ExprStmt else len(exprs)
+    for i in range(end):
+        te = type(exprs[i])
+        if te is n.Call or te is n.FuncCall:
+            return True
+    return False
 
 
 def _hoist_stmt(stmt: n.Stmt, hoisted: list[n.Stmt], names: NameGen) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_pypto.arch import ArchSpec
 from pytest_pypto.compiler.capacity import shape_bytes
@@ -172,7 +173,37 @@ def dynamic_dims(plan: VectorPlan) -> list[int]:
     return []
 
 
+# (which plan, its arguments, id(arch)) -> (arch, plan): a plan is a pure function of its
+# arguments (shapes, dtypes, the frozen arch table, the budget), and compiling the same
+# kernel for both platforms, or again in another test, asks the same questions; the arch
+# is kept to check the id is still its.
+_PLANS: dict[tuple[Any, ...], tuple[ArchSpec, Any]] = {}
+
+
+def _planned(key: tuple[Any, ...], arch: ArchSpec, make: Callable[[], Any]) -> Any:
+    got = _PLANS.get(key)
+    if got is not None and got[0] is arch:
+        return got[1]
+    plan = make()
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()  # bounded: a long session plans many distinct shapes
+    _PLANS[key] = (arch, plan)
+    return plan
+
+
 def vector_plan(
+    result: tuple[Dim, ...], result_dtype: DataType, operands: Sequence[Operand],
+    arch: ArchSpec, budget: int, *, splittable: bool = True,
+) -> VectorPlan:
+    """The largest tiles of a vector op that fit ``budget`` bytes of Vec at once (see
+    `_vector_plan`; the answer is remembered, `_planned`)."""
+    ops = tuple(operands)
+    key = ("vector", tuple(result), result_dtype, ops, id(arch), budget, splittable)
+    return _planned(key, arch, lambda: _vector_plan(
+        tuple(result), result_dtype, ops, arch, budget, splittable=splittable))
+
+
+def _vector_plan(
     result: tuple[Dim, ...], result_dtype: DataType, operands: Sequence[Operand],
     arch: ArchSpec, budget: int, *, splittable: bool = True,
 ) -> VectorPlan:
@@ -273,6 +304,16 @@ def _halvings(length: int, align: int) -> list[int]:
 
 
 def matmul_plan(
+    m: int, n: int, k: int, operand: DataType, acc: DataType, arch: ArchSpec,
+    *, vector_tiles: int = 0,
+) -> MatmulPlan | None:
+    """`_matmul_plan`, remembered (`_planned`)."""
+    key = ("matmul", m, n, k, operand, acc, id(arch), vector_tiles)
+    return _planned(key, arch, lambda: _matmul_plan(
+        m, n, k, operand, acc, arch, vector_tiles=vector_tiles))
+
+
+def _matmul_plan(
     m: int, n: int, k: int, operand: DataType, acc: DataType, arch: ArchSpec,
     *, vector_tiles: int = 0,
 ) -> MatmulPlan | None:

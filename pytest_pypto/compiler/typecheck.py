@@ -182,8 +182,10 @@ def convert_rule_error(exc: OpRuleError, call: n.Call, ctx: PassContext) -> Comp
     return cls(exc.message, call.span, hint=exc.hint, arch=ctx.arch.name)
 
 
-def run_rules(call: n.Call, ctx: PassContext, env: dict[str, Interval | None], *, arch_rule: bool) -> CallInfo:
-    spec = ctx.op(call)
+def run_rules(call: n.Call, ctx: PassContext, env: dict[str, Interval | None], *, arch_rule: bool,
+              spec: OpSpec | None = None) -> CallInfo:
+    if spec is None:
+        spec = ctx.op(call)
     info = call_info(call, spec, ctx, env)
     try:
         spec.type_rule(info)
@@ -240,8 +242,9 @@ def check_types_for_arch(program: n.Program, ctx: PassContext) -> n.Program:
                     arch=ctx.arch.name,
                 )
             warned = len(ctx.warnings)
-            run_rules(call, ctx, env, arch_rule=True)
-            if _takes_window(ctx.op(call)):
+            spec = ctx.op(call)
+            run_rules(call, ctx, env, arch_rule=True, spec=spec)
+            if _takes_window(spec):
                 if len(ctx.warnings) == warned:
                     ctx.bounds_checked.add(id(call))
                 else:

@@ -41,6 +41,9 @@ _SHARED: tuple[type, ...] = (
 _SHARED_FIELDS: dict[type, frozenset[str]] = {n.Program: frozenset({"source_lines"})}
 
 _Copier = Callable[[Any, dict[int, Any]], Any]
+# Fields copied by a copier of their own: a Call's (name, value) argument pairs, the
+# most numerous tuples of the IR (`_copy_pairs`, the pair level inlined).
+_FIELD_COPIERS: dict[type, dict[str, str]] = {n.Call: {"args": "copy_pairs"}}
 _copiers: dict[type, _Copier] = {}  # exact class -> how to copy its instances
 
 
@@ -113,10 +116,14 @@ def _copy_node(node: Any, memo: dict[int, Any]) -> Any:
 
 def _node_copier(cls: type) -> _Copier:
     """`_copy_node` unrolled over a dataclass's fields (one compiled function per class:
-    no loop over the instance dict and no dict built key by key).  An instance whose
+    no loop over the instance dict).  The copy's fields are set as attributes, in field
+    order, as the dataclass's ``__init__`` sets them: the copy then keeps its values in
+    the instance (no separate ``__dict__`` object to allocate, and none for the garbage
+    collector to walk while the artifact keeps the IR alive).  An instance whose
     attributes are not exactly the fields takes the general `_copy_node`."""
     names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()
-    if not names or not all(name.isidentifier() for name in names):
+    frozen = dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    if not names or frozen or not all(name.isidentifier() for name in names):
         return _copy_node
     lines = [
         "def copy(node, memo):",
@@ -130,22 +137,25 @@ def _node_copier(cls: type) -> _Copier:
         "    new = memo[key] = new_object(cls)",
     ]
     shared = _SHARED_FIELDS.get(cls, frozenset())
+    own = _FIELD_COPIERS.get(cls, {})
     for i, name in enumerate(names):
         if name in shared:
             lines.append(f"    f{i} = d[{name!r}]")
+            continue
+        if name in own:
+            lines.append(f"    f{i} = {own[name]}(d[{name!r}], memo)")
             continue
         lines += [
             f"    v = d[{name!r}]",
             "    c = get(v.__class__) or learn(v.__class__)",
             f"    f{i} = v if c is share else c(v, memo)",
         ]
-    lines += [
-        "    new.__dict__ = {" + ", ".join(f"{name!r}: f{i}" for i, name in enumerate(names)) + "}",
-        "    return new",
-    ]
+    lines += [f"    new.{name} = f{i}" for i, name in enumerate(names)]
+    lines.append("    return new")
     scope: dict[str, Any] = {
         "fields": frozenset(names), "cls": cls, "new_object": object.__new__,
         "get": _copiers.get, "learn": _learn, "share": _share, "_copy_node": _copy_node,
+        "copy_pairs": _copy_pairs,
     }
     exec(compile("\n".join(lines), f"<clone of {cls.__name__}>", "exec"), scope)  # noqa: S102
     return scope["copy"]
@@ -171,6 +181,31 @@ def _copy_tuple(items: tuple[Any, ...], memo: dict[int, Any]) -> tuple[Any, ...]
             got = copier(item, memo)
             out.append(got)
             changed = changed or got is not item
+    return tuple(out) if changed else items
+
+
+def _copy_pairs(items: Any, memo: dict[int, Any]) -> Any:
+    """`_copy_tuple` of a Call's ``(name, value)`` pairs with the pair level inlined: a
+    pair is rebuilt only around a copied node, the tuple only when a pair was."""
+    if items.__class__ is not tuple:
+        return _clone(items, memo)
+    copiers = _copiers
+    out = []
+    changed = False
+    for pair in items:
+        if pair.__class__ is tuple and len(pair) == 2 and pair[0].__class__ is str:
+            value = pair[1]
+            copier = copiers.get(value.__class__) or _learn(value.__class__)
+            if copier is not _share:
+                new = copier(value, memo)
+                if new is not value:
+                    pair = (pair[0], new)
+                    changed = True
+        else:
+            new_pair = _clone(pair, memo)
+            changed = changed or new_pair is not pair
+            pair = new_pair
+        out.append(pair)
     return tuple(out) if changed else items
 
 
