@@ -56,7 +56,7 @@ def run(
     (which doubled a cold run); they hold no reference cycles, so reference counting
     frees them once released.  A process that froze objects itself is left alone.
     """
-    global _FROZEN
+    global _FROZEN, _LEFT_ALONE
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -64,19 +64,23 @@ def run(
         return _run(en, fileset, cache, paths)
     finally:
         if paused:
-            if _FROZEN or gc.get_freeze_count() == 0:
+            if _FROZEN or (not _LEFT_ALONE and gc.get_freeze_count() == 0):
                 gc.freeze()
                 _FROZEN = True
+            else:  # (counting the frozen objects walks them all: asked once per release)
+                _LEFT_ALONE = True
             gc.enable()
 
 
 _FROZEN = False  # this module froze the collector's view of the heap (run)
+_LEFT_ALONE = False  # the process had frozen objects itself: not ours to freeze (run)
 
 
 def release_shared(fileset: FileSet) -> None:
     """Drop the session's shared trees and thaw what `run` froze."""
-    global _FROZEN
+    global _FROZEN, _LEFT_ALONE
     fileset.release_parses()
+    _LEFT_ALONE = False
     if _FROZEN:
         _FROZEN = False
         gc.unfreeze()
