@@ -156,11 +156,25 @@ def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, out=None, **_):
 
 
 def _matmul_acc(acc, lhs, rhs, init_cond):
+    overwrite = init_cond is not None and bool(init_cond)
+    a, b, dst = lhs.data, rhs.data, acc.data
+    # The common case, decided without views or broadcasting: fully valid float32
+    # operands whose product is exactly the float32 accumulator (what `_acc_in_place`
+    # computes for them, the same BLAS call on the same arrays).
+    if a.dtype.char == b.dtype.char == dst.dtype.char == "f" and lhs.valid == a.shape \
+            and rhs.valid == b.shape and b.ndim == 2 and a.ndim >= 2 and b.shape[0] == a.shape[-1] \
+            and dst.shape == (*a.shape[:-1], b.shape[1]):
+        prod = _scratch(dst.shape)
+        np.matmul(a, b, out=prod)
+        if overwrite:
+            np.copyto(dst, prod)
+        else:
+            np.add(dst, prod, out=dst)
+        return acc
     from pytest_pypto.ir.apply import convert_array
     from pytest_pypto.ir.values import widen
 
     a, b = widen(lhs.valid_view(), lhs.dtype), widen(rhs.valid_view(), rhs.dtype)
-    overwrite = init_cond is not None and bool(init_cond)
     if _acc_in_place(acc, a, b, overwrite):
         return acc
     prod = matmul_wide(a, b)
