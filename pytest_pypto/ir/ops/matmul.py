@@ -137,13 +137,18 @@ def _acc_in_place(acc, lhs: Any, rhs: Any, overwrite: bool) -> bool:
     dst = acc.data[(Ellipsis, slice(0, shape[-2]), slice(0, shape[-1]))]
     if dst.shape != shape:
         return False
-    prod = _scratch(shape)
+    _product_into(dst, lhs, rhs, overwrite)
+    return True
+
+
+def _product_into(dst: Any, lhs: Any, rhs: Any, overwrite: bool) -> None:
+    """``dst (+)= lhs @ rhs`` in float32, the product in a reused buffer of dst's shape."""
+    prod = _scratch(dst.shape)
     np.matmul(lhs, rhs, out=prod)
     if overwrite:
         np.copyto(dst, prod)
     else:
         np.add(dst, prod, out=dst)
-    return True
 
 
 def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, out=None, **_):
@@ -164,12 +169,7 @@ def _matmul_acc(acc, lhs, rhs, init_cond):
     if a.dtype.char == b.dtype.char == dst.dtype.char == "f" and lhs.valid == a.shape \
             and rhs.valid == b.shape and b.ndim == 2 and a.ndim >= 2 and b.shape[0] == a.shape[-1] \
             and dst.shape == (*a.shape[:-1], b.shape[1]):
-        prod = _scratch(dst.shape)
-        np.matmul(a, b, out=prod)
-        if overwrite:
-            np.copyto(dst, prod)
-        else:
-            np.add(dst, prod, out=dst)
+        _product_into(dst, a, b, overwrite)
         return acc
     from pytest_pypto.ir.apply import convert_array
     from pytest_pypto.ir.values import widen
