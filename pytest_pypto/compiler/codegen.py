@@ -622,31 +622,33 @@ def orchestration_source(program: n.Program, entry: n.Function, registry, header
 def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:
     """Whether the windows of a batched access are the whole tensor, known at compile time
     (in bounds, from offset 0, and as large as the tensor in every dim)."""
-    if not _fits_statically(loop, tensor, offsets, shape, axis):
-        return False
-    start, stop, step = (b.value for b in (loop.start, loop.stop, loop.step))
-    trips = len(range(start, stop, step))
-    for d, (o, e, extent) in enumerate(zip(offsets, shape, tensor.type.shape)):
-        first = o if type(o) is int else o.value if isinstance(o, n.Const) else start
-        if first != 0 or (trips * e if d == axis else e) != extent:
-            return False
-    return True
+    spans = _static_spans(loop, tensor, offsets, shape, axis)
+    return spans is not None and all(first == 0 and end == extent for first, end, extent in spans)
 
 
 def _fits_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:
-    """Whether all windows of a batched access are in bounds, known at compile time: a
-    tensor of static shape, constant loop bounds, and each offset a constant or the loop
-    variable itself (anything else keeps the run-time `_batch.fits` guard)."""
+    """Whether all windows of a batched access are in bounds, known at compile time (else
+    the run-time `_batch.fits` guard stays)."""
+    spans = _static_spans(loop, tensor, offsets, shape, axis)
+    return spans is not None and all(first >= 0 and end <= extent for first, end, extent in spans)
+
+
+def _static_spans(loop: n.For, tensor: Any, offsets: Any, shape: tuple,
+                  axis: int) -> list[tuple[int, int, int]] | None:
+    """Per dim, (first index, end, tensor extent) covered by all windows of a batched
+    access, when compile time knows them: a tensor of static shape, constant loop bounds
+    with at least one trip, and each offset a constant or the loop variable itself."""
     bounds = (loop.start, loop.stop, loop.step)
     size = getattr(getattr(tensor, "type", None), "shape", None)
     if not all(isinstance(b, n.Const) and type(b.value) is int for b in bounds) \
             or not isinstance(size, tuple) or len(size) != len(shape) \
             or not all(type(d) is int for d in size + tuple(shape)):
-        return False
+        return None
     start, stop, step = (b.value for b in bounds)
     trips = len(range(start, stop, step))
     if trips < 1 or len(offsets) != len(shape):
-        return False
+        return None
+    spans = []
     for d, (o, e, extent) in enumerate(zip(offsets, shape, size)):
         if type(o) is int:
             first = o
@@ -655,8 +657,6 @@ def _fits_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis:
         elif isinstance(o, n.Var) and o.name == loop.var.name and d == axis:
             first = start
         else:
-            return False
-        end = first + (trips * e if d == axis else e)
-        if first < 0 or end > extent:
-            return False
-    return True
+            return None
+        spans.append((first, first + (trips * e if d == axis else e), extent))
+    return spans

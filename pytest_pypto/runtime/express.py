@@ -25,11 +25,12 @@ from operator import itemgetter
 from time import perf_counter
 from typing import Any
 
-from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.graph import TaskGraph, write_back
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.staging import EntryPlan, entry_handles
 
 __all__ = ["Schedule", "dry_graph", "record", "replay", "signature"]
+
 
 class Schedule:
     """A recorded run's kernel calls, in order: for each, the kernel function, what
@@ -44,33 +45,26 @@ class Schedule:
 
 def _picker(spec: list[tuple[bool, Any]]) -> Callable[[Sequence[Any]], tuple]:
     """``values -> kernel arguments``: entry positions taken from the values, scalars
-    as recorded (a tuple getter when every argument is a tensor)."""
-    if all(is_tensor for is_tensor, _ in spec):
-        positions = [p for _, p in spec]
-        if len(positions) > 1:
-            return itemgetter(*positions)
-        only = positions[0] if positions else None
-        return (lambda values: (values[only],)) if positions else (lambda values: ())
+    as recorded (a tuple getter when every argument is one of several tensors)."""
+    if len(spec) > 1 and all(is_tensor for is_tensor, _ in spec):
+        return itemgetter(*[position for _, position in spec])
     frozen = tuple(spec)
-    return lambda values: tuple([values[x] if t else x for t, x in frozen])
+    return lambda values: tuple([values[x] if is_tensor else x for is_tensor, x in frozen])
 
 
-def keyed_params(plan: EntryPlan) -> tuple[int, ...]:
-    """Positions whose value can change the schedule: scalars and tensors with
-    dynamic dims (every static tensor was checked to have its declared shape)."""
-    return tuple(i for i, p in enumerate(plan.params) if p.scalar or p.static is None)
+def keyed_params(plan: EntryPlan) -> tuple[tuple[int, bool], ...]:
+    """(position, is a scalar) of every value that can change the schedule: scalars and
+    tensors with dynamic dims (every static tensor was checked to have its declared shape)."""
+    return tuple((i, p.scalar) for i, p in enumerate(plan.params) if p.scalar or p.static is None)
 
 
-def signature(keyed: tuple[int, ...], values: Sequence[Any]) -> tuple:
-    """The schedule key of one run's staged values (`keyed_params` positions)."""
+def signature(keyed: tuple[tuple[int, bool], ...], values: Sequence[Any]) -> tuple:
+    """The schedule key of one run's staged values: shapes of the keyed tensors, class and
+    value of the scalars (1 and True differ)."""
     if not keyed:
         return ()
-    key = []
-    for i in keyed:
-        v = values[i]
-        shape = getattr(v, "shape", None)
-        key.append(shape if shape is not None else (v.__class__, v))
-    return tuple(key)
+    return tuple([(values[i].__class__, values[i]) if scalar else values[i].shape
+                  for i, scalar in keyed])
 
 
 def record(plan: EntryPlan, rt: Orchestrator, graph: TaskGraph) -> Schedule | None:
@@ -107,10 +101,7 @@ def replay(schedule: Schedule, values: Sequence[Any]) -> list[float]:
         result = fn(*args) if kwargs is None else fn(*args, **kwargs)
         seconds.append(perf_counter() - start)
         if result:
-            for pos, value in zip(returns, result):
-                view = args[pos]
-                if value is not view and value is not None:
-                    view[...] = value  # a kernel that returned a fresh array (as `graph`)
+            write_back(returns, args, result)
     return seconds
 
 

@@ -28,7 +28,7 @@ costs O(n log n) plus the byte-range overlaps between their windows.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -526,10 +526,7 @@ class TaskGraph:
         task.seconds = perf_counter() - start
         self.kernel_seconds += task.seconds
         if result:
-            for pos, value in zip(task.returns, result):
-                view = task.call_args[pos]
-                if value is not view and value is not None:
-                    view[...] = value  # a kernel that returned a fresh array: write it back
+            write_back(task.returns, task.call_args, result)
         task.done = True
 
     # -- record ------------------------------------------------------------------
@@ -560,6 +557,15 @@ class TaskGraph:
             "war_hazards": list(self.war_hazards),
             "kernels": {name: _kernel_record(k) for name, k in self.kernels.items()},
         }
+
+
+def write_back(returns: Sequence[int], call_args: Sequence[Any], result: Sequence[Any]) -> None:
+    """A kernel's returned values at ``returns``: one that is a fresh array (not the
+    argument view it was given) is written into that view."""
+    for pos, value in zip(returns, result):
+        view = call_args[pos]
+        if value is not view and value is not None:
+            view[...] = value
 
 
 def _kernel_record(kernel: Any) -> dict[str, Any]:

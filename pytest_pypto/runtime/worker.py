@@ -320,7 +320,9 @@ class Worker:
                     graph = TaskGraph(clusters, kernels=kernels)
                     rt = Orchestrator(kernels, graph, [])
                 note = _partial_record(cfg, manifest.program, graph, rt, exc) \
-                    if schedule is None else "stopped inside a replayed schedule (runtime.express)"
+                    if schedule is None else (
+                    "task graph not recorded: the run stopped inside a replay of its fixed "
+                    "schedule (runtime.express); a run with RunConfig(trace=True) records it")
                 exc.notes = (*exc.notes, note)
             raise
         finally:
