@@ -29,17 +29,14 @@ from pytest_pypto.harness.cache import CompileCache
 from pytest_pypto.harness.runner import Runner, copy_artifact
 from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import SimulationError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 R, C, TR = 32, 64, 16
 W = pl.dynamic("W")
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if marker in text and "line_of" not in text]
-    assert len(hits) == 1, hits
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 @pl.program

@@ -13,7 +13,6 @@ alignment, independently of the compiler.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,16 +23,13 @@ from pytest_pypto import RunConfig
 from pytest_pypto.arch import spec
 from pytest_pypto.compiler.api import lower
 from pytest_pypto.ir.errors import CapacityError
+from ut.helpers import line_finder
 
-THIS = Path(__file__).read_text().splitlines()
 ARCHS = ("a2a3", "a5")
 C = 128  # columns of every FP32 tile here: 512 bytes a row
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def config(arch: str) -> RunConfig:

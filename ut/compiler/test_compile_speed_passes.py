@@ -10,6 +10,8 @@ Each must give what the plain computation gives; the references are written here
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +29,7 @@ from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import FP32, INDEX
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import ScalarType, TileType
+from ut.helpers import line_of
 
 
 @pl.program
@@ -155,9 +158,7 @@ def test_a_window_past_the_tensor_on_the_last_iteration_still_fails_at_compile()
 
     with pytest.raises(CompileError) as info:
         compile(Over, RunConfig(platform="a5sim"))
-    lines = [i + 1 for i, text in enumerate(open(__file__).read().splitlines())
-             if text.rstrip().endswith("# over-the-edge")]
-    assert f":{lines[0]}:" in str(info.value)
+    assert f":{line_of(Path(__file__), 'over-the-edge')}:" in str(info.value)
 
 
 # ------------------------------------------------------------------ _peak

@@ -17,17 +17,13 @@ from pytest_pypto.ir.errors import (
     MemorySpaceError,
     PlacementError,
 )
+from ut.helpers import line_finder
 
 HERE = Path(__file__).resolve()
-SOURCE = HERE.read_text().splitlines()
 PLATFORMS = ["a2a3sim", "a5sim"]
 
 
-def line_of(marker: str) -> int:
-    """1-based line of the unique source line ending with ``# <marker>``."""
-    hits = [i for i, text in enumerate(SOURCE, start=1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 @pl.program

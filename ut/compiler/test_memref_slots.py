@@ -6,8 +6,6 @@ message and the binding's line, and the shapes every planner accepts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import pytest_pypto
@@ -17,18 +15,15 @@ from pytest_pypto.compat.pypto.backend.pto_backend import PartialCodegenError
 from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
 from pytest_pypto.compiler.selections import ir_compile
 from pytest_pypto.ir.errors import CompileError
+from ut.helpers import line_finder
 
-SOURCE = Path(__file__).read_text().splitlines()
 R, C, STEPS = 16, 64, 4
 PING = pl.MemRef(slots=2)
 SCRATCH = pl.MemRef()
 ALL_PLANNERS = [None, MemoryPlanner.PYPTO, MemoryPlanner.DSA_RP, MemoryPlanner.PTOAS]
 
 
-def line_of(marker: str) -> int:
-    hits = [i for i, text in enumerate(SOURCE, start=1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def compile_with(program, planner, platform="a2a3sim"):

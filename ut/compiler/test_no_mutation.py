@@ -29,18 +29,15 @@ from pytest_pypto.ir.clone import clone_node, clone_program
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.printer import print_program
 from pytest_pypto.ir.types import DynVar, TileType, Type
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 R, C, TR = 64, 64, 16
 M = pl.dynamic("M")
 UB = pl.MemRef(slots=2)
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 # ------------------------------------------------------------------ programs

@@ -11,7 +11,6 @@ to the Acc row alignment, then the space alignment), not taken from the planner.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -30,15 +29,12 @@ from pytest_pypto.ir.errors import (
     PlacementError,
 )
 from pytest_pypto.ir.registry import REGISTRY
+from ut.helpers import line_finder
 
 A2A3, A5 = RunConfig(platform="a2a3sim"), RunConfig(platform="a5sim")
-THIS = Path(__file__).read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def vec_bytes(shape, nbytes):

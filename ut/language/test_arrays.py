@@ -15,6 +15,7 @@ import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import ParserTypeError, SimulationError
 from pytest_pypto.ir.types import ArrayType
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
 
@@ -88,9 +89,7 @@ def test_dynamic_index_outside_the_array_is_a_simulation_error(platform):
     assert info.value.line == _line("# dynamic index")
 
 
-def _line(marker: str) -> int:
-    lines = open(__file__, encoding="utf-8").read().splitlines()
-    return next(i + 1 for i, t in enumerate(lines) if t.rstrip().endswith(marker))
+_line = line_finder(__file__)
 
 
 def test_constant_index_outside_the_array(line_of):

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_pypto.ir.errors import InvalidOperationError
 from pytest_pypto.language import parser
+from ut.helpers import line_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,7 +141,7 @@ def _import(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleTyp
 
 
 def _line(marker: str) -> int:
-    return next(i for i, text in enumerate(MODULE.splitlines(), 1) if text.endswith(f"# {marker}"))
+    return line_of(MODULE, marker)
 
 
 def _col(marker: str, text: str) -> int:

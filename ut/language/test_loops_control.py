@@ -12,6 +12,7 @@ import pytest_pypto.language as pl
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.types import DynExpr, ScalarType, TensorType
+from ut.helpers import line_of
 
 M = pl.dynamic("M")
 N = pl.dynamic("N")
@@ -291,7 +292,7 @@ def test_while_underscore_rules(tmp_path, monkeypatch, body, message, mark):
     with pytest.raises((ParserSyntaxError, InvalidOperationError)) as ei:
         module.build()
     assert message in ei.value.message
-    want = next(i + 1 for i, text in enumerate(src.splitlines()) if text.endswith(f"# {mark}"))
+    want = line_of(src, mark)
     assert ei.value.line == want
 
 

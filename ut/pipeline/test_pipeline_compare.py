@@ -13,6 +13,7 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import ArchSupportError, InvalidOperationError, ParserTypeError
+from ut.helpers import line_finder
 
 RAGGED = [(16, 64, 16, 64), (16, 64, 9, 37), (2, 264, 2, 257)]
 CMP = [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
@@ -222,9 +223,7 @@ def k_int16_cmp(R, C):
     return Int16Cmp
 
 
-def _line(marker: str) -> int:
-    with open(__file__, encoding="utf-8") as f:
-        return next(i for i, t in enumerate(f, 1) if t.rstrip().endswith(f"# {marker}"))
+_line = line_finder(__file__)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -11,7 +11,6 @@ edge fails at run time at the user's pl.load / pl.store line with the Scalar val
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,16 +19,12 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import CompileError, SimulationError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    """1-based line of this file carrying ``marker`` (kernels' source lines)."""
-    hits = [i + 1 for i, text in enumerate(THIS) if marker in text and "line_of" not in text]
-    assert len(hits) == 1, hits
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 M = pl.dynamic("M")

@@ -16,14 +16,9 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import CapacityError, PyptoError, SimulationError
+from ut.helpers import line_finder
 
-THIS = open(__file__).read().splitlines()
-
-
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 # ----------------------------------------------------------------- paged_gather

@@ -10,8 +10,6 @@ stores.  References are numpy; every program runs on both sims.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -19,16 +17,13 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import CapacityError, PlacementError, PyptoWarning
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 POISON_INT32 = np.int32(-0x5A5A5A5B)  # every byte 0xA5 (DSL.md §5.5)
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def compile_for(program, platform="a2a3sim"):

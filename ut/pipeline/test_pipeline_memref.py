@@ -10,8 +10,6 @@ are written here, from the inputs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -21,9 +19,9 @@ from pytest_pypto import RunConfig
 from pytest_pypto.compiler.api import compile as compile_artifact
 from pytest_pypto.ir.errors import ParserTypeError, SimulationError
 from pytest_pypto.ir.printer import print_program
+from ut.helpers import line_finder
 from ut.pipeline.pipeline_kit import PLATFORMS
 
-SOURCE = Path(__file__).read_text().splitlines()
 TR, TC, STEPS = 16, 64, 4
 ROWS = TR * STEPS
 M, K, N, TN = 16, 32, 64, 16
@@ -32,10 +30,7 @@ L0C = pl.MemRef(slots=2)
 NARROW = pl.MemRef("narrow", slots=2)
 
 
-def line_of(marker: str) -> int:
-    hits = [i for i, text in enumerate(SOURCE, start=1) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def ramp(rows: int, cols: int, scale: float, bias: float) -> np.ndarray:

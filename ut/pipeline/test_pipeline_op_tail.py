@@ -7,22 +7,15 @@ References are numpy written here (np.arange, ndarray.view, reshape, Python max/
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from pipeline_kit import PLATFORMS, run
 
 import pytest_pypto.language as pl
 from pytest_pypto.ir.errors import InvalidOperationError, ParserTypeError
+from ut.helpers import line_finder
 
-THIS = Path(__file__).read_text(encoding="utf-8").splitlines()
-
-
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, hits
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def _arange_program(dt, n, start, descending):

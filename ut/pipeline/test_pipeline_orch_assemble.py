@@ -11,8 +11,6 @@ checks and for the directions a `pl.at` region infers.  References are numpy.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -20,15 +18,12 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import DirectionError, PlacementError, ShapeError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def compile_for(program, platform="a2a3sim"):

@@ -9,7 +9,6 @@ rows added in the tile dtype, sequentially, or as a halving tree with a tmp tile
 from __future__ import annotations
 
 import math
-import pathlib
 
 import numpy as np
 import pytest
@@ -30,14 +29,9 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import ArchSupportError, ParserTypeError, PyptoWarning
+from ut.helpers import line_finder
 
-THIS = pathlib.Path(__file__).read_text().splitlines()
-
-
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if marker in text and "line_of" not in text]
-    assert len(hits) == 1, hits
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 # ------------------------------------------------------------------ kernels

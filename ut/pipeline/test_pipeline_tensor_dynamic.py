@@ -27,19 +27,16 @@ from pytest_pypto.compiler.api import lower
 from pytest_pypto.compiler.walk import iter_calls, iter_stmts
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import InvalidOperationError, ShapeError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 
 M = pl.dynamic("M")
 N = pl.dynamic("N")
 K = pl.dynamic("K")
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 # ------------------------------------------------------------------ programs

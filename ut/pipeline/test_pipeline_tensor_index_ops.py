@@ -26,16 +26,13 @@ from pytest_pypto.ir.errors import (
     ParserTypeError,
     SimulationError,
 )
+from ut.helpers import line_finder
 
-THIS = open(__file__).read().splitlines()
 NP = {"FP32": np.float32, "FP16": np.float16, "BF16": ml_dtypes.bfloat16, "INT32": np.int32,
       "INT16": np.int16, "UINT32": np.uint32}
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ References are plain numpy written here.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -21,16 +19,13 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import ArchSupportError, ParserTypeError, ShapeError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 SENTINEL = -1000.0
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def run(program, platform, *arrays):

@@ -6,8 +6,6 @@ assemble (a5 only), a rank-2 tile stored into a rank-3 tensor, and bounds errors
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,15 +13,12 @@ import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import ArchSupportError, BoundsError
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text(encoding="utf-8").splitlines()
 
 
-def line_of(marker: str) -> int:
-    hits = [i + 1 for i, text in enumerate(THIS) if text.rstrip().endswith(marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 def run(program, platform, *arrays):

@@ -23,6 +23,7 @@ import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
 import pytest_pypto.runtime.worker  # noqa: F401
 from pytest_pypto.harness.ledger import Ledger
+from ut.helpers import line_of
 
 CELLS = ("a2a3sim", "a2a3", "a5sim", "a5")
 ARCH = {"a2a3sim": "a2a3", "a2a3": "a2a3", "a5sim": "a5", "a5": "a5"}
@@ -148,9 +149,7 @@ def test_acc(pypto_runner):
 def test_an_a5_only_compile_error_fails_both_a5_cells(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(NO_DISPATCH_CONFTEST)
     path = pytester.makepyfile(test_gate=A5_REJECTS)
-    store_line = 1 + next(
-        i for i, line in enumerate(path.read_text().splitlines()) if "atomic=" in line
-    )
+    store_line = line_of(path, "atomic=", contains=True)
     result = pytester.runpytest(*GATE, "-rfs", "-p", "no:randomly")
     result.assert_outcomes(failed=2, skipped=2)
     out = result.stdout.str()

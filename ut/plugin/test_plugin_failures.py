@@ -8,7 +8,6 @@ never-written counts, and that a module failing at import does not stop the run.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy  # noqa: F401
 import pytest
@@ -22,6 +21,7 @@ import pytest_pypto.harness.dispatch  # noqa: F401
 import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
 import pytest_pypto.runtime.worker  # noqa: F401
+from ut.helpers import line_of
 
 KERNELS = ADD_PROGRAM.replace("M, N, TM = 128, 64, 32", "M, N, TM = 64, 32, 16") + '''
 
@@ -67,14 +67,6 @@ INTERNALS = (
     "runner.py", "cache.py", "compare.py", "def assert_close(", "find_mismatch(",
     "Program(name=", "PassContext(", "pytest_pypto/",
 )
-
-
-def _line_of(path: Path, marker: str) -> int:
-    """The 1-based line of file ``path`` that ends with ``# marker``."""
-    lines = path.read_text().splitlines()
-    hits = [i + 1 for i, line in enumerate(lines) if line.endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
 
 
 def _esc(pattern: str) -> str:
@@ -130,16 +122,16 @@ def test_never_collected():
     out = result.stdout.str()
     assert "Interrupted" not in out
     path = pytester.path / "test_bad.py"
-    line = _line_of(path, "bad-op")
+    line = line_of(path, "bad-op")
     text = _failure_text(result)
     _match(
             result,
         [
             "*ERROR collecting test_bad.py*",
-            f"test_bad.py:{_line_of(path, 'import-time')}: in <module>",
+            f"test_bad.py:{line_of(path, 'import-time')}: in <module>",
             "    Broken = build()  # import-time",
             "*",
-            f"test_bad.py:{_line_of(path, 'decorator')}: in build",
+            f"test_bad.py:{line_of(path, 'decorator')}: in build",
             "    @pl.program  # decorator",
             "*",
             "E   pytest_pypto.ir.errors.InvalidOperationError: Error: module "
@@ -191,7 +183,7 @@ def test_big(pypto_runner):
     pytester.makepyfile(test_big=test)
     result = pytester.runpytest("-p", "no:randomly", "--pypto-arch=a2a3")
     result.assert_outcomes(failed=1)
-    line = _line_of(pytester.path / "failure_kernels.py", "too-big")
+    line = line_of(pytester.path / "failure_kernels.py", "too-big")
     _match(
             result,
         [
@@ -205,7 +197,7 @@ def test_big(pypto_runner):
             "E          = note: live at the peak: t (Vec [64, 8192] FP32, 2097152 bytes, *)",
             "E          = help: *",
             "",
-            f"test_big.py:{_line_of(pytester.path / 'test_big.py', 'call')}: CapacityError",
+            f"test_big.py:{line_of(pytester.path / 'test_big.py', 'call')}: CapacityError",
         ],
 
     )
@@ -256,7 +248,7 @@ def test_other_test_of_the_file():
     pytester.makepyfile(test_typo=module)
     result = pytester.runpytest("-p", "no:randomly", "--pypto-arch=a5")
     result.assert_outcomes(failed=1, passed=1)
-    line = _line_of(pytester.path / "test_typo.py", "typo")
+    line = line_of(pytester.path / "test_typo.py", "typo")
     _match(
             result,
         [
@@ -314,7 +306,7 @@ def test_assert_close_in_a_readme_style_test_names_platform_seed_and_repro(
                 f"E       reproduce: pytest '{nodeid}' --pypto-arch {arch} --pypto-mode sim "
                 "--pypto-seed 3",
                 "",
-                f"test_readme.py:{_line_of(pytester.path / 'test_readme.py', 'wrong')}: "
+                f"test_readme.py:{line_of(pytester.path / 'test_readme.py', 'wrong')}: "
                 "MismatchError",
             ]
         )

@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from ut.helpers import line_of
+
 SUITE = '''
 import shutil
 
@@ -159,7 +161,7 @@ def test_isolate_turns_exit_abort_and_hang_into_one_failed_test_each_under_xdist
         assert expected[name.split("[")[0]] in message, (name, message)
     # the crashes name the kernel that was running and where it is in the user's file
     assert re.search(r"while running kernel 'add' \(\S*test_crashes.py:\d+\)", out)
-    loop = [i for i, line in enumerate(SUITE.splitlines()) if "while i < n:" in line][0]
+    loop = line_of(SUITE, "while i < n:", contains=True) - 1
     hang = re.search(r"'Spin' on a5sim: timed out.*\n.*test_crashes.py:(\d+):", out)
     assert hang and loop <= int(hang.group(1)) <= loop + 2  # a line of Spin's loop
     result.stdout.fnmatch_lines(["a2a3sim: 4 failed: runtime-error",

@@ -21,6 +21,7 @@ import pytest_pypto.harness.runner  # noqa: F401
 import pytest_pypto.language  # noqa: F401
 import pytest_pypto.runtime.trace  # noqa: F401
 import pytest_pypto.runtime.worker  # noqa: F401
+from ut.helpers import line_of
 
 PROBE = """
 def test_probe(pypto_config):
@@ -156,7 +157,8 @@ def test_trace_writes_tracks_of_the_cores_used_and_flows_of_the_edges(
     assert [slices[t]["name"] for t in (0, 1, 2)] == ["plus_one", "twice", "combine"]
     combine = slices[2]["args"]
     test_file = pytester.path / "test_pipe.py"
-    assert combine["source"] == f"{test_file}:{_line(test_file.read_text(), 'x = pl.load(a')}"
+    line = line_of(test_file.read_text(), "x = pl.load(a", contains=True)
+    assert combine["source"] == f"{test_file}:{line}"
     assert combine["params"]["a"].startswith("In p[16, 32]")
     assert combine["params"]["o"].startswith("Out out[16, 32]")
 
@@ -170,11 +172,6 @@ def test_trace_writes_tracks_of_the_cores_used_and_flows_of_the_edges(
     assert set(starts) == set(ends) and all(e["bp"] == "e" for e in ends.values())
     flows = {(slice_at(starts[i]), slice_at(ends[i]), starts[i]["name"]) for i in starts}
     assert flows == expected_edges
-
-
-def _line(source: str, text: str) -> int:
-    (n,) = [i for i, ln in enumerate(source.splitlines(), start=1) if text in ln][:1]
-    return n
 
 
 FAILING_TEST = PIPELINE + '''
@@ -261,7 +258,7 @@ def test_strict_war_fails_the_test_naming_the_hazard(pytester: pytest.Pytester) 
     assert "1 write-after-read hazard(s) the device does not order: task 1 (kernel " \
            "'overwrite') writes 'buf' bytes [0, 2048] that task 0 (kernel 'snapshot') reads" in out
     source = (pytester.path / "test_war.py").read_text()
-    assert f"test_war.py:{_line(source, 'first line of overwrite')}" in out
+    assert f"test_war.py:{line_of(source, 'first line of overwrite', contains=True)}" in out
     (where,) = [p for p in kept.iterdir() if "test_war" in p.name]
     assert f"task graph: {where / 'deps.json'}" in out  # the kept copy, not a temp dir
     assert "pypto-runs-" not in out

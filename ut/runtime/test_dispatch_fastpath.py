@@ -11,8 +11,6 @@ fresh buffers), on both sims, with numpy references written in the tests.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -23,16 +21,12 @@ from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime import graph as graph_module
 from pytest_pypto.runtime import staging, worker
 from pytest_pypto.runtime.worker import Worker
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-THIS = Path(__file__).read_text().splitlines()
 
 
-def line_of(marker: str) -> int:
-    """1-based line of this file carrying ``marker``."""
-    hits = [i + 1 for i, text in enumerate(THIS) if marker in text and "line_of" not in text]
-    assert len(hits) == 1, hits
-    return hits[0]
+line_of = line_finder(__file__)
 
 
 M = pl.dynamic("M")

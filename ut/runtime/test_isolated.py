@@ -32,6 +32,7 @@ from pytest_pypto.runtime.isolated import IsolatedRuntime
 from pytest_pypto.runtime.protocol import RuntimeFailure, protocol_problems
 from pytest_pypto.runtime.timeout import RunTimedOut, deadline
 from pytest_pypto.runtime.worker import Worker
+from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
 M, N = 32, 64
@@ -89,9 +90,7 @@ def _in_the_loop(span) -> bool:
         "# its last line")
 
 
-def _line_of(marker: str) -> int:
-    return next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1)
-                if marker in text)
+_line_of = line_finder(__file__)
 
 
 _COMPILED: dict = {}

@@ -14,6 +14,7 @@ from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime.protocol import DeviceFailure
 from pytest_pypto.runtime.worker import OnboardExecutionError, SimRun, Worker
+from ut.helpers import line_of
 
 F = [16, 32]
 
@@ -376,7 +377,7 @@ def test_run_time_bounds_error_points_at_the_users_line(artifact, tmp_path):
     )
     path = art / "kernels" / "tail.py"
     src = path.read_text()
-    load_line = next(i for i, text in enumerate(src.splitlines(), 1) if "load(a" in text)
+    load_line = line_of(src, "load(a", contains=True)
     path.write_text(src.replace(
         "def make(bind):\n",
         f"SPANS = {{{load_line + 1}: ({str(user)!r}, 2, 13)}}\n\n"
@@ -401,7 +402,7 @@ def test_orchestration_error_points_at_the_users_line(artifact, tmp_path):
     )
     path = art / "orchestration.py"
     src = path.read_text()
-    line = next(i for i, text in enumerate(src.splitlines(), 1) if "rt.slice" in text)
+    line = line_of(src, "rt.slice", contains=True)
     path.write_text(f"SPANS = {{{line + 1}: [{str(user)!r}, 3, 13]}}\n" + src)
     with pytest.raises(SimulationError, match="offset 20 \\+ extent 16 > source extent 32") as info:
         Worker("a2a3sim").run(art, np.zeros(F, np.float32), np.zeros(F, np.float32))
