@@ -28,7 +28,7 @@ from pytest_pypto.arch import (
     platform_string,
 )
 
-__all__ = ["PYPTO_ONLY_FIELDS", "BackendType", "ExecutionMode", "RunConfig"]
+__all__ = ["BackendType", "ExecutionMode", "RunConfig"]
 
 UNINITIALIZED_CHOICES = ("poison", "zero")
 
@@ -76,7 +76,7 @@ class RunConfig:
     runtime: str | None = None
     # PyPTO's dependency capture: the simulator always records its task graph (deps.json).
     enable_dep_gen: bool = False
-    # Accepted without effect on the simulator (PYPTO_ONLY_FIELDS).
+    # Accepted without effect on the simulator (compat/session.py PYPTO_ONLY_FIELDS).
     strategy: Any = field(default=None, metadata=_ACCEPTED)
     memory_planner: Any = field(default=None, metadata=_ACCEPTED)
     enable_chip_swimlane: int = field(default=0, metadata=_ACCEPTED)
@@ -184,10 +184,6 @@ def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
         )
     return parse_platform(platform)
 
-
-PYPTO_ONLY_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(RunConfig) if f.metadata.get("pypto_only")
-)
 
 _dataclass_init = RunConfig.__init__
 

@@ -39,6 +39,18 @@ from typing import Any
 
 import pytest
 
+from pytest_pypto.compat.session import (
+    apply_pypto_options,
+    case_platform,
+    runner_for_case,
+    session_config,
+    wants_cells,
+)
+from pytest_pypto.harness.cells import CELL_FIXTURE
+from pytest_pypto.plugin.devices import onboard_status
+from pytest_pypto.plugin.failures import note_failure_class
+from pytest_pypto.plugin.options import settings
+
 __all__ = ["TestRunner"]
 
 _RESULTS_KEY = pytest.StashKey[list]()
@@ -51,7 +63,7 @@ _SWITCHES = {
     "dump_passes": "pypto_dump_passes",
     "codegen_only": "pypto_codegen_only",
 }
-# PyPTO's DFX/pipeline options -> RunConfig field (accepted; see config.PYPTO_ONLY_FIELDS).
+# PyPTO's DFX/pipeline options -> RunConfig field (accepted; see session.PYPTO_ONLY_FIELDS).
 _DFX = {
     "enable_dep_gen": "enable_dep_gen",
     "enable_chip_swimlane": "enable_chip_swimlane",
@@ -96,16 +108,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Map PyPTO's option spellings onto ours (before the plugin resolves them)."""
-    from pytest_pypto.harness.pypto_session import apply_pypto_options
-
     apply_pypto_options(config, _VALUE_OPTIONS, _SWITCHES)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """``PLATFORMS`` lists this session's cells (test modules import it later)."""
-    from pytest_pypto.harness.pypto_cases import set_requested_cells
-    from pytest_pypto.harness.session import settings
+    from pytest_pypto.compat.cases import set_requested_cells  # lazy: compat import cost
 
     set_requested_cells(settings(session.config).cells)
 
@@ -114,11 +123,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test using the session-scoped ``test_runner`` runs once per cell, unless it
     is parametrized over ``platform`` itself (PyPTO's ``PLATFORMS``)."""
-    from pytest_pypto.harness.pypto_session import wants_cells
-
     if wants_cells(metafunc):
-        from pytest_pypto.harness.cells import CELL_FIXTURE
-
         metafunc.fixturenames.append(CELL_FIXTURE)  # the plugin parametrizes it
 
 
@@ -145,8 +150,6 @@ class TestRunner:
 
     def run(self, test_case: Any) -> Any:
         __tracebackhide__ = True
-        from pytest_pypto.harness.pypto_session import case_platform, runner_for_case
-
         item = _current.get("item")
         platform = case_platform(test_case, item, self.config.platform)
         runner = runner_for_case(self._pconfig, item, platform, self.config, test_case)
@@ -163,17 +166,12 @@ class TestRunner:
 def test_config(request: pytest.FixtureRequest, pypto_platform: str) -> Any:
     """PyPTO's ``test_config``: the RunConfig of the item's cell (session-scoped, one
     per cell) with PyPTO's DFX options applied."""
-    from pytest_pypto.harness.pypto_session import session_config
-
     return session_config(request.config, pypto_platform, _DFX)
 
 
 @pytest.fixture(scope="session")
 def test_runner(request: pytest.FixtureRequest) -> TestRunner:
     """PyPTO's ``test_runner`` (session-scoped): ``run(case)`` returns a RunResult."""
-    from pytest_pypto.harness.pypto_session import session_config
-    from pytest_pypto.harness.session import settings
-
     cells = settings(request.config).cells
     return TestRunner(request.config, session_config(request.config, cells[0], _DFX))
 
@@ -181,8 +179,6 @@ def test_runner(request: pytest.FixtureRequest) -> TestRunner:
 @pytest.fixture(scope="session")
 def device_ids(request: pytest.FixtureRequest) -> list[int]:
     """PyPTO's ``device_ids``: the NPUs onboard tests may lease (none on a sim host)."""
-    from pytest_pypto.harness.session import onboard_status
-
     return list(onboard_status(request.config).devices)
 
 
@@ -191,18 +187,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A test that failed after a failed ``test_runner.run`` carries that case's class.
 
     PyPTO tests turn a failed RunResult into a plain ``assert``, which the plugin
-    cannot classify by itself; the runner remembers what failed.
+    cannot classify by itself; the runner remembers what failed, and the plugin's
+    classifier records it.
     """
     report = yield
     results = item.stash.get(_RESULTS_KEY, None)
     if not results or not report.failed or call.when != "call":
         return report
-    from pytest_pypto.harness.runner import FAILURE_PROPERTY
-
     cls = next((r.failure_class for r in reversed(results) if not r.passed), None)
     # Outermost wrapper (tryfirst): the plugin's own hook has already classified
     # an exception that carries a class; that one wins.
-    if cls is not None and not any(k == FAILURE_PROPERTY for k, _ in item.user_properties):
-        item.user_properties.append((FAILURE_PROPERTY, cls))
-        report.user_properties = list(item.user_properties)
+    note_failure_class(item, report, cls)
     return report

@@ -12,8 +12,11 @@ and the finder defers to any other finder that can load a top-level ``pypto``
 (e.g. one that only appears on ``sys.path`` at collection).  A bare directory
 named ``pypto`` (a namespace package) is not an installation and does not count.
 
+The plugin loads this module by name when ``--pypto-alias`` is on (a plugin of its
+own: `pytest_report_header` adds the alias's header line) and calls `configure`.
 Cheap to import (stdlib and pytest); a compat module loads when a ``pypto`` import
-asks for it.
+asks for it.  (PYTEST_DONT_REWRITE: a plugin module without asserts; the unit tests
+import it before a session loads it.)
 """
 
 from __future__ import annotations
@@ -195,3 +198,7 @@ def header_lines(config: pytest.Config) -> list[str]:
     if real is None:
         return [f"pypto alias: active (import {ALIAS} -> {TARGET})"]
     return [f"pypto alias: requested but a real PyPTO is installed at {real}; not aliasing"]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return header_lines(config)

@@ -2,7 +2,7 @@
 
 ``from harness.core.harness import PTOTestCase, TensorSpec, DataType, PLATFORMS``
 becomes ``from pytest_pypto.compat.harness import ...``.  The objects are
-`pytest_pypto.harness.pypto_cases`' (PyPTO's case semantics on our runner);
+`pytest_pypto.compat.cases` (PyPTO's case semantics on our runner);
 ``PLATFORMS`` and friends list the cells the running session requested.
 """
 
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.harness import pypto_cases as _cases
-from pytest_pypto.harness.cases import RunResult
-from pytest_pypto.harness.pypto_cases import (
+from pytest_pypto.compat import cases as _cases
+from pytest_pypto.compat.cases import (
     ALL_PLATFORM_IDS,
     ONBOARD_PLATFORM_IDS,
     SIM_PLATFORM_IDS,
@@ -22,6 +21,7 @@ from pytest_pypto.harness.pypto_cases import (
     TensorSpec,
     platform_to_backend,
 )
+from pytest_pypto.harness.cases import RunResult
 
 __all__ = [
     "ALL_PLATFORM_IDS",

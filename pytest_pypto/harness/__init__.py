@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_pypto.harness' has no attribute {name!r}")
-    import importlib
+    import importlib  # lazy: plugin import cost (numpy loads on first use of a name)
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -25,7 +25,7 @@ miss is compiled in memory and then written as the entry; a hit from disk is rea
 once (verification reads every file; the artifact is built from those bytes); a hit
 this process already served is the same object again, its kernels already built.
 
-Imports only the standard library at module level (cheap for the plugin).
+The compiler is imported on the first miss only: a hit never loads it.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest_pypto
 from pytest_pypto.harness.cache_entry import (
     ARTIFACT,
     ENTRY_FILE,
@@ -53,8 +54,10 @@ from pytest_pypto.harness.cache_entry import (
     warning_record,
 )
 from pytest_pypto.harness.cache_entry import sha as _sha
+from pytest_pypto.ir.printer import print_program
+from pytest_pypto.language.deferred import DeferredProgram
 
-__all__ = ["ENTRY_FILE", "CompileCache", "cache_key", "probe_writable"]
+__all__ = ["ENTRY_FILE", "CompileCache", "cache_key"]
 
 
 def _spec_text(spec: Any) -> list[Any]:
@@ -95,10 +98,6 @@ def _keyed(
     program: Any, config: Any, *, specs: Sequence[Any], batch_loops: bool | None
 ) -> tuple[str, dict[str, Any]]:
     """The key and what it hashes (JSON values; an entry records them as ``inputs``)."""
-    import pytest_pypto
-    from pytest_pypto.ir.printer import print_program
-    from pytest_pypto.language.deferred import DeferredProgram
-
     if isinstance(program, DeferredProgram):
         raise program.error()  # its parse error, not a key of a program that is not there
     if batch_loops is None:
@@ -130,18 +129,6 @@ def _keyed(
     if planner is not None:  # PTOAS refuses some pl.MemRef programs (compiler/memref_slots.py)
         parts["memory_planner"] = str(getattr(planner, "value", planner))
     return _sha(json.dumps(parts, sort_keys=True).encode()), parts
-
-
-def probe_writable(root: Path) -> str | None:
-    """None when ``root`` can hold cache entries, else why not."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=root, prefix=".probe-")
-        os.close(fd)
-        os.unlink(name)
-    except OSError as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 class CompileCache:
@@ -179,7 +166,7 @@ class CompileCache:
         A hit never imports the compiler.
         """
         if not self.enabled:
-            from pytest_pypto.compiler import api
+            from pytest_pypto.compiler import api  # lazy: a cache hit never loads the compiler
 
             self.misses += 1
             return api.compile(program, config)
@@ -206,7 +193,7 @@ class CompileCache:
             warnings.warn(
                 f"pypto compile cache at {self.root} turned off: {exc}", stacklevel=2
             )
-            from pytest_pypto.compiler import api
+            from pytest_pypto.compiler import api  # lazy: a cache hit never loads the compiler
 
             return api.compile(program, config)
         self._memo[key] = (found, identity)
@@ -234,7 +221,7 @@ class CompileCache:
         """An exclusive OS lock on the key (dies with the process); none without fcntl."""
         assert self.root is not None
         try:
-            import fcntl
+            import fcntl  # lazy: POSIX only
         except ImportError:  # pragma: no cover  (Windows: the rename still protects)
             yield
             return
@@ -279,7 +266,7 @@ class CompileCache:
 
         Nothing here catches the compiler's errors: a failing compile is the user's.
         """
-        from pytest_pypto.compiler import api
+        from pytest_pypto.compiler import api  # lazy: a cache hit never loads the compiler
 
         assert self.root is not None
         tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".tmp-"))

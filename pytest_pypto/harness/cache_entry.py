@@ -18,7 +18,6 @@ every file the manifest lists is there and unchanged, and the generated code
 compiles.  Anything else -- including any exception while reading -- is
 `DamagedEntry`, and the caller rebuilds the entry.
 
-Imports only the standard library at module level (cheap for the plugin).
 """
 
 from __future__ import annotations
@@ -32,6 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pytest_pypto.ir.artifact import (
+    MANIFEST_NAME,
+    ArtifactInMemory,
+    CompiledProgram,
+    parse_manifest,
+    read_json,
+)
 
 __all__ = [
     "ARTIFACT",
@@ -142,14 +149,6 @@ def verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
 
 
 def _verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
-    from pytest_pypto.ir.artifact import (
-        MANIFEST_NAME,
-        ArtifactInMemory,
-        CompiledProgram,
-        parse_manifest,
-        read_json,
-    )
-
     entry = read_json(final / ENTRY_FILE)
     if not isinstance(entry, dict):
         raise DamagedEntry(f"{ENTRY_FILE} is a JSON {type(entry).__name__}, not an object")

@@ -292,7 +292,7 @@ class PTOTestCase:
     def compute_expected(self, tensors: dict[str, Any], params: dict[str, Any] | None = None):
         raise NotImplementedError(f"{type(self).__name__} must define compute_expected()")
 
-    # The runner's two steps that a flavour may change (harness/pypto_cases.py does).
+    # The runner's two steps that a flavour may change (compat/cases.py does).
     def _harness_inputs(
         self, rng: np.random.Generator, seed: int | None
     ) -> tuple[list[TensorSpec | ScalarSpec], dict[str, np.ndarray], dict[str, Any]]:

@@ -177,7 +177,7 @@ def requires_of(node: object) -> Any:
     marks = list(node.iter_markers("pypto_requires"))  # type: ignore[attr-defined]
     if not marks:
         return None
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # lazy: plugin import cost
 
     combined = SpecifierSet()
     for mark in marks:

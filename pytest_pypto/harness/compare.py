@@ -2,23 +2,8 @@
 
 An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (numpy's
 ``isclose`` rule, evaluated in float64).  ``rtol`` and ``atol`` come as a pair or not
-at all; without them the tolerance of the output's dtype applies (the looser of the
-actual and expected dtypes, so a bf16 output checked against an fp32 golden gets bf16
-tolerance):
-
-=====================  ========  ========  ==========================================
-dtype                  rtol      atol      why
-=====================  ========  ========  ==========================================
-float64                1e-7      1e-7      host goldens; not a kernel storage type
-float32                1e-5      1e-5      PyPTO's harness default
-float16                1e-3      1e-3      10 mantissa bits (eps 9.8e-4)
-bfloat16               1e-2      1e-2      7 mantissa bits (eps 7.8e-3)
-float8_e4m3fn          1.25e-1   1.25e-1   3 mantissa bits (eps 0.125)
-float8_e5m2            2.5e-1    2.5e-1    2 mantissa bits (eps 0.25)
-float8_e8m0fnu         1.0       0         powers of two only
-float4_e2m1fn          5e-1      5e-1      1 mantissa bit
-ints, uint, bool       0         0         exact
-=====================  ========  ========  ==========================================
+at all; without them the tolerance of the output's dtype applies (the table and every
+path's rules are in harness/tolerance.py).
 
 NaN and infinities: a NaN where a NaN is expected matches, and an infinity matches
 the same infinity.  With ``equal_nan=True`` a NaN in the expected value is a
@@ -41,6 +26,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pytest_pypto.harness.tensors import to_numpy
+from pytest_pypto.harness.tolerance import DEFAULT_TOLERANCES, default_tolerance, explicit
+from pytest_pypto.ir.dtypes import ALL_DTYPES
+from pytest_pypto.ir.values import poison_value
+
 __all__ = [
     "DEFAULT_TOLERANCES",
     "FIRST_MISMATCHES",
@@ -52,38 +42,8 @@ __all__ = [
     "find_mismatch",
 ]
 
-# numpy dtype name -> (rtol, atol); the table of the module docstring.
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float64": (1e-7, 1e-7),
-    "float32": (1e-5, 1e-5),
-    "float16": (1e-3, 1e-3),
-    "bfloat16": (1e-2, 1e-2),
-    "float8_e4m3fn": (1.25e-1, 1.25e-1),
-    "float8_e5m2": (2.5e-1, 2.5e-1),
-    "float8_e8m0fnu": (1.0, 0.0),
-    "float4_e2m1fn": (5e-1, 5e-1),
-}
-EXACT = (0.0, 0.0)
-
 # How many mismatching elements a report lists.
 FIRST_MISMATCHES = 10
-
-
-def default_tolerance(*dtypes: Any) -> tuple[float, float]:
-    """(rtol, atol) for comparing values stored in ``dtypes``: the loosest of them.
-
-    Integer and bool dtypes are exact; a float dtype missing from the table gets
-    the float32 tolerance.
-    """
-    rtol, atol = EXACT
-    for dtype in dtypes:
-        dt = np.dtype(dtype)
-        if dt.kind in "biu":
-            tol = EXACT
-        else:
-            tol = DEFAULT_TOLERANCES.get(dt.name, DEFAULT_TOLERANCES["float32"])
-        rtol, atol = max(rtol, tol[0]), max(atol, tol[1])
-    return rtol, atol
 
 
 class Extreme(NamedTuple):
@@ -217,22 +177,7 @@ def _idx(index: tuple[int, ...]) -> str:
 
 def _to_numpy(value: Any) -> np.ndarray:
     """An ndarray view of ``value`` (torch tensors convert at this boundary)."""
-    from pytest_pypto.harness.tensors import to_numpy
-
     return to_numpy(value)
-
-
-def _tolerance(
-    rtol: float | None, atol: float | None, actual: np.ndarray, expected: np.ndarray
-) -> tuple[float, float]:
-    if (rtol is None) != (atol is None):
-        raise ValueError(
-            f"assert_close(rtol={rtol!r}, atol={atol!r}): give both rtol and atol, or neither "
-            f"(None = the per-dtype defaults)"
-        )
-    if rtol is None:
-        return default_tolerance(actual.dtype, expected.dtype)
-    return float(rtol), float(atol)  # type: ignore[arg-type]
 
 
 def find_mismatch(
@@ -248,7 +193,7 @@ def find_mismatch(
     """Compare one output; None when it is close enough, else what is wrong."""
     a = _to_numpy(actual)
     e = _to_numpy(expected)
-    rt, at = _tolerance(rtol, atol, a, e)
+    rt, at = explicit(rtol, atol, a, e)
     dtype = a.dtype.name
     if a.shape != e.shape:
         return OutputMismatch(
@@ -315,9 +260,6 @@ def _poisoned(a: np.ndarray) -> np.ndarray:
     BOOL poison is ``True``, indistinguishable from data: never reported.  A dtype the
     DSL does not store (float64 goldens) has no pattern.
     """
-    from pytest_pypto.ir.dtypes import ALL_DTYPES
-    from pytest_pypto.ir.values import poison_value
-
     dt = next(
         (d for d in ALL_DTYPES if d.storage == a.dtype.name and d.kind != "bool"), None
     )

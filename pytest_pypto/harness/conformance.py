@@ -41,7 +41,9 @@ import numpy as np
 
 import pytest_pypto.language as pl
 from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.compiler.api import compile as compile_program
 from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.failures import failure_class_of
 from pytest_pypto.runtime.protocol import FAILURE_CLASSES, RuntimeFailure, protocol_problems
 
 __all__ = [
@@ -118,8 +120,6 @@ def artifact_for(runtime: Any, program: Any, platform: str) -> Any:
     config = _config(platform)
     if getattr(runtime, "compiles", False) and platform in runtime.platforms:
         return runtime.compile(program, config)
-    from pytest_pypto.compiler.api import compile as compile_program
-
     return compile_program(program, config)
 
 
@@ -137,8 +137,6 @@ def _add_arrays(seed: int) -> tuple[np.ndarray, ...]:
 
 
 def _failure_class(exc: BaseException) -> str | None:
-    from pytest_pypto.harness.runner import failure_class_of
-
     return failure_class_of(exc)
 
 
@@ -154,7 +152,7 @@ def _serves(runtime: Any, platform: str) -> None:
 def check_protocol(runtime: Any, platform: str | None = None) -> None:
     """`protocol_problems` finds nothing; the version parses with packaging; the
     platforms are known platform strings."""
-    from packaging.version import Version
+    from packaging.version import Version  # lazy: only the protocol check parses versions
 
     problems = protocol_problems(runtime)
     assert problems == [], f"{_who(runtime)} violates the protocol: {'; '.join(problems)}"

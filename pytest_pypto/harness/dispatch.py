@@ -2,12 +2,14 @@
 
 The harness sits above both the compiler and the runtime, so this is where a
 parsed program meets a `Runtime`, chosen by the registry
-(`pytest_pypto.runtime.registry.runtime_for`) and nowhere else.  The compiler is
-imported lazily: dispatching an already compiled artifact never loads it.  A
-program passed again with the same compile options reuses its artifact (an
-in-process memo per program object), so calling ``run`` in a loop compiles once.
-A runtime that brings its own compiler (``compiles = True``) compiles the program
-instead.
+(`pytest_pypto.runtime.registry.runtime_for`) and nowhere else.  `dispatch` is the
+one door every run passes (``pypto_runner``, ``pytest_pypto.run``, `@pl.jit` and
+``CompiledProgram`` calls), and the only place the ``--pypto-codegen-only`` gate is
+consulted (harness/codegen_only.py).  A program is compiled through the harness's
+one compile path (harness/compiling.py, uncached here); a program passed again with
+the same compile options reuses its artifact (an in-process memo per program
+object), so calling ``run`` in a loop compiles once.  A runtime that brings its own
+compiler (``compiles = True``) compiles the program instead.
 
 On a platform that executes on an NPU, the device is leased exactly around the
 runtime's ``execute`` (unless ``config.device_id`` names one already), and an
@@ -21,19 +23,26 @@ import contextlib
 import dataclasses
 import functools
 import os
-import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.arch import ExecutionMode
 from pytest_pypto.config import RunConfig
+from pytest_pypto.harness import codegen_only
+from pytest_pypto.harness.compiling import compile_cached
+from pytest_pypto.harness.tensors import is_torch, torch_view
 from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.ir.errors import PyptoError
+from pytest_pypto.runtime import registry
+from pytest_pypto.runtime.devices import DeviceLease, discover_npus
+from pytest_pypto.runtime.protocol import DeviceFailure
+from pytest_pypto.runtime.simulator import SimRuntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_pypto.runtime.worker import SimRun, Worker
 
-__all__ = ["execute", "run", "worker_for"]
+__all__ = ["dispatch", "execute", "run", "worker_for"]
 
 _DEFAULT = RunConfig()
 _compiled: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledProgram]] = (
@@ -52,28 +61,22 @@ def _compile(program: Any, config: RunConfig) -> CompiledProgram:
     if compiled is None or (  # an in-memory artifact cannot go stale; a directory can
         compiled.memory is None and not (compiled.artifact_dir / "kernel_config.json").is_file()
     ):
-        from pytest_pypto.compiler.api import compile as compile_program
-
-        compiled = per_program[key] = compile_program(program, config)
+        compiled = per_program[key] = compile_cached(program, config)
     return compiled
 
 
 def worker_for(platform: str) -> Worker:
     """The process-wide `Worker` of a sim platform: the ``sim`` runtime's (raises
     `OnboardExecutionError` for onboard platforms)."""
-    from pytest_pypto.runtime.registry import RuntimeSelectionError, default_registry
-
     try:
-        sim = default_registry().get("sim")
-    except RuntimeSelectionError:  # unusable as registered: a private one still works
+        sim = registry.default_registry().get("sim")
+    except registry.RuntimeSelectionError:  # unusable as registered: a private one still works
         sim = _private_sim()
     return sim.worker(platform)
 
 
 @functools.lru_cache(maxsize=1)
 def _private_sim() -> Any:
-    from pytest_pypto.runtime.simulator import SimRuntime
-
     return SimRuntime()
 
 
@@ -96,10 +99,24 @@ def run(
     `DeviceFailure` says which runtimes exist.  ``lease``: how the pytest runner leases
     a device (a context-manager factory yielding its id; default: any visible NPU).
     """
+    __tracebackhide__ = True
+    return dispatch(program_or_compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+
+
+def dispatch(
+    program_or_compiled: Any, arrays: Sequence[Any], *, config: RunConfig = _DEFAULT,
+    outputs_in: bool = False, lease: Callable[[], Any] | None = None, ends_test: bool = True,
+) -> Any:
+    """`run` with the arrays as one sequence: the door every dispatch passes.
+
+    Returns the `CompiledProgram` when the codegen-only gate holds the run back
+    (`codegen_only.held`; ``ends_test`` False: never as a skip, PyPTO's
+    ``test_runner.run``), else the runtime's `Execution`.
+    """
+    __tracebackhide__ = True
     runtime: Any = None
     unusable: Exception | None = None
-    gate, registry = _run_path()
-    gated = config.codegen_only or gate.gate_on()
+    gated = config.codegen_only or codegen_only.gate_on()
     if not gated:  # codegen-only never looks a runtime up
         try:
             runtime = registry.runtime_for(config)
@@ -114,7 +131,7 @@ def run(
     else:
         compiled = _compile(program_or_compiled, config)
     # --pypto-codegen-only: inside a test, a skip here (`held` is False unless gated)
-    if gated and gate.held(compiled, config):
+    if gated and codegen_only.held(compiled, config, ends_test=ends_test):
         if not isinstance(compiled, CompiledProgram):
             raise TypeError("codegen_only needs a program or a CompiledProgram, not a path")
         return compiled
@@ -125,20 +142,6 @@ def run(
             arrays = tuple([_at_boundary(a) for a in arrays])
             break
     return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
-
-
-def _run_path() -> tuple[Any, Any]:
-    """The modules `run` calls into (``harness.codegen_only``, ``runtime.registry``),
-    imported on the first dispatch, not with this module.  Looked up in ``sys.modules``
-    per call rather than memoised: an in-process pytest session (pytester) may drop and
-    re-import them, and the gate's state lives in the current copy."""
-    modules = sys.modules
-    gate = modules.get("pytest_pypto.harness.codegen_only")
-    registry = modules.get("pytest_pypto.runtime.registry")
-    if gate is None or registry is None:
-        from pytest_pypto.harness import codegen_only as gate
-        from pytest_pypto.runtime import registry
-    return gate, registry
 
 
 def execute(
@@ -169,12 +172,8 @@ def _call(
             compiled, tuple(arrays), config=config, outputs_in=outputs_in, device=device
         )
     except Exception as exc:
-        from pytest_pypto.ir.errors import PyptoError
-
         if isinstance(exc, PyptoError) or not _on_device(config):
             raise  # the toolchain's own errors carry their class; the simulator's tracebacks help
-        from pytest_pypto.runtime.protocol import DeviceFailure
-
         name = getattr(runtime, "name", type(runtime).__name__)
         where = config.platform if device is None else f"{config.platform} (device {device})"
         raise DeviceFailure(
@@ -190,9 +189,6 @@ def _on_device(config: RunConfig) -> bool:
 @contextlib.contextmanager
 def _any_device(config: RunConfig) -> Any:
     """Lease any visible NPU (outside the pytest runner, which brings its own lease)."""
-    from pytest_pypto.runtime.devices import DeviceLease, discover_npus
-    from pytest_pypto.runtime.protocol import DeviceFailure
-
     devices = discover_npus()
     if not devices:
         raise DeviceFailure(
@@ -212,6 +208,4 @@ def _at_boundary(value: Any) -> Any:
     if not cls.__module__.startswith("torch"):  # numpy arrays, numbers: as given
         _AS_GIVEN.add(cls)
         return value
-    from pytest_pypto.harness.tensors import is_torch, torch_view
-
     return torch_view(value) if is_torch(value) and hasattr(value, "detach") else value

@@ -19,54 +19,37 @@ PyPTO's call conventions on the simulator:
   skip naming the program and cell (harness/codegen_only.py); outside a test, and for
   ``RunConfig(codegen_only=True)``, it returns None.
 
-Importing this module registers the launcher; the plugin binds the running pytest
-session (`bind_session`) so compiles share its cache.  Standard library only at
-module level.
+Importing this module registers the launcher.  The session is the bound session
+context (harness/context.py), so compiles share its cache and a call defaults to its
+first cell.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness import context
+from pytest_pypto.harness.cache import CompileCache
+from pytest_pypto.harness.compiling import compile_cached
+from pytest_pypto.harness.dispatch import dispatch
+from pytest_pypto.harness.tensors import is_torch
 from pytest_pypto.ir import launch
+from pytest_pypto.ir.dtypes import dtype_by_name
 
-__all__ = ["HarnessLauncher", "bind_session", "current_session", "unbind_session"]
-
-# The running pytest sessions' configs, innermost last (pytester runs sessions in-process).
-_sessions: list[Any] = []
-
-
-def bind_session(pconfig: Any) -> None:
-    """Compile through ``pconfig``'s cache and default to its first cell."""
-    _sessions.append(pconfig)
-
-
-def unbind_session(pconfig: Any) -> None:
-    """Forget ``pconfig`` (its session ended)."""
-    if pconfig in _sessions:
-        _sessions.remove(pconfig)
-
-
-def _current() -> Any:
-    return _sessions[-1] if _sessions else None
-
-
-def current_session() -> Any:
-    """The innermost running pytest session's config (None outside pytest)."""
-    return _current()
+__all__ = ["HarnessLauncher", "coerce_args"]
 
 
 class HarnessLauncher:
     """`ir.launch.Launcher` on the compile cache and the simulator."""
 
     def __init__(self) -> None:
-        self._local_cache: Any = None
+        self._local_cache: CompileCache | None = None
 
     # ------------------------------------------------------------ configs
     def config(self, config: Any) -> Any:
-        from pytest_pypto.config import RunConfig
-
         if config is None:
             return self.session_config()
         if not isinstance(config, RunConfig):
@@ -75,67 +58,36 @@ class HarnessLauncher:
             )
         return config
 
-    def session_config(self) -> Any:
+    def session_config(self) -> RunConfig:
         """The session's default cell (its first), else ``RunConfig()``."""
-        from pytest_pypto.config import RunConfig
-
-        pconfig = _current()
-        if pconfig is None:
-            return RunConfig()
-        from pytest_pypto.harness.session import config_of, settings
-
-        cells = settings(pconfig).cells
-        return config_of(pconfig, None, cells[0]) if cells else RunConfig()
+        session = context.current()
+        return RunConfig() if session is None else session.default_config()
 
     # ---------------------------------------------------------- compiling
-    def _cache(self) -> Any:
-        pconfig = _current()
-        if pconfig is not None:
-            from pytest_pypto.harness.session import compile_cache
-
-            return compile_cache(pconfig)
+    def _cache(self) -> CompileCache:
+        session = context.current()
+        if session is not None:
+            return session.cache()
         if self._local_cache is None:
-            from pytest_pypto.harness.cache import CompileCache
-
             self._local_cache = CompileCache(None)
         return self._local_cache
 
     def compile(self, program: Any, config: Any) -> Any:
-        compiled = self._cache().compile(program, config)
-        from pytest_pypto.harness.codegen_only import note_compiled
-
-        note_compiled(compiled)
-        if config.save_kernels_dir:
-            from pytest_pypto.harness.runner import copy_artifact
-
-            copy_artifact(compiled, Path(config.save_kernels_dir))
-        return compiled
+        return compile_cached(program, config, cache=self._cache())
 
     # ------------------------------------------------------------ running
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         __tracebackhide__ = True
-        from pytest_pypto.config import RunConfig
-
         run_config = RunConfig(platform=compiled.platform) if config is None else self.config(config)
         full, outputs = coerce_args(compiled, args)
-        from pytest_pypto.harness.codegen_only import held
-
-        if held(compiled, run_config):  # under --pypto-codegen-only a test skips here
-            return None
-        from pytest_pypto.harness.dispatch import run as dispatch
-        from pytest_pypto.harness.tensors import is_torch, torch_view
-
-        arrays = [torch_view(a) if is_torch(a) else a for a in full]
-        dispatch(compiled, *arrays, config=run_config, outputs_in=True)  # the cell's runtime
+        # the cell's runtime; under --pypto-codegen-only a test skips there
+        if dispatch(compiled, full, config=run_config, outputs_in=True) is compiled:
+            return None  # held back: compiled, not run
         return outputs
 
 
 def _is_array(value: Any) -> bool:
     """A torch tensor or a numpy array (numpy scalars are scalars)."""
-    import numpy as np
-
-    from pytest_pypto.harness.tensors import is_torch
-
     return is_torch(value) or isinstance(value, np.ndarray)
 
 
@@ -176,9 +128,6 @@ def coerce_args(compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
 
 def _with_outputs(compiled: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:
     """The full argument list of a return-style call, its Out tensors allocated."""
-    from pytest_pypto.harness.tensors import is_torch
-    from pytest_pypto.ir.dtypes import dtype_by_name
-
     use_torch = any(is_torch(a) for a in inputs)
     full: list[Any] = []
     allocated: list[Any] = []
@@ -195,12 +144,10 @@ def _with_outputs(compiled: Any, inputs: list[Any]) -> tuple[list[Any], list[Any
             )
         dtype = dtype_by_name(p.dtype)
         if use_torch:
-            import torch
+            import torch  # lazy: torch is optional, used only when the caller passes it
 
             out = torch.zeros(tuple(p.shape), dtype=_torch_dtype(torch, dtype))
         else:
-            import numpy as np
-
             out = np.zeros(tuple(p.shape), dtype.np)
         full.append(out)
         allocated.append(out)

@@ -30,9 +30,9 @@ from pytest_pypto.harness.cells import CELL_PROPERTY
 
 COLUMNS: tuple[str, ...] = ("passed", "failed", "xfailed", "skipped")
 EXECUTED: frozenset[str] = frozenset({"passed", "failed", "xfailed"})
-# The user property holding a failing test's failure class (set by the plugin's makereport
-# hook from harness/runner.py failure_class_of) and the name of failures that are not the
-# toolchain's.
+# The user property holding a failing test's failure class (recorded by the plugin,
+# plugin/failures.py, from harness/failures.py failure_class_of) and the name of
+# failures that are not the toolchain's.
 FAILURE_PROPERTY = "pypto_failure_class"
 UNCLASSIFIED = "unclassified"
 # The failure class of a test whose xdist worker process died while running it.

@@ -7,8 +7,9 @@ runner exists when none is usable).  Every failure carries a failure class (``co
 plugin copies it into the test's ``user_properties`` (hence junitxml).  ``check``
 failures also name the platform, the seed and a command that reproduces them.
 
-Compiles go through the compile cache (harness/cache.py); where output goes
-(``config.save_kernels_dir``) is applied after every compile, hit or miss.  A failing
+Compiles go through the harness's one compile path (harness/compiling.py: the compile
+cache, then ``config.save_kernels_dir`` after every compile, hit or miss) and runs
+through its one dispatch door (harness/dispatch.py).  A failing
 ``check`` keeps its artifact with the inputs, expected and actual outputs as ``.npy``
 files in ``keep_dir`` and names that directory in its report.  A kept failure also
 holds the last run's task graph (``deps.json``) and its schedule (``trace.json``,
@@ -18,40 +19,29 @@ simulator's temporary run directory.
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
+import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pytest_pypto.config import RunConfig
-from pytest_pypto.harness.ledger import FAILURE_PROPERTY
+from pytest_pypto.harness.cache import CompileCache
+from pytest_pypto.harness.cases import PTOTestCase, RunResult, TensorSpec
+from pytest_pypto.harness.compare import MismatchError, find_mismatch
+from pytest_pypto.harness.compiling import compile_cached, copy_artifact
+from pytest_pypto.harness.dispatch import dispatch
+from pytest_pypto.harness.failures import classified, failure_class_of
+from pytest_pypto.harness.tolerance import case_tolerance, complete
+from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.runtime import registry
+from pytest_pypto.runtime.trace import PNG_HINT, write_trace
 
-__all__ = ["FAILURE_PROPERTY", "Runner", "failure_class_of"]
-
-
-
-def failure_class_of(exc: BaseException) -> str | None:
-    """The failure class of an exception raised by a pypto test (None: not ours).
-
-    Looks only at modules already loaded, so classifying never imports the toolchain.
-    """
-    cls = getattr(exc, "failure_class", None)
-    if isinstance(cls, str):
-        return cls
-    import sys
-
-    errors = sys.modules.get("pytest_pypto.ir.errors")
-    if errors is None:
-        return None
-    worker = sys.modules.get("pytest_pypto.runtime.worker")
-    if worker is not None and isinstance(exc, worker.OnboardExecutionError):
-        return "device-error"
-    if isinstance(exc, errors.SimulationError):
-        return "runtime-error"
-    if isinstance(exc, errors.PyptoError):
-        return "compile-error"
-    return None
+__all__ = ["Runner", "copy_artifact", "failure_class_of"]
 
 
 class Runner:
@@ -67,8 +57,6 @@ class Runner:
         keep_dir: str | Path | None = None,
         lease: Callable[[], Any] | None = None,
     ) -> None:
-        from pytest_pypto.harness.cache import CompileCache
-
         self.config = config
         self._rng_factory = rng_factory
         self.context = tuple(context)  # platform, seed, reproduce: appended to reports
@@ -97,14 +85,9 @@ class Runner:
         ``specs``: a case's tensor specs, part of the cache key.
         """
         __tracebackhide__ = True  # a failing test shows its own line and the report
-        with _classified("compile-error"):
-            compiled = self.cache.compile(program, self.config, specs=specs)
+        with classified("compile-error"):
+            compiled = compile_cached(program, self.config, cache=self.cache, specs=specs)
         self.last_compiled = compiled
-        from pytest_pypto.harness.codegen_only import note_compiled
-
-        note_compiled(compiled)  # the coverage ledger's count under --pypto-codegen-only
-        if self.config.save_kernels_dir:
-            copy_artifact(compiled, Path(self.config.save_kernels_dir))
         return compiled
 
     def keep_failure(
@@ -149,8 +132,6 @@ class Runner:
         are copied in (their data is the buffer's start) instead of poisoned.
         """
         __tracebackhide__ = True
-        from pytest_pypto.harness.cases import PTOTestCase
-
         if isinstance(program, PTOTestCase):
             if arrays:
                 raise TypeError("run(case) takes no arrays: the case defines its tensors")
@@ -158,18 +139,20 @@ class Runner:
         compiled = program
         if not _is_compiled(program) and not self._runtime_compiles():
             compiled = self.compile(program)
-        from pytest_pypto.harness.codegen_only import held
+        return self._dispatch(compiled, arrays, outputs_in=outputs_in)
 
-        if held(compiled, self.config):  # --pypto-codegen-only: the test skips here
-            return compiled
-        from pytest_pypto.harness.dispatch import run as dispatch
-
-        dispatch = self._recording(dispatch)  # the run's task graph, kept if the test fails
+    def _dispatch(
+        self, compiled: Any, arrays: Sequence[Any], *, outputs_in: bool, ends_test: bool = True
+    ) -> Any:
+        """The dispatch of ``compiled`` on this cell, its task graph remembered (kept if the
+        test fails); the `CompiledProgram` itself when codegen-only holds it back."""
+        __tracebackhide__ = True
         self._last_arrays = arrays
-        with _classified("runtime-error"):
+        with classified("runtime-error"):
             # Onboard, the device is leased only around the runtime's execute (dispatch.py).
-            return dispatch(
-                compiled, *arrays, config=self.config, outputs_in=outputs_in, lease=self._lease
+            return self._recording(dispatch)(
+                compiled, arrays, config=self.config, outputs_in=outputs_in, lease=self._lease,
+                ends_test=ends_test,
             )
 
     def _runtime_compiles(self) -> bool:
@@ -178,10 +161,8 @@ class Runner:
         no runtime is usable (the dispatch says why)."""
         if self.config.codegen_only:
             return False
-        from pytest_pypto.runtime.registry import runtime_for
-
         try:
-            return bool(getattr(runtime_for(self.config), "compiles", False))
+            return bool(getattr(registry.runtime_for(self.config), "compiles", False))
         except Exception:  # noqa: BLE001  (reported by the dispatch)
             return False
 
@@ -214,10 +195,6 @@ class Runner:
             record = record()
         if not isinstance(record, dict):
             return
-        import json
-
-        from pytest_pypto.runtime.trace import write_trace
-
         (target / "deps.json").write_text(json.dumps(record))
         write_trace(record, target)
 
@@ -229,19 +206,13 @@ class Runner:
         test: the `RunResult`, with no outputs).
         """
         __tracebackhide__ = True
-        result = self._execute(case)
-        if self.config.codegen_only and self.last_compiled is not None:
-            from pytest_pypto.harness.codegen_only import held
-
-            held(self.last_compiled, self.config)  # a skip inside a test
-        return result
+        return self._execute(case)
 
     def run_case(self, case: Any) -> Any:
-        """Like `check`, but failures come back in the `RunResult` instead of raising."""
-        from pytest_pypto.harness.cases import RunResult
-
+        """Like `check`, but failures come back in the `RunResult` instead of raising
+        (under ``--pypto-codegen-only``: a passing one once compiled, as PyPTO's)."""
         try:
-            return self._execute(case)
+            return self._execute(case, ends_test=False)
         except Exception as exc:  # noqa: BLE001  (reported, not swallowed)
             return RunResult(
                 passed=False,
@@ -252,11 +223,8 @@ class Runner:
                 seed=self.config.seed,
             )
 
-    def _execute(self, case: Any) -> Any:
+    def _execute(self, case: Any, *, ends_test: bool = True) -> Any:
         __tracebackhide__ = True
-        from pytest_pypto.harness.cases import RunResult, TensorSpec
-        from pytest_pypto.harness.compare import MismatchError, default_tolerance, find_mismatch
-
         rng = self._rng_factory()
         specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)
         inputs = {name: array.copy() for name, array in tensors.items()}
@@ -270,8 +238,9 @@ class Runner:
             raise
         args = [tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs]
         try:
-            if not self.config.codegen_only:
-                self.run(compiled, *args, outputs_in=case.outputs_in)
+            ran = self._dispatch(
+                compiled, args, outputs_in=case.outputs_in, ends_test=ends_test
+            )
         except Exception as exc:
             kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": tensors})
             _add_context(exc, (*self.context, *_kept_line(kept)))
@@ -287,16 +256,13 @@ class Runner:
             expected=expected,
             outputs={name: tensors[name] for name in expected},
         )
-        if self.config.codegen_only:
+        if ran is compiled:  # held back under codegen-only: compiled, nothing to compare
             result.outputs = {}
             return result
-        rtol, atol = _tolerance(case, self.config)
+        pair = case_tolerance(case, self.config)
         found = []
         for name, want in expected.items():
-            r, a = rtol, atol
-            if (r is None) != (a is None):  # one set by the case: the other per dtype
-                dr, da = default_tolerance(tensors[name].dtype, want.dtype)
-                r, a = (dr if r is None else r), (da if a is None else a)
+            r, a = complete(pair, tensors[name], want)
             m = find_mismatch(tensors[name], want, r, a, name=name, equal_nan=case.equal_nan)
             if m is not None:
                 found.append(m)
@@ -306,17 +272,6 @@ class Runner:
             context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept))
             raise MismatchError(found, context)
         return result
-
-
-def copy_artifact(artifact: Any, target: Path) -> None:
-    """Put an artifact's files into ``target`` (created; files replaced): a
-    `CompiledProgram` (written straight from memory when it is there) or a directory."""
-    save_to = getattr(artifact, "save_to", None)
-    if save_to is not None:
-        save_to(target)
-        return
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(artifact, target, dirs_exist_ok=True)
 
 
 def _kept_line(kept: Path | None) -> tuple[str, ...]:
@@ -332,15 +287,11 @@ def _record_of(execution: Any) -> Any:
 
 def schedule_note(where: Path) -> str:
     """Where a failing test keeps its run's task graph and schedule picture."""
-    import importlib.util
-
     note = (
         f"task graph: {where / 'deps.json'}; schedule: {where / 'trace.json'} "
         "(open in ui.perfetto.dev)"
     )
     if importlib.util.find_spec("matplotlib") is None:
-        from pytest_pypto.runtime.trace import PNG_HINT
-
         note += f"; {PNG_HINT}"
     else:
         note += f", {where / 'schedule.png'}"
@@ -370,8 +321,6 @@ def _named_args(compiled: Any, arrays: Sequence[Any]) -> dict[str, Any]:
 
 def _save_arrays(target: Path, groups: Mapping[str, Mapping[str, Any]]) -> None:
     """``<target>/<group>/<name>.npy`` for every array (torch tensors via numpy)."""
-    import numpy as np
-
     for group, arrays in groups.items():
         folder = target / group
         folder.mkdir(parents=True, exist_ok=True)
@@ -381,32 +330,8 @@ def _save_arrays(target: Path, groups: Mapping[str, Mapping[str, Any]]) -> None:
             np.save(folder / f"{name}.npy", np.asarray(array))
 
 
-def _tolerance(case: Any, config: RunConfig) -> tuple[float | None, float | None]:
-    """The case's tolerance pair (class attributes), else its own ``case.config``'s (PyPTO
-    cases tune ``self.config.rtol``), else the cell's RunConfig's, else None (per-dtype
-    defaults).  A config with one of the two set keeps the per-dtype default for the other."""
-    if (case.rtol is None) != (case.atol is None):
-        raise ValueError(
-            f"{case.get_name()}: rtol={case.rtol!r}, atol={case.atol!r}: give both or neither"
-        )
-    if case.rtol is not None:
-        return case.rtol, case.atol
-    own = getattr(case, "config", None)
-    for source in (own, config):
-        pair = (getattr(source, "rtol", None), getattr(source, "atol", None))
-        if pair != (None, None):
-            return pair
-    return None, None
-
-
 def _is_compiled(program: Any) -> bool:
-    import os
-
-    if isinstance(program, (str, os.PathLike)):
-        return True
-    from pytest_pypto.ir.artifact import CompiledProgram
-
-    return isinstance(program, CompiledProgram)
+    return isinstance(program, (str, os.PathLike, CompiledProgram))
 
 
 def _add_context(exc: BaseException, context: Sequence[str]) -> None:
@@ -414,26 +339,3 @@ def _add_context(exc: BaseException, context: Sequence[str]) -> None:
     notes = getattr(exc, "notes", None)
     if isinstance(notes, tuple) and context:
         exc.notes = (*notes, *context)  # type: ignore[attr-defined]
-
-
-class _classified:
-    """Tag toolchain errors raised inside with a failure class (unless they have one)."""
-
-    def __init__(self, failure_class: str) -> None:
-        self.failure_class = failure_class
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is not None and getattr(exc, "failure_class", None) is None:
-            found = failure_class_of(exc)
-            if found is not None:
-                # A compile step's PyptoError is a compile error; a run's is runtime.
-                if found == "compile-error" and self.failure_class != "compile-error":
-                    found = self.failure_class
-                try:
-                    exc.failure_class = found  # type: ignore[attr-defined]
-                except AttributeError:
-                    pass
-        return False

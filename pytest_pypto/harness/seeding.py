@@ -34,7 +34,7 @@ __all__ = [
 
 def test_seed(base: int | None, key: str) -> int:
     """The 63-bit seed of one test: a stable hash of (base seed, seed key)."""
-    import hashlib  # lazily: the report header imports this module on every run
+    import hashlib  # lazy: plugin import cost (the plugin imports this module on every run)
 
     base = DEFAULT_BASE_SEED if base is None else base
     digest = hashlib.sha256(f"{base}\0{key}".encode()).digest()
@@ -71,6 +71,6 @@ def seed_key(nodeid: str, path: Path | None, rootpath: Path, *, has_inifile: boo
 
 def make_rng(seed: int) -> Any:
     """A ``numpy.random.Generator`` for ``seed`` (numpy is imported only here)."""
-    import numpy
+    import numpy  # lazy: plugin import cost
 
     return numpy.random.default_rng(seed)

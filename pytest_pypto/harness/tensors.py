@@ -35,14 +35,14 @@ def to_numpy(value: Any, dtype: Any = None) -> np.ndarray:
 def torch_view(tensor: Any) -> np.ndarray:
     """A numpy array sharing a CPU torch tensor's memory (bf16 and fp8 through their
     bits), so a kernel's Out/InOut results land in the caller's tensor in place."""
-    import torch
+    import torch  # lazy: torch is optional, imported only when a tensor is handed in
 
     t = tensor.detach()
     if t.device.type != "cpu":
         raise TypeError(f"a {t.device.type} torch tensor: pass CPU tensors to the simulator")
     name = str(t.dtype).removeprefix("torch.")
     if name == "bfloat16" or name.startswith("float8"):
-        import ml_dtypes
+        import ml_dtypes  # lazy: only for bf16/fp8 torch tensors
 
         bits = torch.int16 if name == "bfloat16" else torch.uint8
         return t.view(bits).numpy().view(getattr(ml_dtypes, name))

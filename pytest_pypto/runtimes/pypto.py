@@ -55,6 +55,7 @@ the caller's data whatever ``outputs_in`` says.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import itertools
 import os
@@ -97,7 +98,7 @@ class PyptoApi:
     def import_real(cls) -> PyptoApi:
         """The installed PyPTO, refused (`RuntimeUnavailable`) when there is none or
         ``pypto`` is our own compat alias."""
-        from pytest_pypto.compat.alias import real_pypto
+        from pytest_pypto.compat.alias import real_pypto  # lazy: no pytest outside pytest
 
         if real_pypto() is None:
             raise RuntimeUnavailable(_NOT_IMPORTABLE)
@@ -240,9 +241,9 @@ class PyptoRuntime:
         return artifact
 
     def _compile(self, program: Any, config: Any) -> PyptoArtifact:
-        from pytest_pypto.ir.errors import CompileError
-        from pytest_pypto.ir.nodes import Program
-        from pytest_pypto.language.deferred import DeferredProgram
+        from pytest_pypto.ir.errors import CompileError  # lazy: a numpy-free registry
+        from pytest_pypto.ir.nodes import Program  # lazy: a numpy-free registry
+        from pytest_pypto.language.deferred import DeferredProgram  # lazy: a numpy-free registry
 
         platform = config.platform
         self._check_serves(platform)
@@ -252,7 +253,10 @@ class PyptoRuntime:
         params: list[tuple[str, str]] | None = None
         returns: list[int] = []
         if isinstance(program, Program):
-            from pytest_pypto.runtimes.pypto_source import RebuildError, rebuild_program
+            from pytest_pypto.runtimes.pypto_source import (  # lazy: a numpy-free registry
+                RebuildError,
+                rebuild_program,
+            )
 
             name, span = program.name, program.span
             params, returns = _entry_of(program)
@@ -308,7 +312,7 @@ class PyptoRuntime:
                 f"got {len(arrays)}",
                 runtime=NAME,
             )
-        from pytest_pypto.runtimes import pypto_tensors
+        from pytest_pypto.runtimes import pypto_tensors  # lazy: a numpy-free registry
 
         args = [pypto_tensors.to_pypto(a) for a in arrays]
         device_id = device if device is not None else (config.device_id or 0)
@@ -368,7 +372,7 @@ def _entry_of(program: Any) -> tuple[list[tuple[str, str]] | None, list[int]]:
         return None, []
     params = [(p.name, p.direction.value) for p in entry.params]
     try:
-        from pytest_pypto.compiler.directions import returned_params
+        from pytest_pypto.compiler.directions import returned_params  # lazy: numpy-free registry
 
         returns = returned_params(entry, program)
     except Exception:  # noqa: BLE001  (returns are a convenience; directions suffice)
@@ -399,10 +403,8 @@ def _output_dir(config: Any, program: str) -> Path:
 
 def _deadline(seconds: float | None, what: str) -> Any:
     """`runtime.timeout.deadline` (a no-op context when that module is absent)."""
-    import contextlib
-
     try:
-        from pytest_pypto.runtime.timeout import deadline
+        from pytest_pypto.runtime.timeout import deadline  # lazy: that module may be absent
     except ImportError:
         return contextlib.nullcontext()
     return deadline(seconds, what, runtime=NAME)

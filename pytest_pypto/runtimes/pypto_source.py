@@ -33,6 +33,8 @@ import textwrap
 import types
 from typing import Any
 
+from pytest_pypto.language.parser import program_namespace
+
 __all__ = ["RebuildError", "rebuild_program", "swap_names"]
 
 # Plain values are never swapped, even when the language exports an equal one.
@@ -47,8 +49,6 @@ class RebuildError(Exception):
 
 def rebuild_program(program: Any, language: types.ModuleType) -> Any:
     """The object ``language``'s ``@pl.program`` builds from ``program``'s class source."""
-    from pytest_pypto.language.parser import program_namespace
-
     file, name = program.file, program.name
     line = program.span.line if program.span is not None else None
     start, text = _class_source(file, name, line)

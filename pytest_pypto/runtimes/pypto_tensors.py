@@ -34,7 +34,7 @@ def is_array(value: Any) -> bool:
 def to_pypto(value: Any) -> Any:
     """A torch tensor holding a copy of ``value`` (an array), or ``value`` as a Python
     scalar (numpy scalars included)."""
-    import torch
+    import torch  # lazy: torch is optional
 
     if is_torch(value):
         return value.detach().clone()

@@ -1,4 +1,4 @@
-"""PyPTO's case semantics (harness/pypto_cases.py), run on the simulator in-process."""
+"""PyPTO's case semantics (compat/cases.py), run on the simulator in-process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest_pypto.compat.pypto.language as pl
 import torch
 from pypto_kit import TorchAdd
 
+from pytest_pypto.compat import cases as pypto_cases
 from pytest_pypto.compat.harness import (
     ALL_PLATFORM_IDS,
     DataType,
@@ -15,7 +16,6 @@ from pytest_pypto.compat.harness import (
     platform_to_backend,
 )
 from pytest_pypto.config import BackendType, RunConfig
-from pytest_pypto.harness import pypto_cases
 from pytest_pypto.harness.runner import Runner
 from pytest_pypto.harness.seeding import make_rng
 

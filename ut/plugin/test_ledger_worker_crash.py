@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_pypto.harness.ledger import WORKER_CRASH, Ledger, cell_of_nodeid
-from pytest_pypto.harness.runner import FAILURE_PROPERTY
+from pytest_pypto.plugin.keys import FAILURE_PROPERTY
 
 CRASHING = """
 import os

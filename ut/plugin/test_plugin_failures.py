@@ -1,4 +1,4 @@
-"""Failures people can read (harness/failures.py): what a failing pypto test shows.
+"""Failures people can read (plugin/failures.py): what a failing pypto test shows.
 
 Each test runs a small suite with pytester and asserts the visible text: the user's
 line and the diagnostic, none of our frames, the context of a mismatch, the NaN and

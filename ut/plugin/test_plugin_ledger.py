@@ -10,7 +10,7 @@ import pytest
 from pytest_pypto import __version__
 from pytest_pypto.harness import ledger as ledger_module
 from pytest_pypto.harness.ledger import Ledger
-from pytest_pypto.harness.runner import FAILURE_PROPERTY
+from pytest_pypto.plugin.keys import FAILURE_PROPERTY
 
 SUITE = """
 import pytest
@@ -241,6 +241,6 @@ def test_ledger_folds_phases_into_one_outcome_per_test() -> None:
     assert ledger.cells(["a2a3sim"]) == ["a2a3sim", "a5sim"]
 
 
-def test_ledger_reads_the_runners_property() -> None:
-    # The ledger spells the property itself (so it need not import the runner).
+def test_ledger_reads_the_property_the_plugin_records() -> None:
+    # The plugin's keys name the property the ledger folds (one spelling, two readers).
     assert ledger_module.FAILURE_PROPERTY == FAILURE_PROPERTY

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 PROBE = """
-from pytest_pypto.harness.options import SETTINGS_KEY
+from pytest_pypto.plugin.keys import SETTINGS_KEY
 
 def test_probe(request):
     s = request.config.stash[SETTINGS_KEY]

@@ -1,7 +1,7 @@
 """--pypto-kernels-dir / --pypto-cache-dir that cannot work: one usage error at configure.
 
 Before: a kernels dir that was a file gave ~100 lines of INTERNALERROR from the first
-test that kept an artifact (saved, dumped or failing).  Rules: harness/paths.py.
+test that kept an artifact (saved, dumped or failing).  Rules: plugin/paths.py.
 """
 
 from __future__ import annotations

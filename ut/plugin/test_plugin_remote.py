@@ -1,6 +1,6 @@
 """xdist workers elsewhere (``-d --tx popen//chdir=DIR``): kept artifacts come back to
 the controller, the cache summary names the caches really used, and path options work
-in both spellings (harness/remote.py)."""
+in both spellings (plugin/remote.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from readme_kit import TWICE_TESTS
 
-from pytest_pypto.harness import remote
+from pytest_pypto.plugin import remote
 
 KERNEL_TESTS = TWICE_TESTS
 BAD = "tests_test_k.py_test_bad_a2a3sim"

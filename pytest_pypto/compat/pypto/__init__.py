@@ -13,7 +13,7 @@ import sys
 
 import pytest_pypto.language as language
 from pytest_pypto.compat.pypto import backend, ir, passes, runtime
-from pytest_pypto.compiler.selections import LogLevel
+from pytest_pypto.compat.selections import LogLevel
 
 sys.modules[__name__ + ".language"] = language
 

@@ -1,5 +1,5 @@
 """``pypto.passes`` (``from pypto import passes``): PyPTO's pass selections."""
 
-from pytest_pypto.compiler.selections import MemoryPlanner, PassDumpLevel
+from pytest_pypto.compat.selections import MemoryPlanner, PassDumpLevel
 
 __all__ = ["MemoryPlanner", "PassDumpLevel"]

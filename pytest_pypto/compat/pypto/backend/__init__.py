@@ -2,7 +2,7 @@
 
 from pytest_pypto.arch import BackendType
 from pytest_pypto.compat.pypto.backend import pto_backend
-from pytest_pypto.compiler.selections import (
+from pytest_pypto.compat.selections import (
     get_backend_type,
     is_backend_configured,
     reset_for_testing,

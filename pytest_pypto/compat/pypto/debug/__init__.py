@@ -1,6 +1,6 @@
 """``pypto.debug``: PyPTO's torch code generator, Tier 3 (a debugging backend)."""
 
-from pytest_pypto.ir.tier3 import tier3_name
+from pytest_pypto.compat.standins import tier3_name
 
 torch_codegen = tier3_name("debug.torch_codegen", "the torch debugging backend")
 

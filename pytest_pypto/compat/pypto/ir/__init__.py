@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_pypto.compiler.selections import OptimizationStrategy, PassDumpLevel
-from pytest_pypto.compiler.selections import ir_compile as compile  # noqa: A001
+from pytest_pypto.compat.selections import OptimizationStrategy, PassDumpLevel
+from pytest_pypto.compat.selections import ir_compile as compile  # noqa: A001
 from pytest_pypto.ir.artifact import CompiledProgram
 from pytest_pypto.ir.nodes import Program
 from pytest_pypto.language.surface import FunctionType

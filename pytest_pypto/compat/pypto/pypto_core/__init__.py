@@ -2,6 +2,6 @@
 
 from pytest_pypto.compat.pypto import ir
 from pytest_pypto.compat.pypto.pypto_core import passes
-from pytest_pypto.compiler.selections import LogLevel
+from pytest_pypto.compat.selections import LogLevel
 
 __all__ = ["LogLevel", "ir", "passes"]

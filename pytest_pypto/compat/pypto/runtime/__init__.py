@@ -13,8 +13,8 @@ from pytest_pypto.compat.pypto.runtime.runner import (
     run,
 )
 from pytest_pypto.compat.pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
-from pytest_pypto.compiler.selections import configure_log
-from pytest_pypto.ir.tier3 import tier3_name
+from pytest_pypto.compat.selections import configure_log
+from pytest_pypto.compat.standins import tier3_name
 
 ChipWorker = tier3_name("runtime.ChipWorker", "on-chip workers")
 Worker = tier3_name("runtime.Worker", "on-chip workers")

@@ -1,6 +1,6 @@
 """``pypto.runtime.distributed_runner``: Tier 3 (distributed execution)."""
 
-from pytest_pypto.ir.tier3 import tier3_name
+from pytest_pypto.compat.standins import tier3_name
 
 DistributedWorker = tier3_name("runtime.DistributedWorker", "distributed execution")
 DistributedRunHandle = tier3_name("runtime.DistributedRunHandle", "distributed execution")

@@ -32,10 +32,16 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pytest
+
 from pytest_pypto.arch import PLATFORMS as _PLATFORM_TABLE
 from pytest_pypto.arch import BackendType, ExecutionMode, parse_platform
+from pytest_pypto.compat.selections import OptimizationStrategy
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import cases as _native
+from pytest_pypto.harness.tensors import torch_to_numpy
+from pytest_pypto.ir.dtypes import dtype_by_name
 
 __all__ = [
     "ALL_PLATFORM_IDS",
@@ -81,8 +87,6 @@ def platform_param_list(family: Sequence[str]) -> list[Any]:
     """``pytest.param`` per requested cell of ``family``, so a test parametrized over it
     runs once per requested cell.  When the run requested none of them, every
     platform of the family is listed with a skip mark that says how to request it."""
-    import pytest
-
     wanted = [p for p in family if _requested is None or p in _requested]
     if wanted:
         return [pytest.param(p, id=p) for p in wanted]
@@ -144,14 +148,12 @@ class DataType(enum.Enum):
     @property
     def dsl(self) -> Any:
         """The DSL dtype (``pl.FP32``) of this member."""
-        from pytest_pypto.ir.dtypes import dtype_by_name
-
         return dtype_by_name(self.name)
 
     @property
     def torch_dtype(self) -> Any:
         """PyPTO's torch dtype of this member (ValueError when torch lacks it)."""
-        import torch
+        import torch  # lazy: torch is optional (the torch extra)
 
         name = _TORCH_NAMES[self]
         dtype = getattr(torch, name, None)
@@ -193,14 +195,12 @@ class TensorSpec(_native.TensorSpec):
     """
 
     def create(self, rng: Any) -> Any:
-        import numpy as np
-
         init = self.init_value
         if init is None:
             return np.zeros(self.shape, self.np_dtype)
         if isinstance(init, (bool, int, float)):
             return np.full(self.shape, init, self.np_dtype)
-        import torch
+        import torch  # lazy: torch is optional (the torch extra)
 
         if not isinstance(init, torch.Tensor) and callable(init):
             if getattr(init, "__name__", None) in _TORCH_FACTORIES and (
@@ -231,8 +231,7 @@ _BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
 def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
     """A torch tensor of the golden's dtype holding ``array``'s bits (same-width types:
     bf16, fp8, unsigned as signed) or, where the widths differ, its values."""
-    import numpy as np
-    import torch
+    import torch  # lazy: torch is optional (the torch extra)
 
     want = torch_dtype_of(spec)
     array = np.ascontiguousarray(array)
@@ -247,10 +246,6 @@ def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
 def from_torch(tensor: Any, np_dtype: Any, name: str, shape: Sequence[int]) -> Any:
     """``tensor`` as a numpy array of ``np_dtype`` broadcast to ``shape``: bit for bit
     between integers of one width (PyPTO's unsigned-as-signed), by value otherwise."""
-    import numpy as np
-
-    from pytest_pypto.harness.tensors import torch_to_numpy
-
     array = torch_to_numpy(tensor)
     if array.dtype != np_dtype:
         same_ints = array.dtype.kind in "iu" and np_dtype.kind in "iu"
@@ -315,8 +310,6 @@ class PTOTestCase(_native.PTOTestCase, abc.ABC):
         self._scalar_specs: list[Any] | None = None
 
     def get_strategy(self) -> Any:
-        from pytest_pypto.compiler.selections import OptimizationStrategy
-
         return self._override_strategy or OptimizationStrategy.Default
 
     def get_memory_planner(self) -> Any:
@@ -371,9 +364,7 @@ class PTOTestCase(_native.PTOTestCase, abc.ABC):
 def _require_torch() -> Any:
     """torch, or a skip naming the extra that installs it."""
     try:
-        import torch
+        import torch  # lazy: torch is optional (the torch extra)
     except ImportError:
-        import pytest
-
         pytest.skip(f"PyPTO-style cases need torch for their goldens: {TORCH_EXTRA}")
     return torch

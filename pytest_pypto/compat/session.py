@@ -1,27 +1,40 @@
 """Session logic of the compat plugin (PyPTO's conftest surface, `pytest_pypto.compat`).
 
-Kept here, with the rest of the harness, so the compat plugin holds hooks and
-fixtures only: PyPTO's option spellings mapped onto ours, which tests its
-session-scoped ``test_runner`` multiplies per cell, and the per-test runner a
-``test_runner.run(case)`` call uses.
+Kept apart so the compat plugin module holds hooks and fixtures only: PyPTO's option
+spellings mapped onto ours, which tests its session-scoped ``test_runner`` multiplies
+per cell, and the per-test runner a ``test_runner.run(case)`` call uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from pytest_pypto.arch import MODE_NAMES, PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.compat.selections import MemoryPlanner
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.cells import needs_cells
+from pytest_pypto.plugin.devices import onboard_missing
+from pytest_pypto.plugin.fixtures import config_of, runner_of
+from pytest_pypto.plugin.options import refresh
 
 __all__ = [
+    "PYPTO_ONLY_FIELDS",
     "apply_pypto_options",
     "case_platform",
     "runner_for_case",
     "session_config",
     "wants_cells",
 ]
+
+# RunConfig's fields that select something only PyPTO's own toolchain models: accepted,
+# stored, recorded where they would apply (the artifact), no effect on the simulator.
+PYPTO_ONLY_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(RunConfig) if f.metadata.get("pypto_only")
+)
 
 
 def apply_pypto_options(
@@ -50,10 +63,7 @@ def apply_pypto_options(
     for theirs, ours in switches.items():
         if getattr(opt, theirs, False) and getattr(opt, ours, None) is None:
             setattr(opt, ours, True)
-    from pytest_pypto.harness.options import SETTINGS_KEY, resolve
-
-    if SETTINGS_KEY in config.stash:  # loaded after the plugin resolved (--pypto-alias)
-        config.stash[SETTINGS_KEY] = resolve(config)
+    refresh(config)  # when loaded after the plugin resolved (--pypto-alias)
 
 
 def _parametrizes_platform(definition: Any) -> bool:
@@ -70,8 +80,6 @@ def wants_cells(metafunc: pytest.Metafunc) -> bool:
     """Whether a test of the session-scoped ``test_runner`` needs one item per cell:
     it uses the runner, nothing else binds it to a cell, and it does not parametrize
     ``platform`` itself (then each variant names its platform)."""
-    from pytest_pypto.harness.cells import needs_cells
-
     names = metafunc.fixturenames
     return (
         "test_runner" in names
@@ -98,8 +106,6 @@ def case_platform(case: Any, item: Any, fallback: str) -> str:
 def session_config(pconfig: pytest.Config, platform: str, dfx: Mapping[str, str]) -> Any:
     """PyPTO's session ``test_config``: the cell's RunConfig with the session's options
     and PyPTO's DFX switches (``--enable-dep-gen``, ...) in their fields."""
-    from pytest_pypto.harness.session import config_of
-
     config = config_of(pconfig, None, platform)
     for option, field in dfx.items():
         value = getattr(pconfig.option, option, None)
@@ -107,8 +113,6 @@ def session_config(pconfig: pytest.Config, platform: str, dfx: Mapping[str, str]
             setattr(config, field, value)
     planner = getattr(pconfig.option, "memory_planner", "default")
     if planner and planner != "default":
-        from pytest_pypto.compiler.selections import MemoryPlanner
-
         config.memory_planner = MemoryPlanner(planner)
     return config
 
@@ -129,9 +133,6 @@ def runner_for_case(
     """The `Runner` of one ``test_runner.run(case)``: the running test's seed and
     artifact directory, ``platform``, the session's PyPTO fields and the case's
     selections.  An onboard platform this host cannot serve skips the test."""
-    from pytest_pypto.config import PYPTO_ONLY_FIELDS
-    from pytest_pypto.harness.session import config_of, onboard_missing, runner_of
-
     if parse_platform(platform)[1] is not ExecutionMode.SIM:
         missing = onboard_missing(pconfig)
         if missing:

@@ -5,7 +5,8 @@ The bundled toolchain has one pipeline and one planner (capacity checked by
 liveness, DSL.md §6), so these selections are accepted, recorded in the
 artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else,
 except that ``MemoryPlanner.PTOAS`` refuses the declared allocations (`pl.MemRef`)
-PyPTO cannot lower under it (compiler/memref_slots.py).
+PyPTO cannot lower under it (compiler/memref_slots.py, which reads the selection's
+value from ``RunConfig.memory_planner``).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def ir_compile(
     ``enable_pypto_l0c_double_buffer``, ...) is accepted and recorded.
     PyPTO dumps passes by default; here only when asked (``dump_passes=True``).
     """
-    from pytest_pypto.compiler.api import compile as compile_
+    from pytest_pypto.compiler.api import compile as compile_  # lazy: compat plugin import cost
 
     if platform is not None:
         config = RunConfig(platform=platform)

@@ -13,6 +13,9 @@ existing relative path with an INTERNALERROR ("arg X not relative to an rsync ro
 so ``--pypto-kernels-dir X`` (two arguments) broke once X existed while
 ``--pypto-kernels-dir=X`` worked: `join_path_options` turns our path options into the
 one-argument spelling before xdist reads the arguments.
+
+Also here: a failing test's "pypto artifacts" report section (its runner keeps the
+artifact), whoever runs it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from typing import Any
 
 import pytest
 
+from pytest_pypto.plugin import workers
+from pytest_pypto.plugin.keys import KEPT_INPUT, KEPT_KEY, KEPT_OUTPUT, RUNNER_KEY, SHIPMENTS_KEY
+from pytest_pypto.plugin.options import resolved, settings
+from pytest_pypto.plugin.paths import rooted
+
 __all__ = [
-    "KEPT_OUTPUT",
     "SHIP_LIMIT",
     "Shipment",
     "controller_kernels_dir",
@@ -37,10 +44,7 @@ __all__ = [
     "summary_lines",
 ]
 
-KEPT_OUTPUT = "pypto_kept_artifacts"  # workeroutput key (a `ship` payload)
-_INPUT = "pypto_kernels_dir"  # workerinput key: the controller's kernels dir
 SHIP_LIMIT = 64 * 1024 * 1024  # bytes of kept artifacts one worker ships back
-_KEPT_KEY = pytest.StashKey[list]()
 # Options taking a path: ours, the compat plugin's PyPTO spelling, and xdist's own
 # --rsyncdir (``-d --rsyncdir tests`` trips over the same check).
 PATH_FLAGS = ("--pypto-kernels-dir", "--pypto-cache-dir", "--kernels-dir", "--rsyncdir")
@@ -65,29 +69,26 @@ def join_path_options(config: pytest.Config) -> None:
 
 
 def _kernels_dir(config: pytest.Config) -> Path:
-    from pytest_pypto.harness.paths import rooted
-    from pytest_pypto.harness.session import settings
-
     return rooted(config, settings(config).kernels_dir).resolve()
 
 
 def configure_node(config: pytest.Config, node: Any) -> None:
     """Controller, per worker: tell it where the controller keeps artifacts."""
-    node.workerinput[_INPUT] = str(_kernels_dir(config))
+    node.workerinput[KEPT_INPUT] = str(_kernels_dir(config))
 
 
 def controller_kernels_dir(config: pytest.Config) -> Path | None:
     """On a worker whose kernels dir is not the controller's: the controller's, else None."""
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is None or _INPUT not in workerinput:
+    if workerinput is None or KEPT_INPUT not in workerinput:
         return None
-    theirs = Path(workerinput[_INPUT])
+    theirs = Path(workerinput[KEPT_INPUT])
     return None if theirs == _kernels_dir(config) else theirs
 
 
 def note_kept(config: pytest.Config, directory: Path) -> None:
     """Remember a directory a test kept artifacts in (shipped at the session's end)."""
-    kept = config.stash.setdefault(_KEPT_KEY, [])
+    kept = config.stash.setdefault(KEPT_KEY, [])
     if directory not in kept:
         kept.append(directory)
 
@@ -130,7 +131,7 @@ def failure_section(config: pytest.Config, runner: Any) -> str | None:
         return None
     text = kept_text(config, runner)
     if kept is not None and (kept / "trace.json").is_file():
-        from pytest_pypto.harness.runner import schedule_note
+        from pytest_pypto.harness.runner import schedule_note  # lazy: plugin import cost
 
         text += f"\n{schedule_note(kept)}"
     return text
@@ -145,7 +146,7 @@ def ship(config: pytest.Config, limit: int = SHIP_LIMIT) -> dict[str, Any] | Non
     left: list[tuple[str, int]] = []
     shipped: list[str] = []
     total = 0
-    for directory in config.stash.get(_KEPT_KEY, []):
+    for directory in config.stash.get(KEPT_KEY, []):
         directory = Path(directory).resolve()
         if not directory.is_dir() or not directory.is_relative_to(base):
             continue
@@ -206,3 +207,47 @@ def summary_lines(config: pytest.Config, shipments: list[Shipment]) -> list[str]
                 f"{SHIP_LIMIT // 2**20} MiB a worker ships back)"
             )
     return lines
+
+
+def _fold(config: pytest.Config, worker: str, payload: dict[str, Any]) -> None:
+    if payload:
+        config.stash.setdefault(SHIPMENTS_KEY, []).append(receive(config, worker, payload))
+
+
+workers.route(workers.Traffic(KEPT_OUTPUT, ship, _fold))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if resolved(config) and not workers.is_worker(config):
+        join_path_options(config)  # before xdist hands the arguments to -d workers
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    configure_node(node.config, node)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test's "pypto artifacts" section; after every call, what its runner
+    kept is noted (shipped from -d workers) and its last run's graph let go."""
+    report = yield
+    runner = item.stash.get(RUNNER_KEY, None)
+    if call.excinfo is not None and report.failed and runner is not None and call.when == "call":
+        text = failure_section(item.config, runner)
+        if text is not None:
+            report.sections.append(("pypto artifacts", text))
+    if call.when == "call":
+        note_runner(item.config, runner)
+        if runner is not None:
+            runner.forget_run()  # kept or not, the last run's graph is not held any longer
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    config = terminalreporter.config
+    lines = summary_lines(config, config.stash.get(SHIPMENTS_KEY, []))
+    if lines:
+        terminalreporter.section("pypto artifacts kept by remote workers")
+        for line in lines:
+            terminalreporter.write_line(line)

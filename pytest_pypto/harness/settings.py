@@ -1,32 +1,27 @@
-"""The plugin's options: one table drives ``addoption``, ini keys, env mirrors and resolution.
+"""The option table: one row per ``--pypto-<name>`` drives ``addoption``, ini keys, env
+mirrors and resolution (pytest_pypto.plugin.options), and `Settings` holds the resolved
+values of one session.
 
 Every option ``--pypto-<name>`` has the ini key ``pypto_<name>`` and the environment
-mirror ``PYPTO_<NAME>``.  Precedence: command line > env > ini > default.  A bad
-value is a ``pytest.UsageError`` naming the option, where the value came from, the
-value and the valid choices (exit status 4, no traceback).
-
-Register an option here only once the machinery behind it exists.
+mirror ``PYPTO_<NAME>``.  A parser raises ``ValueError`` for a bad value; the plugin
+turns it into a usage error naming the option.  Register an option here only once the
+machinery behind it exists.  pytest-free: the harness reads `Settings` from the session
+context the plugin hands it.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, NamedTuple
-
-import pytest
 
 from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, MODE_NAMES, PLATFORMS, parse_platform
 
 __all__ = [
     "OPTIONS",
-    "SETTINGS_KEY",
     "Option",
     "Settings",
-    "add_options",
-    "early_switch",
+    "option_named",
     "parse_bool",
-    "resolve",
 ]
 
 
@@ -59,7 +54,7 @@ def parse_mode(raw: str) -> tuple[str, ...]:
 
 def parse_devices(raw: str) -> tuple[int, ...]:
     """Device ids and ranges (``0``, ``0-7``, ``0,2,5``, mixed)."""
-    from pytest_pypto.runtime.devices import parse_device_list
+    from pytest_pypto.runtime.devices import parse_device_list  # lazy: plugin import cost
 
     return parse_device_list(raw)
 
@@ -348,87 +343,15 @@ class Settings(NamedTuple):
         return args
 
 
-SETTINGS_KEY = pytest.StashKey[Settings]()
+def option_named(name: str) -> Option:
+    """The table's row of option ``name`` (``"kernels-dir"``)."""
+    return next(o for o in OPTIONS if o.name == name)
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register every option with its ini key (env mirrors are read at resolution)."""
-    group = parser.getgroup("pypto", "pytest-pypto")
-    for opt in OPTIONS:
-        default = f" (default: {opt.default})" if opt.default else ""
-        if opt.switch:
-            group.addoption(
-                opt.flag,
-                dest=opt.dest,
-                action="store_true",
-                default=None,
-                help=f"{opt.help}; env {opt.env}, ini {opt.ini} (1/true/yes/on)",
-            )
-        else:
-            group.addoption(
-                opt.flag,
-                dest=opt.dest,
-                metavar=opt.metavar,
-                default=None,
-                help=f"{opt.help}: {opt.choices}{default}; env {opt.env}, ini {opt.ini}",
-            )
-        parser.addini(opt.ini, f"{opt.help} (same as {opt.flag})", type="string", default="")
+# Option name -> Settings field, where they differ.
+FIELDS = {"arch": "archs", "mode": "modes", "device": "devices"}
 
 
-def _raw(
-    config: pytest.Config, opt: Option, env: Mapping[str, str], namespace: Any = None
-) -> tuple[str | None, str]:
-    """(value, where it came from) by precedence; ``namespace``: parsed arguments to read
-    instead of ``config.option`` (before the full parse)."""
-    if namespace is not None:
-        value = getattr(namespace, opt.dest, None)
-    else:
-        value = config.getoption(opt.dest, None)
-    if value is not None:
-        return value, "the command line"
-    if env.get(opt.env):
-        return env[opt.env], f"environment variable {opt.env}"
-    ini = config.getini(opt.ini)
-    if ini:
-        return ini, f"ini key {opt.ini}"
-    return opt.default, "the default"
-
-
-def source_of(config: pytest.Config, name: str, env: Mapping[str, str] | None = None) -> str:
-    """Where option ``name``'s value came from ("the command line", "ini key ...", ...),
-    for messages about a value that parsed but cannot be used (harness/paths.py)."""
-    opt = next(o for o in OPTIONS if o.name == name)
-    return _raw(config, opt, os.environ if env is None else env)[1]
-
-
-def early_switch(config: pytest.Config, name: str, env: Mapping[str, str] | None = None) -> bool:
-    """A switch as seen before conftests load (pytest_load_initial_conftests): the
-    command line as parsed so far, then env, then ini.  A bad value reads as off here;
-    `resolve` reports it later as a usage error."""
-    opt = next(o for o in OPTIONS if o.name == name)
-    raw, _ = _raw(config, opt, os.environ if env is None else env, config.known_args_namespace)
-    try:
-        return parse_bool(raw or False)
-    except ValueError:
-        return False
-
-
-def resolve(config: pytest.Config, env: Mapping[str, str] | None = None) -> Settings:
-    """Apply command line > env > ini > default to every option, validating each."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    for opt in OPTIONS:
-        raw, source = _raw(config, opt, env)
-        if raw is None:
-            continue
-        try:
-            values[opt.name] = opt.parse(raw)
-        except ValueError as exc:
-            raise pytest.UsageError(
-                f"{opt.flag}: invalid value {raw!r} (from {source}): {exc}. "
-                f"Valid values: {opt.choices}."
-            ) from None
-    fields = {"arch": "archs", "mode": "modes", "device": "devices"}
-    return Settings(
-        **{fields.get(name, name.replace("-", "_")): value for name, value in values.items()}
-    )
+def settings_from(values: dict[str, Any]) -> Settings:
+    """`Settings` from parsed values by option name."""
+    return Settings(**{FIELDS.get(k, k.replace("-", "_")): v for k, v in values.items()})

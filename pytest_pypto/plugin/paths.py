@@ -17,20 +17,33 @@ first test that writes there.  The rules:
   now; one that cannot be written is an error.  The default cache location (pytest's
   cache dir) that cannot be written stays a warning: the cache is then off.
 
-Relative paths are taken from the rootdir.  Only the standard library is imported.
+Relative paths are taken from the rootdir.  Also here: where a test keeps its
+artifacts (`keep_dir_for`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["check_paths", "keeping_off", "rooted", "writes_kernels_dir"]
+from pytest_pypto.plugin.keys import KEEP_OFF_KEY
+from pytest_pypto.plugin.options import resolved, settings, source_of
 
-_KEEP_OFF_KEY = pytest.StashKey[str]()
+__all__ = [
+    "check_paths",
+    "keep_dir_for",
+    "keeping_off",
+    "probe_writable",
+    "rooted",
+    "writes_kernels_dir",
+]
 
 
 def rooted(config: pytest.Config, raw: str) -> Path:
@@ -46,7 +59,7 @@ def writes_kernels_dir(settings: Any) -> bool:
 
 def keeping_off(config: pytest.Config) -> str | None:
     """Why failing tests keep no artifacts in this session (None: they do)."""
-    return config.stash.get(_KEEP_OFF_KEY, None)
+    return config.stash.get(KEEP_OFF_KEY, None)
 
 
 def _file_in_the_way(path: Path) -> str | None:
@@ -74,17 +87,26 @@ def _not_creatable(path: Path) -> str | None:
     return why
 
 
+def probe_writable(root: Path) -> str | None:
+    """None when ``root`` can be created and written (a probe file, removed again),
+    else why not."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=root, prefix=".probe-")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def _probe(path: Path) -> str | None:
     """Create ``path`` and a file in it (removed again); why that failed, else None."""
-    from pytest_pypto.harness.cache import probe_writable
-
     why = probe_writable(path)
     return None if why is None else f"it cannot be created or written ({why})"
 
 
 def _usage_error(config: pytest.Config, name: str, raw: str, why: str) -> pytest.UsageError:
-    from pytest_pypto.harness.options import source_of
-
     return pytest.UsageError(
         f"--pypto-{name}: cannot use {raw!r} (from {source_of(config, name)}): {why}. "
         f"Give a directory that can be created and written (relative paths are taken "
@@ -105,11 +127,11 @@ def check_paths(config: pytest.Config, settings: Any, *, strict: bool = True) ->
     if why is not None:
         if strict:
             raise _usage_error(config, "kernels-dir", raw, why)
-        config.stash[_KEEP_OFF_KEY] = why
+        config.stash[KEEP_OFF_KEY] = why
     elif not writes_kernels_dir(settings):
         why = _not_creatable(kernels)
         if why is not None:
-            config.stash[_KEEP_OFF_KEY] = why
+            config.stash[KEEP_OFF_KEY] = why
             warnings.append(
                 f"--pypto-kernels-dir {raw!r}: {why}; failing tests will keep no artifacts"
             )
@@ -121,3 +143,25 @@ def check_paths(config: pytest.Config, settings: Any, *, strict: bool = True) ->
         if why is not None:
             raise _usage_error(config, "cache-dir", settings.cache_dir, why)
     return warnings
+
+
+def _sanitize(nodeid: str) -> str:
+    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_") or "test"
+    if len(name) > 120:
+        name = f"{name[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:16]}"
+    return name
+
+
+def keep_dir_for(config: pytest.Config, nodeid: str) -> Path:
+    """Where this test's artifacts are kept: ``<kernels dir>/<sanitized node id>``."""
+    return rooted(config, settings(config).kernels_dir) / _sanitize(nodeid)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A kernels/cache dir that can never work: one usage error now (module docstring)."""
+    if not resolved(config):
+        return
+    controller = not hasattr(config, "workerinput")
+    for message in check_paths(config, settings(config), strict=controller):
+        if controller:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(message), stacklevel=2)

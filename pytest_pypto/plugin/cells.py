@@ -1,0 +1,61 @@
+"""Cells: the pypto markers, one item per requested cell for tests that use a
+platform-bound fixture, and the skips of cells a test's markers or this host rule out
+(the rules are harness/cells.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_pypto.harness.cells import (
+    CELL_FIXTURE,
+    MARKERS,
+    cell_of,
+    chooses_own_cells,
+    constraints_of,
+    item_skip_reason,
+    needs_cells,
+    requires_of,
+)
+from pytest_pypto.plugin.devices import onboard_missing
+from pytest_pypto.plugin.keys import CELL_PROPERTY
+from pytest_pypto.plugin.options import settings
+from pytest_pypto.plugin.runtimes import requires_skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS:
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    try:
+        constraints_of(metafunc.definition)
+        requires_of(metafunc.definition)
+    except ValueError as exc:
+        pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
+    if not needs_cells(metafunc.fixturenames) or chooses_own_cells(metafunc.definition):
+        return
+    if CELL_FIXTURE not in metafunc.fixturenames:
+        # A platform-bound fixture overridden without the cell (e.g. a stand-in
+        # pypto_runner): pull the cell fixture into the closure so the id still shows it.
+        metafunc.fixturenames.append(CELL_FIXTURE)
+    cells = settings(metafunc.config).cells
+    # Session scope: a suite's session fixture may depend on the cell (PyPTO's
+    # test_config is session-scoped); pytest then groups the items by cell.
+    metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    requested = settings(config).cells
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        cell = cell_of(callspec.params, item.fixturenames) if callspec is not None else None
+        if cell is not None:
+            item.user_properties.append((CELL_PROPERTY, cell))
+        reason = item_skip_reason(
+            item, cell, requested, lambda cell=cell: onboard_missing(config, cell)
+        )
+        if reason is None and item.get_closest_marker("pypto_requires") is not None:
+            reason = requires_skip(item)  # the cell's runtime's version (loads runtimes)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
