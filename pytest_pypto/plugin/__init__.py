@@ -29,6 +29,11 @@ the ledger, the remote artifacts, the cache line, then (trylast) broken runtimes
 Importing this package stays cheap (no numpy, compiler or runtime): the plugin
 loads in every pytest run.  The compat plugin is loaded by name only, never
 imported here.
+
+Each module's docstring says ``PYTEST_DONT_REWRITE``: the modules import one another,
+so in an editable install (where pytest does not mark the package for assertion
+rewriting up front) listing a module that is already imported would warn; plugin
+code has no asserts worth rewriting.
 """
 
 pytest_plugins = [

@@ -1,6 +1,9 @@
 """The compile cache of a session: where it is, the warning when it is off, and the
 summary line of hits, misses and damaged entries rebuilt (xdist workers ship their
-counts; the controller sums them)."""
+counts; the controller sums them).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """Cells: the pypto markers, one item per requested cell for tests that use a
 platform-bound fixture, and the skips of cells a test's markers or this host rule out
-(the rules are harness/cells.py)."""
+(the rules are harness/cells.py).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """``--pypto-codegen-only`` (harness/codegen_only.py) in a session: the running test
 is marked in the session context, so its first dispatch skips it; what each process
-compiled is folded into the coverage ledger (xdist workers ship theirs)."""
+compiled is folded into the coverage ledger (xdist workers ship theirs).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
+"""
 
 from __future__ import annotations
 

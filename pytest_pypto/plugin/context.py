@@ -4,6 +4,8 @@ Built at configure from the resolved options, this process's compile cache (made
 first use) and ``pytest.skip``; bound for the session's lifetime, so `@pl.jit` and
 ``CompiledProgram(...)`` calls compile through the session's cache and default to its
 first cell, and the codegen-only gate knows whether a test is running.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

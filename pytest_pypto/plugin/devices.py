@@ -3,6 +3,8 @@ report header's first line (cells, devices, version, base seed).
 
 Nothing here runs a kernel or loads a runtime module before a cell needs one: the
 device discovery is imported when first asked.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ The failure class (harness/failures.py) goes into the test's ``user_properties``
 class), hence junitxml and the coverage ledger.  Everything works on the exception
 pytest is about to render (``call.excinfo``), so nothing is global and nothing leaks
 between tests.  Registered in every run: classifying never imports the toolchain.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

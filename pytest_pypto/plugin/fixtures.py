@@ -3,6 +3,8 @@
 
 A test requesting any of them runs once per requested cell (plugin/cells.py).  The
 runner is stashed on the test item, so a failing test keeps its artifact.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Stash keys hold per-session (``config.stash``) or per-test (``item.stash``) stat
 sessions that pytester runs in one process never share any.  Properties are what a
 test carries in ``user_properties`` (reports, junitxml, the coverage ledger).  Payload
 keys name what an xdist worker ships to the controller (plugin/workers.py).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

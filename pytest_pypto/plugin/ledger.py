@@ -4,6 +4,8 @@ every test report, printed as a section of the terminal summary, and the
 
 Controller only: `pytest_configure` registers `LedgerHooks` there (xdist ships every
 report to the controller, so workers keep none).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Precedence: command line > env > ini > default.  A bad value is a
 ``pytest.UsageError`` naming the option, where the value came from, the value and the
 valid choices (exit status 4, no traceback).  ``--pypto-alias`` acts before conftests
 import (`pytest_load_initial_conftests`), through the compat plugin loaded by name.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ first test that writes there.  The rules:
 
 Relative paths are taken from the rootdir.  Also here: where a test keeps its
 artifacts (`keep_dir_for`).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ one-argument spelling before xdist reads the arguments.
 
 Also here: a failing test's "pypto artifacts" report section (its runner keeps the
 artifact), whoever runs it.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

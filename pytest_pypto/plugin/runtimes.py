@@ -4,6 +4,8 @@ summary, and every runtime closed at the session's end.
 
 The registry is imported only when a hook needs it (``sys.modules`` first: a session
 that never looked a runtime up loads none).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations

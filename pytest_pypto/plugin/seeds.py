@@ -1,6 +1,9 @@
 """Per-test seeds (harness/seeding.py) as pytest sees them: recorded in the test's
 ``user_properties``, the ``pypto_rng`` fixture, and the context lines a failure ends
-with (platform, seed, a command that reproduces it)."""
+with (platform, seed, a command that reproduces it).
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
+"""
 
 from __future__ import annotations
 

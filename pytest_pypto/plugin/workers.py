@@ -6,6 +6,8 @@ A concern that collects something per process and reports it once for the sessio
 nothing to send) travels in ``workeroutput``; ``fold`` runs on the controller when
 the worker goes down.  Without xdist neither runs: the controller is the only
 process and reads its own state.
+
+PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
 from __future__ import annotations
