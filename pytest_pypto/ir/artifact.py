@@ -85,6 +85,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.ir.launch import launcher
+
 ARTIFACT_FORMAT = 1
 MANIFEST_NAME = "kernel_config.json"
 SIM_BACKEND = "numpy-functional"
@@ -526,6 +528,5 @@ class CompiledProgram:
         or only the inputs (return style: the Out tensors are allocated and returned).
         Runs on ``config``'s platform, else this artifact's."""
         __tracebackhide__ = True
-        from pytest_pypto.ir.launch import launcher
 
         return launcher().call(self, args, config)

@@ -28,8 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.opfacts import PROBE_SHAPE, arch_lines, dtype_text, probe
+from pytest_pypto.ir.ops._rules import lowered_by_compiler
 from pytest_pypto.ir.registry import REGISTRY, OpSpec, ParamSpec
+from pytest_pypto.ir.types import MemorySpace
 
 REFRESH_COMMAND = "python -m pytest_pypto.ir.opdoc > docs/ops.md"
 
@@ -65,7 +68,6 @@ class Form:
 
 def shown_default(value: Any) -> str:
     """A default as a user would write it (pl.Mem.Vec, pl.FP32, None, 'unspecified')."""
-    from pytest_pypto.ir.types import MemorySpace
 
     if isinstance(value, MemorySpace):
         return f"pl.Mem.{value.name}"
@@ -155,7 +157,6 @@ def _own_doc(fn: Any) -> str | None:
 
 def entry_sections(spec: OpSpec) -> list[tuple[str, list[str]]]:
     """The reference of one entry as (label, lines) pairs, shared by text and markdown."""
-    from pytest_pypto.ir import tensor_forms
 
     sections: list[tuple[str, list[str]]] = []
     reached = spellings(spec)
@@ -190,8 +191,6 @@ def entry_sections(spec: OpSpec) -> list[tuple[str, list[str]]]:
 
 
 def _semantics(spec: OpSpec) -> list[str]:
-    from pytest_pypto.ir.ops._rules import lowered_by_compiler
-
     if spec.execute is lowered_by_compiler:
         return ["lowered by the compiler to tile ops (loads, tile ops, stores over tiles "
                 "that fit the arch): the tile ops' semantics apply"]
@@ -279,7 +278,6 @@ def _family_summary(family: str) -> str:
 
 def ops_markdown() -> str:
     """`docs/ops.md`: every registered op, grouped by family, from the registry alone."""
-    from pytest_pypto.ir import tensor_forms
 
     families: dict[str, list[OpSpec]] = {}
     for name in sorted(REGISTRY):
