@@ -124,7 +124,7 @@ def ir_compile(
     ``enable_pypto_l0c_double_buffer``, ...) is accepted and recorded.
     PyPTO dumps passes by default; here only when asked (``dump_passes=True``).
     """
-    from pytest_pypto.compiler.api import compile as compile_
+    from pytest_pypto.compiler.api import compile as compile_  # lazy: the pypto stand-in imports us
 
     if platform is not None:
         config = RunConfig(platform=platform)

@@ -163,7 +163,7 @@ def _may_share_memory() -> Any:
     """`numpy.may_share_memory` without its Python-level dispatch wrapper (its C function,
     where this numpy has it where numpy 2 keeps it)."""
     try:
-        from numpy._core import _multiarray_umath
+        from numpy._core import _multiarray_umath  # lazy: private, may be absent
 
         fn = _multiarray_umath.may_share_memory
         a = np.zeros(4)

@@ -133,7 +133,7 @@ def cast_chain(arch: Any, src: str, dst: str) -> list[str] | None:
 
 
 def _np() -> Any:
-    import numpy
+    import numpy  # lazy: numpy-free registry
 
     return numpy
 

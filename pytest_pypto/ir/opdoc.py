@@ -23,9 +23,11 @@ import enum
 import functools
 import inspect
 import sys
+import textwrap
 import types as pytypes
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_pypto.ir import tensor_forms
@@ -247,8 +249,6 @@ def render_text(display: str, forms: list[Form]) -> str:
 
 
 def _wrap(text: str, indent: str, rest: str | None = None, width: int = 92) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(text, width, initial_indent=indent,
                          subsequent_indent=rest if rest is not None else indent,
                          break_on_hyphens=False, break_long_words=False) or [indent.rstrip()]
@@ -368,8 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     text = ops_markdown()
     if args[:1] == ["--check"] and len(args) == 2:
-        from pathlib import Path
-
         diff = stale_ops(Path(args[1]).read_text(encoding="utf-8"), text)
         if diff:
             print(f"{args[1]} is stale ({', '.join(diff[:20])}); refresh: {REFRESH_COMMAND}")

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.runtime.trace import write_trace
+
 __all__ = ["RecordedRun"]
 
 
@@ -36,7 +38,7 @@ class RecordedRun:
     def deps_path(self) -> Path:
         """Path of this run's deps.json (written on first use)."""
         if self._deps_path is None:
-            from pytest_pypto.runtime.worker import _new_run_dir
+            from pytest_pypto.runtime.worker import _new_run_dir  # lazy: numpy (worker's)
 
             run_dir = _new_run_dir(self._config, self.program)
             path = run_dir / "deps.json"
@@ -54,8 +56,6 @@ class RecordedRun:
         next to deps.json on first use (with schedule.png when matplotlib is installed)."""
         path = self.run_dir / "trace.json"
         if not path.is_file():
-            from pytest_pypto.runtime.trace import write_trace
-
             write_trace(self.record, self.run_dir)
         return path
 

@@ -61,6 +61,7 @@ from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.records import RecordedRun
 from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
 from pytest_pypto.runtime.timeout import RunTimedOut
+from pytest_pypto.runtime.trace import write_trace
 
 __all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
 
@@ -369,7 +370,7 @@ def _floats_switch() -> tuple[Callable[[], Any], Callable[[Any], None]]:
     ``np.errstate(all="ignore")`` does, without the Python-level context manager
     (2 us of every dispatch).  Elsewhere: ``np.errstate`` itself."""
     try:
-        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj  # lazy: private
 
         _extobj_contextvar.reset(_extobj_contextvar.set(_make_extobj(all="ignore")))
     except Exception:  # noqa: BLE001  (another numpy: the public context manager)
@@ -430,8 +431,6 @@ def _partial_record(
         path.write_text(json.dumps(record))
         error.deps_path = path  # type: ignore[attr-defined]
         if cfg.trace:
-            from pytest_pypto.runtime.trace import write_trace
-
             write_trace(record, run_dir)
     except Exception as exc:  # the original error matters more than this record
         return f"task graph not recorded ({exc})"

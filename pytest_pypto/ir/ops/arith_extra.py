@@ -23,6 +23,7 @@ Numerics, each pinned to what the device computes (pto-isa):
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from pytest_pypto.ir.apply import convert_array, place, scalar_to_dtype
@@ -180,9 +181,6 @@ def _by_zero(result: Any, b: Any, op: str) -> Any:
     zero = np.asarray(b) == 0
     if not zero.any():
         return result
-    import warnings
-
-
     warnings.warn(f"integer {op} by zero in {int(zero.sum())} element(s); they hold the "
                   "poison pattern", PyptoWarning, stacklevel=4)
     return np.where(zero, np.int64(fill_value(INT64)), result)

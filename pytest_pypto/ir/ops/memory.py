@@ -17,6 +17,7 @@ from pytest_pypto.ir.ops._rules import (
     dtype_list,
     enum_name,
     index_items,
+    np,
     require_atomic_mode,
     space_name,
     static_shape,
@@ -517,9 +518,6 @@ def _full_type(info: CallInfo) -> TileType:
 
 
 def _full_execute(*, shape, dtype, value, out=None, **_):
-    import numpy as np
-
-
     shape = tuple(int(s) for s in shape)
     data = np.full(shape, scalar_to_dtype(value, dtype), dtype=dtype.np)
     space = (out.space if out is not None else None) or "Vec"
