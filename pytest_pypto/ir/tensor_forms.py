@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_pypto.ir.ops._rules import lowered_by_compiler
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpRuleError, OpSpec, ParamSpec
 from pytest_pypto.ir.types import TensorType, TileType, Type
 
@@ -84,6 +83,8 @@ def derive(tile_spec: OpSpec) -> OpSpec:
 
 
 def _derive(tile_spec: OpSpec) -> OpSpec:
+    from pytest_pypto.ir.ops._rules import lowered_by_compiler  # lazy: ir.ops imports us
+
     short = tile_spec.short_name
     name = f"tensor.{short}"
     params = tuple(
