@@ -16,15 +16,15 @@ import linecache
 import textwrap
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, funcalls, surface
+from pytest_pypto.language import annots, funcalls, functions, surface
 from pytest_pypto.language.context import (
     FunctionContext,
+    Header,
     SourceMap,
     Tier3Hit,
     all_bound_names,
@@ -32,24 +32,7 @@ from pytest_pypto.language.context import (
 from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.funcalls import check_call
 from pytest_pypto.language.statements import BodyParser
-
-
-@dataclass
-class Header:
-    """A function's signature, parsed before any body."""
-
-    node: ast.FunctionDef
-    kind: str = "Opaque"
-    strict_ssa: bool = False
-    params: list[Param] = field(default_factory=list)
-    returns: tuple[Type, ...] | None = None  # None: not annotated
-    unsupported: Unsupported | None = None
-    decorated: bool = False  # carries @pl.function
-    # A function from outside the class (language/templates.py): where its body is
-    # and what it resolves names in; None: the program's.
-    source: SourceMap | None = None
-    namespace: dict[str, Any] | None = None
-    open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
+from pytest_pypto.language.templates import Template, specialize_body, with_self
 
 
 def parse_program(
@@ -367,7 +350,7 @@ class ProgramParser:
 
     def decorator(self, ctx: FunctionContext, ep: ExprParser, dec: ast.expr, header: Header) -> None:
         target = ep.eval(dec.func if isinstance(dec, ast.Call) else dec)
-        if target is not surface.function:
+        if target is not functions.function:
             raise ctx.error(
                 ParserSyntaxError,
                 f"unknown decorator @{ctx.text(dec)} on a program method",
@@ -575,3 +558,30 @@ class ProgramParser:
                       kw: dict[str, Any], node: ast.Call, sink: list[Stmt] | None) -> Any:
         """``f(...)`` of a `@pl.inline` / `@pl.jit.*` function: see funcalls.call_template."""
         return funcalls.call_template(self, ctx, target.pl_template(), pos, kw, node, sink)
+
+
+def program_from_template(
+    template: Template, params: list[Param], constants: dict[str, Any], kind: str
+) -> Program:
+    """A program whose entry is ``template`` with ``params`` (a `@pl.jit` specialisation).
+
+    ``constants``: scalar parameters whose value is folded into the body.  Functions it
+    calls by name (templates) join the program as they are met.
+    """
+    parser = ProgramParser(template.source, template.namespace)
+    types = {p.name: p.type for p in params}
+    body, namespace = specialize_body(template.node, types, template.namespace, constants)
+    node = with_self(body)
+    header = Header(node, kind=kind, params=params, decorated=True,
+                    source=template.source, namespace=namespace)
+    if template.node.returns is not None:
+        ctx = FunctionContext(template.source, namespace, template.name, parser, False, set())
+        t, _ = annots.to_type(ctx, ExprParser(ctx, {}).eval(template.node.returns),
+                              template.node.returns)
+        header.returns = t.items if isinstance(t, TupleType) else (t,)
+    parser.headers[template.name] = header
+    parser.function(template.name)
+    functions = {n: parser.functions[n] for n in parser.headers if n in parser.functions}
+    source = template.source
+    return Program(template.name, functions, source.file,
+                   span=source.span(template.node), source_lines=source.file_lines)
