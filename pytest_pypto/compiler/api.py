@@ -146,7 +146,7 @@ def compile(  # noqa: A001  (PyPTO's name)
 
     ``output_dir`` is the artifact's directory (None: a fresh temporary one).  Its
     files are written there now when ``write`` (None: when ``output_dir`` is given or
-    passes are dumped), else only when something reads ``artifact_dir``.  Pass dumps
+    passes are dumped), else only when something calls ``artifact_dir()``.  Pass dumps
     (``config.dump_passes``) are written into ``<output_dir>/passes`` while compiling
     either way.  The user's program is never mutated (the passes work on a copy).
     ``batch_loops`` turns batched loop execution (compiler/batching.py) on or off;
@@ -173,7 +173,7 @@ def compile(  # noqa: A001  (PyPTO's name)
         ctx.expr_memo.clear()  # freed while the collector is still off
     compiled = CompiledProgram(memory=memory, ir_text=functools.partial(ir_printer(), work))
     if write:
-        compiled.artifact_dir  # noqa: B018  (written now)
+        compiled.artifact_dir()  # written now
     return compiled
 
 

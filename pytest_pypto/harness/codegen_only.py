@@ -136,7 +136,7 @@ def note_compiled(compiled: Any, pconfig: Any = None) -> None:
     if pconfig is None or not gate_on(pconfig):
         return
     manifest = _manifest(compiled)
-    text = getattr(compiled, "ir_text", "") or str(getattr(compiled, "artifact_dir", compiled))
+    text = getattr(compiled, "ir_text", "") or str(getattr(compiled, "artifact_dir", lambda: compiled)())
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     found = pconfig.stash.setdefault(_keys()[1], {})
     found[(manifest.platform, manifest.program, digest)] = len(manifest.kernels)

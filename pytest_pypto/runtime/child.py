@@ -33,6 +33,7 @@ from typing import Any
 
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.ir.nodes import Span
+from pytest_pypto.runtime import records
 from pytest_pypto.runtime.loader import load_artifact
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.protocol import RuntimeFailure
@@ -145,9 +146,7 @@ def serve(conn: Any, crumb_path: str, run_root: str, parent_end: Any = None) -> 
     if parent_end is not None:  # forked: drop the parent's end, so its death is our EOF
         parent_end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from pytest_pypto.runtime import worker as worker_module  # lazy: numpy, child-side only
-
-    worker_module._temp_root = Path(run_root)  # records of failed runs: the parent cleans up
+    records.temp_root = Path(run_root)  # records of failed runs: the parent cleans up
     with open(crumb_path, "r+b") as f:
         mapping = mmap.mmap(f.fileno(), CRUMB_SIZE)
     # A fatal signal's Python stack goes to a log the parent quotes, not to the terminal.
@@ -209,7 +208,7 @@ def _run(request: tuple, workers: dict, crumbed: dict, mapping: mmap.mmap) -> di
     return {
         "written": written,
         "record": run.record,
-        "deps_path": str(run.deps_path) if config.save_kernels or config.trace else None,
+        "deps_path": str(run.deps_path()) if config.save_kernels or config.trace else None,
         "war_hazards": run.war_hazards,
         "kernel_seconds": run.kernel_seconds,
         "warnings": [(w.message, w.category) for w in caught],

@@ -18,7 +18,7 @@ time (``runtime/child.py``).  What changes against the in-process simulator:
 * the caller's Out/InOut arrays are written only when the run succeeded; In arrays
   are only read (they travel pickled; pure Out buffers travel as shape and dtype);
 * errors come back as they were raised (class, message, span, notes); the run's task
-  record comes back with the outputs (`IsolatedRun.tasks`, ``deps_path``).
+  record comes back with the outputs (`IsolatedRun.tasks`, ``deps_path()``).
 
 Start method: ``fork`` where the platform has it (a child is ready in a few
 milliseconds and inherits the already built artifacts), else ``spawn``;
@@ -415,7 +415,7 @@ _manifests: dict[tuple[str, int, int], Any] = {}
 def _artifact_of(artifact: Any) -> tuple[Path, Any]:
     """(directory, manifest) of a CompiledProgram, LoadedArtifact or artifact directory."""
     if isinstance(artifact, CompiledProgram):
-        return Path(artifact.artifact_dir), artifact.manifest
+        return Path(artifact.artifact_dir()), artifact.manifest
     if hasattr(artifact, "manifest") and hasattr(artifact, "directory"):  # LoadedArtifact
         return Path(artifact.directory), artifact.manifest
     directory = Path(os.fspath(artifact))

@@ -118,7 +118,7 @@ def load_artifact(
     if isinstance(source, LoadedArtifact):
         source = source.origin
     elif isinstance(source, CompiledProgram):
-        source = source.memory if source.memory is not None else source.artifact_dir
+        source = source.memory if source.memory is not None else source.artifact_dir()
     if isinstance(source, ArtifactInMemory):
         return _load_memory(source, bind)
     where = os.fspath(source)
