@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import linecache
-import textwrap
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -31,6 +29,7 @@ from pytest_pypto.language.context import (
 )
 from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.funcalls import check_call
+from pytest_pypto.language.sources import current_lines, source_of
 from pytest_pypto.language.statements import BodyParser
 from pytest_pypto.language.templates import Template, specialize_body, with_self
 
@@ -105,8 +104,7 @@ _FAILED: dict[str, list[str]] = {}  # file -> the lines that did not parse
 
 def _file_lines(file: str) -> _FileIndex | None:
     """The file's index, its classes not yet parsed (None: linecache has no lines)."""
-    linecache.checkcache(file)  # an edited file is re-read (one stat)
-    lines = linecache.getlines(file)
+    lines = current_lines(file)
     if not lines:
         return None
     cached = _FILES.get(file)
@@ -253,21 +251,7 @@ def _locate(cls: type, where: tuple[str, int] | None) -> tuple[str, ast.ClassDef
 
 
 def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
-    try:
-        lines, first_line = inspect.getsourcelines(cls)
-        file = inspect.getsourcefile(cls) or inspect.getfile(cls)
-    except (OSError, TypeError) as exc:
-        raise ParserSyntaxError(
-            f"@pl.program could not read the source of class {cls.__name__}: {exc}",
-            hint="define the program in a .py file (not in an interactive session or exec)",
-        ) from None
-    dedented = textwrap.dedent("".join(lines))
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    classdef = next(n for n in ast.parse(dedented).body if isinstance(n, ast.ClassDef))
-    file_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
-        line.rstrip("\n") for line in lines
-    )
-    return file, classdef, SourceMap(file, first_line, indent, file_lines)
+    return source_of(cls, ast.ClassDef, "@pl.program", "class", "program")
 
 
 def _self_calls(classdef: ast.ClassDef) -> set[str]:
