@@ -1,11 +1,10 @@
-"""The one seam from the language up to the harness: how `@pl.jit` kernels and
+"""The one seam from the language up to the layers above: how `@pl.jit` kernels and
 `CompiledProgram(...)` calls reach the compiler, the compile cache and the simulator.
 
-Imports go one way (language -> ir -> compiler -> runtime -> harness), yet calling a
-`@pl.jit` function or a `CompiledProgram` must compile and run.  A higher layer
-registers a `Launcher` here; the package face installs a default factory that
-`launcher()` calls on first use when nothing was registered (it loads the harness,
-whose launcher registers itself), so this layer names no module above it.
+Imports go one way (upward imports are not allowed), yet calling a `@pl.jit` function
+or a `CompiledProgram` must compile and run.  A higher layer registers a `Launcher`
+here; the package face installs a default factory that `launcher()` calls on first
+use when nothing was registered, so this layer names no module above it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ __all__ = ["Launcher", "launcher", "register", "register_default", "set_default_
 
 
 class Launcher(Protocol):
-    """What the language and the IR ask of the harness."""
+    """What the language and the IR ask of the layer that compiles and runs."""
 
     def config(self, config: Any) -> Any:
         """The RunConfig of a call: ``config`` itself, or the session's default cell."""
