@@ -1,16 +1,19 @@
 """pytest-pypto: the test harness for PyPTO tile kernels.
 
 Importing this package is cheap: the toolchain (numpy, the compiler, the simulator)
-loads only when one of its entry points is first used.
+loads only when one of its entry points is first used.  The package face also installs
+the default launcher (`ir.launch`): calling a `@pl.jit` function or a `CompiledProgram`
+imports the harness then, so the language and the IR never name it.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_pypto._version import __version__
 from pytest_pypto.config import BackendType, ExecutionMode, RunConfig
-
-__version__ = "0.2.0"
+from pytest_pypto.ir import launch as _launch
 
 __all__ = [
     "BackendType",
@@ -41,8 +44,15 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_pypto' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _harness_launcher() -> _launch.Launcher | None:
+    """The harness's launcher: importing `harness.jit` registers it."""
+    importlib.import_module("pytest_pypto.harness.jit")
+    return None
+
+
+_launch.set_default_factory(_harness_launcher)

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import pytest_pypto
+from pytest_pypto._version import __version__
 from pytest_pypto.arch import MODE_NAMES, spec
 from pytest_pypto.compiler import (
     batching,
@@ -44,6 +44,7 @@ from pytest_pypto.compiler.passes import KernelFacts, Pass, PassContext, PassMan
 from pytest_pypto.compiler.walk import expressions_fixed
 from pytest_pypto.config import RunConfig
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir import printer
 from pytest_pypto.ir.artifact import (
     SIM_BACKEND,
     ArgInfo,
@@ -56,6 +57,7 @@ from pytest_pypto.ir.artifact import (
 from pytest_pypto.ir.clone import clone_program
 from pytest_pypto.ir.registry import REGISTRY, OpSpec
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
+from pytest_pypto.language.deferred import DeferredProgram
 
 PASSES: list[Pass] = [
     Pass("check_unsupported", structure.check_unsupported, keeps_exprs=True),
@@ -77,10 +79,6 @@ PASSES: list[Pass] = [
 def ir_printer() -> Callable[[n.Program], str]:
     """The language's IR printer when it is there, else the compiler's plain rendering
     (looked up once: every compile asks twice)."""
-    try:
-        from pytest_pypto.ir import printer  # type: ignore[attr-defined]
-    except ImportError:
-        return render_program
     for name in ("print_program", "format_program", "program_to_str", "render_program"):
         fn = getattr(printer, name, None)
         if callable(fn):
@@ -98,8 +96,6 @@ def lower(
     """Run every pass on a copy of ``program`` (ir/clone.py): the checked IR and the decisions."""
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if not isinstance(program, n.Program):
-        from pytest_pypto.language.deferred import DeferredProgram
-
         if isinstance(program, DeferredProgram):
             raise program.error()  # the module-level program's parse error, deferred
         raise TypeError(
@@ -150,7 +146,7 @@ def compile(  # noqa: A001  (PyPTO's name)
 
     ``output_dir`` is the artifact's directory (None: a fresh temporary one).  Its
     files are written there now when ``write`` (None: when ``output_dir`` is given or
-    passes are dumped), else only when something reads ``artifact_dir``.  Pass dumps
+    passes are dumped), else only when something calls ``artifact_dir()``.  Pass dumps
     (``config.dump_passes``) are written into ``<output_dir>/passes`` while compiling
     either way.  The user's program is never mutated (the passes work on a copy).
     ``batch_loops`` turns batched loop execution (compiler/batching.py) on or off;
@@ -177,7 +173,7 @@ def compile(  # noqa: A001  (PyPTO's name)
         ctx.expr_memo.clear()  # freed while the collector is still off
     compiled = CompiledProgram(memory=memory, ir_text=functools.partial(ir_printer(), work))
     if write:
-        compiled.artifact_dir  # noqa: B018  (written now)
+        compiled.artifact_dir()  # written now
     return compiled
 
 
@@ -310,7 +306,7 @@ def _generate(
         platform=platform,
         arch=ctx.arch.name,
         mode=MODE_NAMES[config.execution_mode],
-        toolchain_version=pytest_pypto.__version__,
+        toolchain_version=__version__,
         sim_backend=sim_backend,
         entry=entry.name,
         entry_args=[_arg(p, i in entry_written, dyn) for i, p in enumerate(entry.params)],

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_pypto.compiler.listing import render_expr
-from pytest_pypto.compiler.walk import arg_exprs, iter_exprs
+from pytest_pypto.compiler.walk import arg_exprs, iter_exprs, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import TensorType, TileType
@@ -199,8 +199,6 @@ class _Analysis:
 
     def _inplace_targets(self, body: list[n.Stmt]) -> set[str]:
         names: set[str] = set()
-        from pytest_pypto.compiler.walk import iter_stmts, stmt_expr_list
-
         for s in iter_stmts(body):
             for e in stmt_expr_list(s):
                 if type(e) is n.Call and e.op in self.registry:

@@ -222,7 +222,7 @@ class KernelEmitter(Emitter):
         spec = self.registry.get(value.op)
         name = getattr(spec.compute, "float32_ufunc", None) if spec is not None else None
         parts, keywords = self.op_args(value, None)
-        import numpy as np  # compile time only: the ufunc's operand count
+        import numpy as np  # lazy: numpy, only to read a ufunc's operand count
 
         operands = self.value_operands(value)
         if name is None or keywords or not (getattr(np, name).nin == len(parts) == len(operands)):

@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_pypto.compiler.capacity import buffer_row
 from pytest_pypto.compiler.passes import KernelFacts
+from pytest_pypto.compiler.walk import iter_exprs, stmt_exprs
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.types import type_str
 
@@ -204,6 +205,4 @@ def orchestration_listing(
 
 
 def _calls_of(s: n.Stmt) -> list[n.Expr]:
-    from pytest_pypto.compiler.walk import iter_exprs, stmt_exprs
-
     return [e for top in stmt_exprs(s) for e in iter_exprs(top)]

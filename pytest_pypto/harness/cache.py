@@ -211,7 +211,7 @@ class CompileCache:
             same = _identity(final) == identity
         except OSError:
             same = False
-        if same and (found.compiled.artifact_dir / "kernel_config.json").is_file():
+        if same and (found.compiled.artifact_dir() / "kernel_config.json").is_file():
             return found
         del self._memo[key]
         return None

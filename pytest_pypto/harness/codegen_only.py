@@ -82,6 +82,6 @@ def note_compiled(compiled: Any, session: Any = None) -> None:
     if not gate_on(session):
         return
     manifest = _manifest(compiled)
-    text = getattr(compiled, "ir_text", "") or str(getattr(compiled, "artifact_dir", compiled))
+    text = getattr(compiled, "ir_text", "") or str(getattr(compiled, "artifact_dir", lambda: compiled)())
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     session.compiled[(manifest.platform, manifest.program, digest)] = len(manifest.kernels)

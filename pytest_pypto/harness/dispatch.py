@@ -59,7 +59,7 @@ def _compile(program: Any, config: RunConfig) -> CompiledProgram:
         per_program = {}
     compiled = per_program.get(key)
     if compiled is None or (  # an in-memory artifact cannot go stale; a directory can
-        compiled.memory is None and not (compiled.artifact_dir / "kernel_config.json").is_file()
+        compiled.memory is None and not (compiled.artifact_dir() / "kernel_config.json").is_file()
     ):
         compiled = per_program[key] = compile_cached(program, config)
     return compiled

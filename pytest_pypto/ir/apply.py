@@ -6,6 +6,9 @@ first, DSL.md §5.1), rounds the wide result once to ``out.dtype`` and places it
 a fresh buffer poisoned outside the valid region (§5.5).  ``execute`` ops get
 their operands unchanged.
 
+Its numpy is `ir.lazy_numpy.np`, so that the op modules can import these helpers
+while the registry stays numpy-free.
+
 Speed matters (the simulator must stay within a small factor of plain numpy), so
 the fast path makes no copies beyond numpy's own result arrays: no widening copy
 for FP32/INT64, no narrowing copy when the dtype already matches, no poison fill
@@ -28,9 +31,8 @@ import contextvars
 import math
 from typing import Any
 
-import numpy as np
-
 from pytest_pypto.ir.dtypes import ALL_DTYPES, FP32, DataType
+from pytest_pypto.ir.lazy_numpy import np
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue, new_buffer, widen
@@ -236,6 +238,7 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
     and place give (float32 math, no rounding, a fresh buffer), without their calls.
     None when any of that does not hold (the general path runs)."""
+    global _F32
     hit = _UFUNCS.get(id(spec))
     if hit is not None and hit[0] is spec:
         ufunc = hit[1]
@@ -243,6 +246,7 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
         name = getattr(spec.compute, "float32_ufunc", None)
         ufunc = getattr(np, name) if name else None
         _UFUNCS[id(spec)] = (spec, ufunc)
+        _F32 = np.dtype(np.float32)  # here, not at import: the registry imports no numpy
     if ufunc is None or out.dtype.name != "FP32":
         return None
     a, b = operands
@@ -264,4 +268,5 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
 
 
 _UFUNCS: dict[int, tuple[OpSpec, Any]] = {}  # id(op entry) -> (entry, float32 ufunc or None)
-_F32 = np.dtype(np.float32)  # numpy's builtin dtypes are singletons: compared by identity
+# numpy's builtin dtypes are singletons: compared by identity (set at a ufunc's first sight)
+_F32: Any = None

@@ -16,6 +16,10 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from pytest_pypto.arch import ARCH_SPECS, MODE_NAMES, PLATFORMS, ArchSpec
+from pytest_pypto.ir.opfacts import arch_fields_read
+from pytest_pypto.ir.registry import REGISTRY
+
 REFRESH_COMMAND = "python -m pytest_pypto.ir.archdoc > docs/arch.md"
 
 # (section, [(field, what the toolchain uses it for)]) in page order.
@@ -110,9 +114,6 @@ def _casts(archs: list[Any]) -> list[str]:
 
 
 def _arch_gated_ops(archs: list[Any]) -> list[str]:
-    from pytest_pypto.ir.opfacts import arch_fields_read
-    from pytest_pypto.ir.registry import REGISTRY
-
     out = ["| Op | Arch table fields its rule reads | Not available on |", "| --- | --- | --- |"]
     for name in sorted(REGISTRY):
         spec = REGISTRY[name]
@@ -128,7 +129,6 @@ def _arch_gated_ops(archs: list[Any]) -> list[str]:
 
 def arch_markdown() -> str:
     """The whole page."""
-    from pytest_pypto.arch import ARCH_SPECS, MODE_NAMES, PLATFORMS, ArchSpec
 
     archs = list(ARCH_SPECS.values())
     head = "| Field | " + " | ".join(a.name for a in archs) + " | What it is for |"

@@ -66,7 +66,7 @@ In memory (`ArtifactInMemory`): a compile need not touch the file system.  The s
 files are held as text (listings rendered on first use) with each generated module's
 code object compiled once, under the path it has (or would have) in the directory, so
 tracebacks show generated lines either way; the directory is written only when asked
-for (`ArtifactInMemory.directory`, `CompiledProgram.artifact_dir`, `save_to`).
+for (`ArtifactInMemory.directory`, `CompiledProgram.artifact_dir()`, `save_to`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_pypto.ir.launch import launcher
 
 ARTIFACT_FORMAT = 1
 MANIFEST_NAME = "kernel_config.json"
@@ -433,7 +435,7 @@ class ArtifactInMemory:
 
 class CompiledProgram:
     """What `pytest_pypto.compile` returns: the manifest and the artifact, in memory
-    (``memory``) and as a directory (``artifact_dir``, written when first read).
+    (``memory``) and as a directory (``artifact_dir()``, written on the first call).
 
     Defined here (not in the compiler) because the runtime accepts it and must not
     import the compiler.  ``CompiledProgram(directory, manifest)`` names an artifact
@@ -467,7 +469,6 @@ class CompiledProgram:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_ir_text": self.ir_text}
 
-    @property
     def artifact_dir(self) -> Path:
         """The artifact's directory; an in-memory artifact is written there now (once)."""
         if self._artifact_dir is None:
@@ -489,7 +490,7 @@ class CompiledProgram:
             self.memory.save_to(target)
         else:
             Path(target).mkdir(parents=True, exist_ok=True)
-            shutil.copytree(self.artifact_dir, target, dirs_exist_ok=True)
+            shutil.copytree(self.artifact_dir(), target, dirs_exist_ok=True)
 
     @property
     def platform(self) -> str:
@@ -503,7 +504,7 @@ class CompiledProgram:
     @property
     def output_dir(self) -> Path:
         """PyPTO's name for the artifact directory."""
-        return self.artifact_dir
+        return self.artifact_dir()
 
     @property
     def param_names(self) -> list[str]:
@@ -526,6 +527,5 @@ class CompiledProgram:
         or only the inputs (return style: the Out tensors are allocated and returned).
         Runs on ``config``'s platform, else this artifact's."""
         __tracebackhide__ = True
-        from pytest_pypto.ir.launch import launcher
 
         return launcher().call(self, args, config)

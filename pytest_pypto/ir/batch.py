@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_pypto.ir.apply import apply, convert_array, dtype_of
+from pytest_pypto.ir.ops._rules import OpBoundsError
 from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue
 
@@ -58,8 +60,6 @@ def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis:
             break
         sl.append(slice(o, end))
     if len(sl) != len(size) or len(size) != len(shape):
-        from pytest_pypto.ir.ops._rules import OpBoundsError
-
         raise OpBoundsError(
             f"batched loop window {list(shape)} x {n} at {list(offsets)} (axis {axis}) lies "
             f"outside the tensor of shape {list(size)}"
@@ -85,7 +85,6 @@ def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: 
 
     ``tile`` is batched (leading axis ``n``) or loop-invariant (stored into every window).
     """
-    from pytest_pypto.ir.apply import convert_array, dtype_of
 
     shape = tile.data.shape[1:] if tile.data.ndim == tensor.ndim + 1 else tile.data.shape
     view = windows(tensor, offsets, tuple(shape), axis, n)
@@ -106,7 +105,6 @@ def float32_ufunc(op: Any) -> Any:
     hit = _UFUNCS.get(id(op))
     if hit is not None and hit[0] is op:
         return hit[1]
-    from pytest_pypto.ir.apply import apply
 
     ufunc = None
     if isinstance(op, functools.partial) and op.func is apply and not op.keywords \
@@ -165,7 +163,7 @@ def _may_share_memory() -> Any:
     """`numpy.may_share_memory` without its Python-level dispatch wrapper (its C function,
     where this numpy has it where numpy 2 keeps it)."""
     try:
-        from numpy._core import _multiarray_umath
+        from numpy._core import _multiarray_umath  # lazy: private, may be absent
 
         fn = _multiarray_umath.may_share_memory
         a = np.zeros(4)

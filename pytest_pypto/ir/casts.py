@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
+from pytest_pypto.ir.errors import PyptoWarning
 
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 
@@ -132,7 +133,7 @@ def cast_chain(arch: Any, src: str, dst: str) -> list[str] | None:
 
 
 def _np() -> Any:
-    import numpy
+    import numpy  # lazy: numpy-free registry
 
     return numpy
 
@@ -176,8 +177,6 @@ def convert_hop(data: Any, src: DataType, dst: DataType, mode: str = "round") ->
             nan = np.isnan(r)
             out_of_range = (r < info.min) | (r > info.max)
             if nan.any() or out_of_range.any():
-                from pytest_pypto.ir.errors import PyptoWarning
-
                 warnings.warn(
                     f"cast {src.name}->{dst.name}: {int(nan.sum())} NaN and "
                     f"{int(out_of_range.sum())} out-of-range value(s) were clamped (undefined "

@@ -52,10 +52,10 @@ class DataType:
         """The numpy dtype that stores this type (imports numpy/ml_dtypes on first use)."""
         if self.storage is None:
             raise TypeError(f"{self.name} has no numpy storage format")
-        import numpy
+        import numpy  # lazy: numpy-free registry
 
         if self.storage in _ML_DTYPES:
-            import ml_dtypes
+            import ml_dtypes  # lazy: numpy-free registry
 
             return numpy.dtype(getattr(ml_dtypes, self.storage))
         return numpy.dtype(self.storage)
@@ -103,7 +103,7 @@ def dtype_by_name(name: str) -> DataType:
 def round_float(value: float, name: str) -> float:
     """``value`` rounded (to nearest, ties to even) to the float dtype ``name``, as a
     Python float: what a Scalar of that dtype holds (DSL.md §3.5; an overflow is inf)."""
-    import numpy
+    import numpy  # lazy: numpy-free registry
 
     with numpy.errstate(over="ignore"):
         return float(numpy.asarray(value, dtype=numpy.float64).astype(DTYPES[name].np))

@@ -1,22 +1,22 @@
-"""The one seam from the language up to the harness: how `@pl.jit` kernels and
+"""The one seam from the language up to the layers above: how `@pl.jit` kernels and
 `CompiledProgram(...)` calls reach the compiler, the compile cache and the simulator.
 
-Imports go one way (language -> ir -> compiler -> runtime -> harness), yet calling a
-`@pl.jit` function or a `CompiledProgram` must compile and run.  The harness
-registers a `Launcher` here (``pytest_pypto.harness.jit``, which registers itself
-when imported); `launcher()` imports that module on first use when nothing was
-registered.  That lazy import is the single place a lower layer names the harness.
+Imports go one way (upward imports are not allowed), yet calling a `@pl.jit` function
+or a `CompiledProgram` must compile and run.  A higher layer registers a `Launcher`
+here; the package face installs a default factory that `launcher()` calls on first
+use when nothing was registered, so this layer names no module above it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["Launcher", "launcher", "register", "register_default"]
+__all__ = ["Launcher", "launcher", "register", "register_default", "set_default_factory"]
 
 
 class Launcher(Protocol):
-    """What the language and the IR ask of the harness."""
+    """What the language and the IR ask of the layer that compiles and runs."""
 
     def config(self, config: Any) -> Any:
         """The RunConfig of a call: ``config`` itself, or the session's default cell."""
@@ -29,6 +29,7 @@ class Launcher(Protocol):
 
 
 _registered: Launcher | None = None
+_factory: Callable[[], Launcher | None] | None = None
 
 
 def register(launcher: Launcher | None) -> Launcher | None:
@@ -45,11 +46,20 @@ def register_default(launcher: Launcher) -> None:
         register(launcher)
 
 
-def launcher() -> Launcher:
-    """The registered launcher, importing the harness's on first use."""
-    if _registered is None:
-        import importlib
+def set_default_factory(factory: Callable[[], Launcher | None] | None) -> None:
+    """Install what `launcher()` calls when no launcher is registered: it registers one
+    (or returns it, to be registered); None removes it."""
+    global _factory
+    _factory = factory
 
-        importlib.import_module("pytest_pypto.harness.jit")  # registers itself
+
+def launcher() -> Launcher:
+    """The registered launcher, asking the default factory for one on first use."""
+    if _registered is None:
+        if _factory is None:
+            raise RuntimeError("no launcher: import pytest_pypto (it installs the default one)")
+        made = _factory()
+        if made is not None:
+            register_default(made)
     assert _registered is not None
     return _registered

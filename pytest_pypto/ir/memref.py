@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir.registry import OpRuleError
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,8 +49,6 @@ class MemRefBinding:
 def check_slot(index: Any, slots: int, name: str) -> int:
     """The run-time check of a dynamic slot index (called by generated kernels)."""
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < slots:
-        from pytest_pypto.ir.registry import OpRuleError
-
         raise OpRuleError(
             f"slot index {index!r} is out of range for '{name}', declared with {slots} slot(s)",
             hint=f"select a slot within [0, {slots}), e.g. {name}[i % {slots}]",

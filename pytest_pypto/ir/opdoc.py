@@ -23,13 +23,18 @@ import enum
 import functools
 import inspect
 import sys
+import textwrap
 import types as pytypes
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.opfacts import PROBE_SHAPE, arch_lines, dtype_text, probe
+from pytest_pypto.ir.ops._rules import lowered_by_compiler
 from pytest_pypto.ir.registry import REGISTRY, OpSpec, ParamSpec
+from pytest_pypto.ir.types import MemorySpace
 
 REFRESH_COMMAND = "python -m pytest_pypto.ir.opdoc > docs/ops.md"
 
@@ -65,7 +70,6 @@ class Form:
 
 def shown_default(value: Any) -> str:
     """A default as a user would write it (pl.Mem.Vec, pl.FP32, None, 'unspecified')."""
-    from pytest_pypto.ir.types import MemorySpace
 
     if isinstance(value, MemorySpace):
         return f"pl.Mem.{value.name}"
@@ -155,7 +159,6 @@ def _own_doc(fn: Any) -> str | None:
 
 def entry_sections(spec: OpSpec) -> list[tuple[str, list[str]]]:
     """The reference of one entry as (label, lines) pairs, shared by text and markdown."""
-    from pytest_pypto.ir import tensor_forms
 
     sections: list[tuple[str, list[str]]] = []
     reached = spellings(spec)
@@ -190,8 +193,6 @@ def entry_sections(spec: OpSpec) -> list[tuple[str, list[str]]]:
 
 
 def _semantics(spec: OpSpec) -> list[str]:
-    from pytest_pypto.ir.ops._rules import lowered_by_compiler
-
     if spec.execute is lowered_by_compiler:
         return ["lowered by the compiler to tile ops (loads, tile ops, stores over tiles "
                 "that fit the arch): the tile ops' semantics apply"]
@@ -248,8 +249,6 @@ def render_text(display: str, forms: list[Form]) -> str:
 
 
 def _wrap(text: str, indent: str, rest: str | None = None, width: int = 92) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(text, width, initial_indent=indent,
                          subsequent_indent=rest if rest is not None else indent,
                          break_on_hyphens=False, break_long_words=False) or [indent.rstrip()]
@@ -279,7 +278,6 @@ def _family_summary(family: str) -> str:
 
 def ops_markdown() -> str:
     """`docs/ops.md`: every registered op, grouped by family, from the registry alone."""
-    from pytest_pypto.ir import tensor_forms
 
     families: dict[str, list[OpSpec]] = {}
     for name in sorted(REGISTRY):
@@ -370,8 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     text = ops_markdown()
     if args[:1] == ["--check"] and len(args) == 2:
-        from pathlib import Path
-
         diff = stale_ops(Path(args[1]).read_text(encoding="utf-8"), text)
         if diff:
             print(f"{args[1]} is stale ({', '.join(diff[:20])}); refresh: {REFRESH_COMMAND}")

@@ -18,7 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
+from pytest_pypto.arch import ARCH_SPECS, ArchSpec
+from pytest_pypto.ir.dtypes import ALL_DTYPES
 from pytest_pypto.ir.registry import STATIC_KINDS, VALUE_KINDS, CallInfo, OpRuleError, OpSpec
+from pytest_pypto.ir.types import ScalarType, TensorType, TileType
 
 PROBE_SHAPE = (16, 16)
 # ArchSpec fields that only identify the arch: every rule reads them for its messages.
@@ -34,15 +37,12 @@ _PER_FAMILY_FIELDS = frozenset({"vec_op_dtypes"})
 
 
 def _archs() -> list[Any]:
-    from pytest_pypto.arch import ARCH_SPECS
-
     return list(ARCH_SPECS.values())
 
 
 def _probe_info(spec: OpSpec, dtype: Any) -> CallInfo | None:
     """A CallInfo with every required operand a [16, 16] value of ``dtype`` in its first
     accepted space, static params at their defaults; None when a param cannot be faked."""
-    from pytest_pypto.ir.types import ScalarType, TensorType, TileType
 
     typed: dict[str, Any] = {}
     values: dict[str, Any] = {}
@@ -105,8 +105,6 @@ def probe(spec: OpSpec) -> tuple[dict[str, tuple[str, ...]], str | None]:
 
 
 def _runprobe(spec: OpSpec) -> tuple[dict[str, tuple[str, ...]], str | None]:
-    from pytest_pypto.ir.dtypes import ALL_DTYPES
-
     accepted: dict[str, tuple[str, ...]] = {}
     result_kind = None
     for arch in _archs():
@@ -185,7 +183,6 @@ def _code_strings(code: pytypes.CodeType) -> set[str]:
 def arch_fields_read(rule: Callable[..., Any]) -> tuple[list[str], set[str]]:
     """The ArchSpec fields ``rule`` (and what it calls) reads, and the string constants it
     uses (keys into the per-op mappings such as vec_op_dtypes)."""
-    from pytest_pypto.arch import ArchSpec
 
     field_names = [f.name for f in fields(ArchSpec)]
     read: set[str] = set()

@@ -216,7 +216,7 @@ class _Registry(Mapping[str, OpSpec]):
     def _load(self) -> dict[str, OpSpec]:
         if not _Registry._loaded:
             _Registry._loaded = True
-            import pytest_pypto.ir.ops  # noqa: F401  (registers every op module)
+            import pytest_pypto.ir.ops  # noqa: F401  # lazy: the op modules import this one; registers them all
         return _REGISTRY
 
     def __getitem__(self, name: str) -> OpSpec:

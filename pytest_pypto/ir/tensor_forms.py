@@ -83,7 +83,7 @@ def derive(tile_spec: OpSpec) -> OpSpec:
 
 
 def _derive(tile_spec: OpSpec) -> OpSpec:
-    from pytest_pypto.ir.ops._rules import lowered_by_compiler
+    from pytest_pypto.ir.ops._rules import lowered_by_compiler  # lazy: ir.ops imports us
 
     short = tile_spec.short_name
     name = f"tensor.{short}"

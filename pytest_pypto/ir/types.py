@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
@@ -267,8 +267,6 @@ class TileType(Type):
                 break
         else:
             return self
-        from dataclasses import replace
-
         return replace(self, **changes)
 
 

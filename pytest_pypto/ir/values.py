@@ -5,7 +5,8 @@ the storage dtype, plus its valid region and memory space.  Elements outside the
 valid region are poisoned (DSL.md §5.5) unless the tile has a pad value, so a test
 that reads undefined memory fails loudly instead of passing by luck.
 
-Imports numpy: only the toolchain (compiler checks never, simulator always) loads it.
+Its numpy is `ir.lazy_numpy.np`: the op modules import these helpers and must import
+without numpy (compiler checks never compute, the simulator always does).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.lazy_numpy import np
 
 # "poison" (default) or "zero": how undefined memory reads (RunConfig.uninitialized).
 UNINITIALIZED: contextvars.ContextVar[str] = contextvars.ContextVar(

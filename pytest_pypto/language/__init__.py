@@ -10,6 +10,7 @@ run, so calling any of these from plain Python raises `NotRunnable`.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pytest_pypto.ir.dtypes import (
@@ -36,10 +37,16 @@ from pytest_pypto.ir.dtypes import (
     UINT64,
     DataType,
 )
+from pytest_pypto.ir.errors import PyptoError
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, MemorySpace
-from pytest_pypto.language.jit import InlineFunction, JITFunction, inline, jit
+from pytest_pypto.language.deferred import DeferredProgram
+from pytest_pypto.language.functions import InlineFunction, function, inline
+from pytest_pypto.language.jit import JITFunction, jit
 from pytest_pypto.language.memref import MemRef, MemRefType
+from pytest_pypto.language.parser import parse_program
 from pytest_pypto.language.surface import (
+    SCALAR_MINMAX,
     Array,
     AtomicType,
     CompactMode,
@@ -61,7 +68,6 @@ from pytest_pypto.language.surface import (
     Tuple,
     at,
     cross_core_slot,
-    function,
     split,
     spmd,
 )
@@ -95,11 +101,6 @@ def program(cls: type) -> Any:
     Inside a function the error is raised here, where the caller can see it.
     """
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
-    import sys
-
-    from pytest_pypto.ir.errors import PyptoError
-    from pytest_pypto.language.parser import parse_program
-
     frame = sys._getframe(1)
     try:
         namespace = dict(frame.f_globals)
@@ -113,8 +114,6 @@ def program(cls: type) -> Any:
     try:
         return parse_program(cls, namespace, where)
     except PyptoError as exc:
-        from pytest_pypto.language.deferred import DeferredProgram
-
         return DeferredProgram(cls.__name__, exc)
 
 
@@ -129,8 +128,8 @@ create_tensor = DslFunction("create_tensor", "`pl.create_tensor(shape, dtype, in
 const = DslFunction("const", "`pl.const(value, dtype)`: a typed constant.")
 static_assert = DslFunction("static_assert", "`pl.static_assert(cond, msg)` at parse time.")
 static_print = DslFunction("static_print", "`pl.static_print(...)` prints at parse time.")
-max = DslFunction("max", "Scalar maximum (not a reduction: see pl.row_max).")  # noqa: A001
-min = DslFunction("min", "Scalar minimum (not a reduction: see pl.row_min).")  # noqa: A001
+max = SCALAR_MINMAX["max"]  # noqa: A001
+min = SCALAR_MINMAX["min"]  # noqa: A001
 cast = OpStub("cast")  # tile.cast on tiles, a C conversion on Scalars
 
 tile = OpNamespace("tile")
@@ -154,8 +153,6 @@ def __getattr__(name: str) -> Any:
         return _UNSUPPORTED[name]
     stub = _OPS.get(name)
     if stub is None:
-        from pytest_pypto.ir.registry import REGISTRY
-
         if not REGISTRY.by_namespace("", name):  # tile ops and tensor-level ones (pl.full)
             raise AttributeError(
                 f"module 'pytest_pypto.language' has no attribute {name!r} "
@@ -166,8 +163,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    from pytest_pypto.ir.registry import REGISTRY
-
     names = set(globals()) | set(_UNSUPPORTED)
     for spec in REGISTRY.values():
         names.update(s for s in spec.spellings if "." not in s)

@@ -23,6 +23,7 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, Par
 from pytest_pypto.ir.types import DynVar
 from pytest_pypto.language.context import FunctionContext, Tier3Hit
 from pytest_pypto.language.surface import Unsupported
+from pytest_pypto.language.unsupported import unsupported_message
 
 _MISSING = object()
 
@@ -117,8 +118,6 @@ def check_value(
 
 def raise_unsupported(ctx: FunctionContext, marker: Unsupported, node: ast.AST) -> None:
     """Tier 3: record (via Tier3Hit); otherwise a parse error naming the construct."""
-    from pytest_pypto.language.unsupported import unsupported_message
-
     if marker.tier == 3:
         raise Tier3Hit(f"pl.{marker.name}", f"tier 3: {marker.reason}", node)
     raise ctx.error(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_pypto.ir.errors import ParserError
-from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir.nodes import Param, Span, Unsupported
+from pytest_pypto.ir.types import Type
 
 
 class Tier3Hit(Exception):
@@ -199,3 +200,21 @@ def all_bound_names(fn: ast.FunctionDef) -> set[str]:
             elif isinstance(value, node_t):
                 push(value)
     return names
+
+
+@dataclass
+class Header:
+    """A function's signature, parsed before any body."""
+
+    node: ast.FunctionDef
+    kind: str = "Opaque"
+    strict_ssa: bool = False
+    params: list[Param] = field(default_factory=list)
+    returns: tuple[Type, ...] | None = None  # None: not annotated
+    unsupported: Unsupported | None = None
+    decorated: bool = False  # carries @pl.function
+    # A function from outside the class (language/templates.py): where its body is
+    # and what it resolves names in; None: the program's.
+    source: SourceMap | None = None
+    namespace: dict[str, Any] | None = None
+    open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)

@@ -201,7 +201,7 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
             f"{len(explicit_names)}",
             yinfo.node,
         )
-    names, iter_vars, init_exprs, yields = finish_carried(
+    names, iter_vars, init_exprs, yields = loops.finish_carried(
         bp, child, node, names, iter_vars, init_exprs, yinfo, escapes, placeholders,
         inherited, before, frame)
     body.append(Yield(tuple(yields), span=ctx.span(yinfo.node if yinfo else node)))
@@ -223,51 +223,6 @@ def stmt_For(bp: BodyParser, node: ast.For) -> None:
             results=results, kind=kind, attrs=attrs, span=ctx.span(node))
     )
     loops.bind_results(bp, node, body_names, names, out_names, results, explicit_names, yinfo)
-
-
-def finish_carried(
-    bp: BodyParser, child: BodyParser, node: ast.stmt, names: list[str], iter_vars: list[Var],
-    inits: list[Expr], yinfo: YieldInfo | None, escapes: list[str],
-    placeholders: list[Any], inherited: list[Any], before: dict[str, Any], frame: Any,
-) -> tuple[list[str], list[Var], list[Expr], list[Expr]]:
-    """The next values of a loop's carried names (explicit, implicit, then escaping ones
-    that got a value), type-checked; returns the final (names, iter vars, inits, yields)."""
-    ctx = bp.ctx
-    n_explicit = len(yinfo.values) if yinfo else 0
-    explicit = names[:n_explicit] if yinfo else []
-    yields: list[Expr] = list(yinfo.values) if yinfo else []
-    for name in names[len(yields):]:
-        value = loops.value_of(child.env.get(name))
-        if isinstance(value, Unavailable) or value is None:
-            raise ctx.error(
-                ParserTypeError,
-                f"loop-carried value '{name}' has no value at the end of the loop body",
-                node, hint=f"assign '{name}' on every path through the loop",
-            )
-        yields.append(child.materialize(value, child.last_bound.get(name, node)))
-    for name, holder, outer in zip(escapes, placeholders, inherited):
-        value = loops.value_of(child.env.get(name))
-        typed = value.type if isinstance(value, Expr) else loops.jump_type(frame, name)
-        if isinstance(value, Unavailable) or value is None or typed is None:
-            continue  # never given a value on the way out: stays invisible after the loop
-        loops.settle_types(holder.var, value if isinstance(value, Expr) else None)
-        holder.var.type = holder.var.type or typed
-        names = names + [name]
-        iter_vars = iter_vars + [holder.var]
-        inits = inits + [loops.escape_init(bp, before, name, holder.var.type, outer, node)]
-        yields.append(child.materialize(value, child.last_bound.get(name, node)))
-    for name, var, value in zip(names, iter_vars, yields):
-        loops.settle_types(var, value)
-        diff = type_difference(var.type, value.type)
-        if diff:
-            where = yinfo.node if name in explicit and yinfo else child.last_bound.get(name, node)
-            raise ctx.error(
-                ParserTypeError,
-                f"loop-carried value '{name}' changes type across iterations ({diff})",
-                where,
-                hint="a carried value keeps one kind, dtype, shape and memory space",
-            )
-    return names, iter_vars, inits, yields
 
 
 def _merge_type(a: Type | None, b: Type | None) -> Type | None:

@@ -37,12 +37,14 @@ from pytest_pypto.ir.nodes import (
     UnaryOp,
     Var,
 )
-from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType
+from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType, type_str
 from pytest_pypto.language import annots, calls, memref, scalars
+from pytest_pypto.language.arrays import read_element
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.memref import MemRef
+from pytest_pypto.language.subscripts import create_tensor, read_subscript
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
     ITERATORS,
@@ -249,12 +251,8 @@ class ExprParser:
             form = "Tuple" if base is tuple else base.__name__
             return AnnotationForm(form, items)
         if isinstance(base, Expr) and isinstance(base.type, (TileType, TensorType)):
-            from pytest_pypto.language.subscripts import read_subscript
-
             return read_subscript(self, base, node)
         if isinstance(base, Expr) and getattr(base.type, "kind", None) == "Array":
-            from pytest_pypto.language.arrays import read_element
-
             return read_element(self, base, node)
         if isinstance(base, (tuple, list)):
             index = self.eval(node.slice)
@@ -353,8 +351,6 @@ class ExprParser:
         if name == "const":
             return self.const(pos, kw, node)
         if name == "create_tensor":
-            from pytest_pypto.language.subscripts import create_tensor
-
             return create_tensor(self, pos, kw, node)
         if name == "static_assert":
             return self.static_assert(pos, node)
@@ -436,7 +432,5 @@ class ExprParser:
 
 
 def repr_expr(expr: Expr) -> str:
-    from pytest_pypto.ir.types import type_str
-
     return f"<{type_str(expr.type)}>"
 

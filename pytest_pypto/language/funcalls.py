@@ -33,7 +33,6 @@ from pytest_pypto.ir.nodes import (
     Expr,
     FuncCall,
     Param,
-    Program,
     ScalarCast,
     Stmt,
     Unsupported,
@@ -50,13 +49,14 @@ from pytest_pypto.ir.types import (
 )
 from pytest_pypto.language import annots, scalars
 from pytest_pypto.language.calls import Arg
-from pytest_pypto.language.context import FunctionContext, Tier3Hit, all_bound_names
+from pytest_pypto.language.context import FunctionContext, Header, Tier3Hit, all_bound_names
+from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.statements import BodyParser
 from pytest_pypto.language.surface import AnnotationForm, Tensor
 from pytest_pypto.language.templates import Template, specialize_body, with_self
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_pypto.language.parser import Header, ProgramParser
+    from pytest_pypto.language.parser import ProgramParser
 
 # Callee kinds whose calls are spliced, by caller kind ("*": from any caller).
 _SPLICED = {"Inline": "*", "Opaque": "*", "InCore": "InCore"}
@@ -374,9 +374,6 @@ def splice(
 # ----------------------------------------------------------------- templates
 def template_header(parser: ProgramParser, template: Template) -> Header:
     """The (possibly generic) signature of ``template``, parsed once per program."""
-    from pytest_pypto.language.expressions import ExprParser
-    from pytest_pypto.language.parser import Header
-
     found = parser.template_headers.get(id(template))
     if found is not None:
         return found
@@ -440,8 +437,6 @@ def _specialized(
     pos: list[Arg], kw: dict[str, Arg], node: ast.Call, display: str,
 ) -> str:
     """The program function for ``template`` at these argument types (added once)."""
-    from pytest_pypto.language.parser import Header
-
     bound = bind_args(ctx, display, header.params, pos, kw, node)
     params: list[Param] = []
     for i, (p, arg) in enumerate(zip(header.params, bound)):
@@ -476,33 +471,3 @@ def _specialized(
     parser.specialized[key] = name
     parser.function(name)  # parsed now: the class's own functions were listed before it
     return name
-
-
-def program_from_template(
-    template: Template, params: list[Param], constants: dict[str, Any], kind: str
-) -> Program:
-    """A program whose entry is ``template`` with ``params`` (a `@pl.jit` specialisation).
-
-    ``constants``: scalar parameters whose value is folded into the body.  Functions it
-    calls by name (templates) join the program as they are met.
-    """
-    from pytest_pypto.language.expressions import ExprParser
-    from pytest_pypto.language.parser import Header, ProgramParser
-
-    parser = ProgramParser(template.source, template.namespace)
-    types = {p.name: p.type for p in params}
-    body, namespace = specialize_body(template.node, types, template.namespace, constants)
-    node = with_self(body)
-    header = Header(node, kind=kind, params=params, decorated=True,
-                    source=template.source, namespace=namespace)
-    if template.node.returns is not None:
-        ctx = FunctionContext(template.source, namespace, template.name, parser, False, set())
-        t, _ = annots.to_type(ctx, ExprParser(ctx, {}).eval(template.node.returns),
-                              template.node.returns)
-        header.returns = t.items if isinstance(t, TupleType) else (t,)
-    parser.headers[template.name] = header
-    parser.function(template.name)
-    functions = {n: parser.functions[n] for n in parser.headers if n in parser.functions}
-    source = template.source
-    return Program(template.name, functions, source.file,
-                   span=source.span(template.node), source_lines=source.file_lines)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`@pl.jit`, `@pl.jit.incore` / `.inline` / `.opaque`, and `@pl.inline` (DSL.md §4.2).
+"""`@pl.jit` and `@pl.jit.incore` / `.inline` / `.opaque` (DSL.md §4.2; `@pl.inline` is in
+language/functions.py).
 
 A `@pl.jit` function is an orchestration body written without shapes: each call
 specialises it to its arguments' shapes and dtypes, parses and compiles it once per
@@ -25,7 +26,7 @@ specialisation, and runs it (PyPTO's JIT):
   stops after compiling and returns the cached `CompiledProgram`.
 
 Running reaches the compiler and the simulator through `pytest_pypto.ir.launch`
-(the harness registers the launcher).  `@pl.jit.host` and `@pl.jit.extern` stay
+(the package face installs the default launcher).  `@pl.jit.host` and `@pl.jit.extern` stay
 Tier 3.
 """
 
@@ -38,14 +39,19 @@ import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from pytest_pypto._version import __version__
 from pytest_pypto.ir.dtypes import ALL_DTYPES, BOOL, FP32, INDEX, DataType
+from pytest_pypto.ir.errors import UnsupportedFeatureError
+from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Param
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
-from pytest_pypto.language.surface import AnnotationForm, NotRunnable, Tensor
-from pytest_pypto.language.templates import Template, function_template
+from pytest_pypto.language.parser import program_from_template
+from pytest_pypto.language.surface import AnnotationForm, Tensor
+from pytest_pypto.language.templates import Template, function_template, namespace_of
 from pytest_pypto.language.unsupported import JitMarker
+from pytest_pypto.language.unsupported import _definition_span as span
 
-__all__ = ["InlineFunction", "JITFunction", "StandaloneFunction", "inline", "jit"]
+__all__ = ["JITFunction", "jit"]
 
 # Decorator kinds -> the FunctionType the body is parsed as.
 _KINDS = {"orchestration": "Orchestration", "incore": "InCore", "inline": "Inline",
@@ -65,58 +71,6 @@ class ScalarCacheInfo(NamedTuple):
 
     name: str
     value: int | float | bool
-
-
-class InlineFunction:
-    """`@pl.inline`: a function whose body is spliced wherever kernel code calls it."""
-
-    def __init__(self, fn: Any, what: str = "@pl.inline") -> None:
-        functools.update_wrapper(self, fn)
-        self._func = fn
-        self._what = what
-        self._template: Template | None = None
-
-    def pl_template(self) -> Template:
-        if self._template is None:
-            self._template = function_template(self._func, "Inline", self._what)
-        return self._template
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotRunnable(
-            f"{self._what} function '{self.__name__}' is kernel code: kernels that call it "
-            "are parsed, it is never called from Python"
-        )
-
-    def __repr__(self) -> str:
-        return f"<{self._what} function {self.__name__!r}>"
-
-
-class StandaloneFunction(InlineFunction):
-    """`@pl.function(type=...)` on a module-level function: a program calls it by name.
-
-    It joins the calling program as its kind says (an InCore kernel called from
-    orchestration is a task; Inline, Opaque and InCore-from-InCore calls are spliced).
-    """
-
-    def __init__(self, fn: Any, kind: Any, *, strict_ssa: bool = False,
-                 options: dict[str, Any] | None = None) -> None:
-        super().__init__(fn, "@pl.function")
-        self._kind = getattr(kind, "value", str(kind))
-        self._strict_ssa = strict_ssa
-        self._options = dict(options or {})
-
-    def pl_template(self) -> Template:
-        if self._template is None:
-            template = function_template(self._func, self._kind, self._what)
-            template.strict_ssa = self._strict_ssa
-            template.extra.update(self._options)
-            self._template = template
-        return self._template
-
-
-def inline(fn: Any) -> InlineFunction:
-    """`@pl.inline`: splice this function's body at every call site in kernel code."""
-    return InlineFunction(fn)
 
 
 class JITFunction:
@@ -169,8 +123,6 @@ class JITFunction:
         return self._program(spec)
 
     def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any) -> Any:
-        from pytest_pypto.ir.launch import launcher
-
         self._check_callable()
         launch = launcher()
         run_config = launch.config(config)
@@ -183,8 +135,6 @@ class JITFunction:
         return compiled, spec.ordered, run_config
 
     def _check_callable(self) -> None:
-        from pytest_pypto.ir.errors import UnsupportedFeatureError
-
         if self._func_type != "orchestration":
             raise TypeError(
                 f"{self._what} function '{self.__name__}' is a dependency: call it from the "
@@ -243,8 +193,6 @@ class JITFunction:
         return self._template
 
     def _program(self, spec: _Specialization) -> Any:
-        from pytest_pypto.language.funcalls import program_from_template
-
         return program_from_template(
             self._template_of_entry(), spec.params, spec.constants, "Orchestration"
         )
@@ -256,11 +204,9 @@ class JITFunction:
 
     def _hash(self) -> str:
         if self._source_hash is None:
-            import pytest_pypto
-
             template = self._template_of_entry()
             text = ast.dump(template.node, include_attributes=True)
-            digest = hashlib.sha256(f"{pytest_pypto.__version__}\n{text}".encode())
+            digest = hashlib.sha256(f"{__version__}\n{text}".encode())
             self._source_hash = digest.hexdigest()[:16]
         return self._source_hash
 
@@ -310,8 +256,6 @@ def _dtype_of(fname: str, pname: str, value: Any) -> DataType:
 
 def _annotations(fn: Any) -> dict[str, Any]:
     """The parameters' annotations, evaluated (string annotations in the function's globals)."""
-    from pytest_pypto.language.templates import namespace_of
-
     raw = dict(getattr(fn, "__annotations__", {}))
     out: dict[str, Any] = {}
     namespace: dict[str, Any] | None = None
@@ -413,8 +357,6 @@ def _bind_dynamic_dims(template: Template) -> dict[str, dict[int, DynVar]]:
 
 
 def _definition_span(fn: Any) -> Any:
-    from pytest_pypto.language.unsupported import _definition_span as span
-
     return span(fn)
 
 

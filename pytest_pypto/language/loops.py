@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType, Type
 from pytest_pypto.language import scalars
 from pytest_pypto.language.annots import type_difference
+from pytest_pypto.language.calls import Arg, build_call
 from pytest_pypto.language.context import FunctionContext, Unavailable, assigned_names
 from pytest_pypto.language.surface import DslFunction
 
 if TYPE_CHECKING:
-    from pytest_pypto.language.statements import BodyParser
+    from pytest_pypto.language.statements import BodyParser, YieldInfo
 
 
 @dataclass
@@ -139,9 +141,6 @@ def escape_init(bp: BodyParser, before: dict[str, Any], name: str, t: Type,
         return scalars.make_const(False if t.dtype.kind == "bool" else
                                   0.0 if t.dtype.is_float else 0, t.dtype, bp.ctx.span(node))
     if isinstance(t, TileType):
-        from pytest_pypto.ir.registry import REGISTRY
-        from pytest_pypto.language.calls import Arg, build_call
-
         bound = {"shape": Arg(t.shape, node), "dtype": Arg(t.dtype, node)}
         if t.space:
             bound["target_memory"] = Arg(MemorySpace(t.space), node)
@@ -347,13 +346,56 @@ def is_cond(bp: BodyParser, stmt: ast.stmt) -> bool:
 # ------------------------------------------------------------- loop assembly
 
 
+def finish_carried(
+    bp: BodyParser, child: BodyParser, node: ast.stmt, names: list[str], iter_vars: list[n.Var],
+    inits: list[n.Expr], yinfo: YieldInfo | None, escapes: list[str],
+    placeholders: list[Any], inherited: list[Any], before: dict[str, Any], frame: Any,
+) -> tuple[list[str], list[n.Var], list[n.Expr], list[n.Expr]]:
+    """The next values of a loop's carried names (explicit, implicit, then escaping ones
+    that got a value), type-checked; returns the final (names, iter vars, inits, yields)."""
+    ctx = bp.ctx
+    n_explicit = len(yinfo.values) if yinfo else 0
+    explicit = names[:n_explicit] if yinfo else []
+    yields: list[n.Expr] = list(yinfo.values) if yinfo else []
+    for name in names[len(yields):]:
+        value = value_of(child.env.get(name))
+        if isinstance(value, Unavailable) or value is None:
+            raise ctx.error(
+                ParserTypeError,
+                f"loop-carried value '{name}' has no value at the end of the loop body",
+                node, hint=f"assign '{name}' on every path through the loop",
+            )
+        yields.append(child.materialize(value, child.last_bound.get(name, node)))
+    for name, holder, outer in zip(escapes, placeholders, inherited):
+        value = value_of(child.env.get(name))
+        typed = value.type if isinstance(value, n.Expr) else jump_type(frame, name)
+        if isinstance(value, Unavailable) or value is None or typed is None:
+            continue  # never given a value on the way out: stays invisible after the loop
+        settle_types(holder.var, value if isinstance(value, n.Expr) else None)
+        holder.var.type = holder.var.type or typed
+        names = names + [name]
+        iter_vars = iter_vars + [holder.var]
+        inits = inits + [escape_init(bp, before, name, holder.var.type, outer, node)]
+        yields.append(child.materialize(value, child.last_bound.get(name, node)))
+    for name, var, value in zip(names, iter_vars, yields):
+        settle_types(var, value)
+        diff = type_difference(var.type, value.type)
+        if diff:
+            where = yinfo.node if name in explicit and yinfo else child.last_bound.get(name, node)
+            raise ctx.error(
+                ParserTypeError,
+                f"loop-carried value '{name}' changes type across iterations ({diff})",
+                where,
+                hint="a carried value keeps one kind, dtype, shape and memory space",
+            )
+    return names, iter_vars, inits, yields
+
+
 def build_loop(bp: BodyParser, node: ast.stmt, body_stmts: list[ast.stmt], kind: str,
                implicit: list[str], explicit: list[tuple[str, n.Expr]], escapes: list[str],
                cond: tuple[Any, n.Expr]) -> None:
     """Parse a while body and append the `While` (carried: explicit, implicit, escaping,
     then the condition flag)."""
-    from pytest_pypto.language.control import finish_carried
-
     ctx = bp.ctx
     evaluate, first = cond
     explicit_names = [m for m, _ in explicit]

@@ -28,6 +28,7 @@ from pytest_pypto.ir.errors import ParserTypeError
 from pytest_pypto.ir.memref import MemRefBinding
 from pytest_pypto.ir.nodes import Const, Expr
 from pytest_pypto.ir.types import ScalarType
+from pytest_pypto.language import scalars
 from pytest_pypto.language.context import FunctionContext
 
 _DECLARED_FORM = 'declare pl.MemRef() / pl.MemRef("name", slots=N) instead'
@@ -172,8 +173,6 @@ def parse_subscript(ep: Any, decl: MemRef, node: ast.Subscript) -> MemRefBinding
 
 def _slot_index(ep: Any, name: str, node: ast.expr) -> int | Expr:
     """The slot index: an int when known while parsing, else an integer Scalar Expr."""
-    from pytest_pypto.language import scalars
-
     ctx: FunctionContext = ep.ctx
     value = ep.hoist(ep.eval(node), node)
     if isinstance(value, Const) and isinstance(value.type, ScalarType) \

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import inspect
 
-from pytest_pypto.ir.opdoc import Form
+from pytest_pypto.ir.opdoc import Form, render_text, signature
+from pytest_pypto.ir.registry import REGISTRY
+from pytest_pypto.language.calls import tensor_entry, tile_entry
 
 
 def forms_of(namespace: str, name: str) -> list[Form]:
     """The entries `pl.[namespace.]name` reaches, the one a Tile call binds first."""
-    from pytest_pypto.ir.registry import REGISTRY
-    from pytest_pypto.language.calls import tensor_entry, tile_entry
-
     if namespace == "array":
         spec = REGISTRY.get(f"array.{name}")
         return [Form("array op", spec)] if spec is not None else []
@@ -45,8 +44,6 @@ def _display(namespace: str, name: str) -> str:
 
 def reference(namespace: str, name: str) -> str:
     """The help text of `pl.[namespace.]name`."""
-    from pytest_pypto.ir.opdoc import render_text
-
     forms = forms_of(namespace, name)
     if not forms:
         return (f"{_display(namespace, name)}: named by PyPTO, not an op of the bundled "
@@ -60,7 +57,5 @@ def reference(namespace: str, name: str) -> str:
 
 def signature_of(namespace: str, name: str) -> inspect.Signature | None:
     """The merged signature of every form (PyPTO's unified ops take all their keywords)."""
-    from pytest_pypto.ir.opdoc import signature
-
     forms = [f.spec for f in forms_of(namespace, name) if f.in_signature]
     return signature(forms) if forms else None

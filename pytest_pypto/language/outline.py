@@ -30,6 +30,7 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import (
     Assign,
@@ -48,7 +49,7 @@ from pytest_pypto.ir.nodes import (
 )
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction, ScalarType, TensorType, TupleType
-from pytest_pypto.language.context import FunctionContext, Unavailable, assigned_names
+from pytest_pypto.language.context import FunctionContext, Header, Unavailable, assigned_names
 from pytest_pypto.language.region_options import RegionOptions, at_options, region_kind
 
 if TYPE_CHECKING:
@@ -154,14 +155,10 @@ def outline(
 
 
 def _index() -> Any:
-    from pytest_pypto.ir.dtypes import INDEX
-
     return INDEX
 
 
 def _header(parser: Any, stmt: ast.stmt, params: list[Param]) -> Any:
-    from pytest_pypto.language.parser import Header
-
     return Header(stmt, kind="InCore", params=params, returns=None, decorated=True)  # type: ignore[arg-type]
 
 

@@ -12,44 +12,26 @@ from __future__ import annotations
 
 import ast
 import inspect
-import linecache
-import textwrap
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, funcalls, surface
+from pytest_pypto.language import annots, funcalls, functions, surface
 from pytest_pypto.language.context import (
     FunctionContext,
+    Header,
     SourceMap,
     Tier3Hit,
     all_bound_names,
 )
 from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.funcalls import check_call
+from pytest_pypto.language.sources import current_lines, source_of
 from pytest_pypto.language.statements import BodyParser
-
-
-@dataclass
-class Header:
-    """A function's signature, parsed before any body."""
-
-    node: ast.FunctionDef
-    kind: str = "Opaque"
-    strict_ssa: bool = False
-    params: list[Param] = field(default_factory=list)
-    returns: tuple[Type, ...] | None = None  # None: not annotated
-    unsupported: Unsupported | None = None
-    decorated: bool = False  # carries @pl.function
-    # A function from outside the class (language/templates.py): where its body is
-    # and what it resolves names in; None: the program's.
-    source: SourceMap | None = None
-    namespace: dict[str, Any] | None = None
-    open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
+from pytest_pypto.language.templates import Template, specialize_body, with_self
 
 
 def parse_program(
@@ -122,8 +104,7 @@ _FAILED: dict[str, list[str]] = {}  # file -> the lines that did not parse
 
 def _file_lines(file: str) -> _FileIndex | None:
     """The file's index, its classes not yet parsed (None: linecache has no lines)."""
-    linecache.checkcache(file)  # an edited file is re-read (one stat)
-    lines = linecache.getlines(file)
+    lines = current_lines(file)
     if not lines:
         return None
     cached = _FILES.get(file)
@@ -270,21 +251,7 @@ def _locate(cls: type, where: tuple[str, int] | None) -> tuple[str, ast.ClassDef
 
 
 def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
-    try:
-        lines, first_line = inspect.getsourcelines(cls)
-        file = inspect.getsourcefile(cls) or inspect.getfile(cls)
-    except (OSError, TypeError) as exc:
-        raise ParserSyntaxError(
-            f"@pl.program could not read the source of class {cls.__name__}: {exc}",
-            hint="define the program in a .py file (not in an interactive session or exec)",
-        ) from None
-    dedented = textwrap.dedent("".join(lines))
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    classdef = next(n for n in ast.parse(dedented).body if isinstance(n, ast.ClassDef))
-    file_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
-        line.rstrip("\n") for line in lines
-    )
-    return file, classdef, SourceMap(file, first_line, indent, file_lines)
+    return source_of(cls, ast.ClassDef, "@pl.program", "class", "program")
 
 
 def _self_calls(classdef: ast.ClassDef) -> set[str]:
@@ -367,7 +334,7 @@ class ProgramParser:
 
     def decorator(self, ctx: FunctionContext, ep: ExprParser, dec: ast.expr, header: Header) -> None:
         target = ep.eval(dec.func if isinstance(dec, ast.Call) else dec)
-        if target is not surface.function:
+        if target is not functions.function:
             raise ctx.error(
                 ParserSyntaxError,
                 f"unknown decorator @{ctx.text(dec)} on a program method",
@@ -575,3 +542,30 @@ class ProgramParser:
                       kw: dict[str, Any], node: ast.Call, sink: list[Stmt] | None) -> Any:
         """``f(...)`` of a `@pl.inline` / `@pl.jit.*` function: see funcalls.call_template."""
         return funcalls.call_template(self, ctx, target.pl_template(), pos, kw, node, sink)
+
+
+def program_from_template(
+    template: Template, params: list[Param], constants: dict[str, Any], kind: str
+) -> Program:
+    """A program whose entry is ``template`` with ``params`` (a `@pl.jit` specialisation).
+
+    ``constants``: scalar parameters whose value is folded into the body.  Functions it
+    calls by name (templates) join the program as they are met.
+    """
+    parser = ProgramParser(template.source, template.namespace)
+    types = {p.name: p.type for p in params}
+    body, namespace = specialize_body(template.node, types, template.namespace, constants)
+    node = with_self(body)
+    header = Header(node, kind=kind, params=params, decorated=True,
+                    source=template.source, namespace=namespace)
+    if template.node.returns is not None:
+        ctx = FunctionContext(template.source, namespace, template.name, parser, False, set())
+        t, _ = annots.to_type(ctx, ExprParser(ctx, {}).eval(template.node.returns),
+                              template.node.returns)
+        header.returns = t.items if isinstance(t, TupleType) else (t,)
+    parser.headers[template.name] = header
+    parser.function(template.name)
+    functions = {n: parser.functions[n] for n in parser.headers if n in parser.functions}
+    source = template.source
+    return Program(template.name, functions, source.file,
+                   span=source.span(template.node), source_lines=source.file_lines)

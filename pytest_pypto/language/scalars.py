@@ -28,7 +28,15 @@ from pytest_pypto.ir import dtypes
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import BinOp, Compare, Const, DynDim, Expr, ScalarCast, UnaryOp
-from pytest_pypto.ir.types import DYN_OPS, DynExpr, DynVar, ScalarType, TensorType, TileType
+from pytest_pypto.ir.types import (
+    DYN_OPS,
+    DynExpr,
+    DynVar,
+    ScalarType,
+    TensorType,
+    TileType,
+    type_str,
+)
 from pytest_pypto.language.context import FunctionContext
 
 BINOPS: dict[type, str] = {
@@ -222,8 +230,6 @@ def _operands(
 
 def _describe(value: Any) -> str:
     if isinstance(value, Expr):
-        from pytest_pypto.ir.types import type_str
-
         return type_str(value.type)
     return f"the {type(value).__name__} {value!r}"
 

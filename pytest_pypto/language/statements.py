@@ -15,10 +15,12 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, Par
 from pytest_pypto.ir.nodes import Assign, Call, DynDim, Expr, ExprStmt, Return, Stmt, Var
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, calls, scalars
+from pytest_pypto.language import annots, calls, control, launch, loops, outline, scalars
+from pytest_pypto.language.arrays import write_element
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.expressions import ExprParser
-from pytest_pypto.language.surface import DslFunction
+from pytest_pypto.language.subscripts import reject_strict, write_subscript
+from pytest_pypto.language.surface import DslFunction, at
 
 # Nested for / if blocks of one function (an elif is an if nested in the else arm,
 # in the IR and in the generated code alike).  Deeper nesting is a ParserSyntaxError:
@@ -160,8 +162,6 @@ class BodyParser:
     def stmt(self, stmt: ast.stmt) -> None:
         method = getattr(self, f"_{type(stmt).__name__}", None)
         if method is None:
-            from pytest_pypto.language import control
-
             handler = getattr(control, f"stmt_{type(stmt).__name__}", None)
             if handler is not None:
                 handler(self, stmt)
@@ -230,9 +230,6 @@ class BodyParser:
         self.bind(stmt.target.id, value, stmt)
 
     def _With(self, stmt: ast.With) -> None:
-        from pytest_pypto.language import launch, outline
-        from pytest_pypto.language.surface import at
-
         kind = outline.region_kind(self, stmt)  # pl.manual_scope ... raise or record here
         if kind is at:
             outline.parse_at(self, stmt)
@@ -248,21 +245,15 @@ class BodyParser:
         )
 
     def _For(self, stmt: ast.For) -> None:
-        from pytest_pypto.language import control, launch
-
         if launch.is_spmd_loop(self, stmt):
             launch.parse_spmd_loop(self, stmt)
             return
         control.stmt_For(self, stmt)
 
     def _While(self, stmt: ast.While) -> None:
-        from pytest_pypto.language import loops
-
         loops.stmt_While(self, stmt)
 
     def _Break(self, stmt: ast.stmt) -> None:
-        from pytest_pypto.language import loops
-
         loops.jump(self, stmt)
 
     _Continue = _Break
@@ -366,8 +357,6 @@ class BodyParser:
 
     # ------------------------------------------------------- special writes
     def subscript_write(self, target: ast.Subscript, value_node: ast.expr, stmt: ast.stmt) -> None:
-        from pytest_pypto.language.subscripts import reject_strict, write_subscript
-
         reject_strict(self.ep, stmt)
         if not isinstance(target.value, ast.Name):
             raise self.ctx.error(
@@ -380,8 +369,6 @@ class BodyParser:
                 ParserTypeError, "only tiles, tensors and arrays take subscript writes", target
             )
         if kind == "Array":
-            from pytest_pypto.language.arrays import write_element
-
             call = write_element(self.ep, base, target, self.ep.eval(value_node), value_node)
         else:
             call = write_subscript(self.ep, base, target, self.ep.eval(value_node), value_node)

@@ -223,7 +223,7 @@ class _OpReference:
             return self.class_doc
         text = stub.__dict__.get("_reference")
         if text is None:
-            from pytest_pypto.language.opref import reference
+            from pytest_pypto.language.opref import reference  # lazy: opdoc loads every op module
 
             text = stub.__dict__["_reference"] = reference(stub.namespace, stub.op_name)
         return text
@@ -245,7 +245,7 @@ class OpStub(DslFunction):
     @property
     def __signature__(self) -> Any:
         """`inspect.signature(pl.X)`: every keyword of every form, from the registry."""
-        from pytest_pypto.language.opref import signature_of
+        from pytest_pypto.language.opref import signature_of  # lazy: opdoc loads every op module
 
         return signature_of(self.namespace, self.op_name)
 
@@ -294,30 +294,8 @@ cross_core_slot = DslFunction(
     "cross_core_slot", "`pl.cross_core_slot(slot_num=N)` in `optimizations=[...]` of pl.at / pl.spmd."
 )
 REGION_FUNCTIONS = (at, spmd)
-
-
-def function(
-    fn: Any = None,
-    *,
-    type: FunctionType = FunctionType.Opaque,  # noqa: A002 - PyPTO's keyword
-    strict_ssa: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """`@pl.function(type=...)`: marks a method of a `@pl.program` class.
-
-    The parser reads the decorator from the source; at Python level the method is
-    returned unchanged.  A module-level function (no ``self``) becomes a
-    `StandaloneFunction` that programs call by name (language/jit.py).
-    """
-
-    def mark(f: Any) -> Any:
-        code = getattr(f, "__code__", None)
-        if code is None or code.co_varnames[: code.co_argcount][:1] == ("self",):
-            return f
-        from pytest_pypto.language.jit import StandaloneFunction
-
-        return StandaloneFunction(f, type, strict_ssa=strict_ssa, options=kwargs)
-
-    if fn is not None and callable(fn):
-        return mark(fn)
-    return mark
+# pl.max / pl.min, also spelled pl.tile.max / pl.tile.min (Scalar max/min, not reductions).
+SCALAR_MINMAX = {
+    "max": DslFunction("max", "Scalar maximum (not a reduction: see pl.row_max)."),
+    "min": DslFunction("min", "Scalar minimum (not a reduction: see pl.row_min)."),
+}

@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
-import linecache
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_pypto.ir.errors import ParserSyntaxError
 from pytest_pypto.ir.types import TensorType, TileType, Type
 from pytest_pypto.language.context import SourceMap
+from pytest_pypto.language.sources import current_lines, source_of
 
 __all__ = ["Template", "function_template", "specialize_body", "with_self"]
 
@@ -50,8 +47,7 @@ _DEFS: dict[str, tuple[list[str], dict[int, ast.FunctionDef]]] = {}
 
 
 def _defs_of(file: str) -> tuple[list[str], dict[int, ast.FunctionDef]] | None:
-    linecache.checkcache(file)
-    lines = linecache.getlines(file)
+    lines = current_lines(file)
     if not lines:
         return None
     cached = _DEFS.get(file)
@@ -95,20 +91,7 @@ def function_template(fn: Any, kind: str, what: str) -> Template:
         lines = found[0]  # type: ignore[index]
         source = SourceMap(file, 1, 0, tuple(line.rstrip("\n") for line in lines))
     else:
-        try:
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise ParserSyntaxError(
-                f"{what} could not read the source of function {fn.__name__}: {exc}",
-                hint="define the function in a .py file (not in an interactive session or exec)",
-            ) from None
-        text = textwrap.dedent("".join(lines))
-        indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef))
-        file_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
-            line.rstrip("\n") for line in lines
-        )
-        source = SourceMap(file, first, indent, file_lines)
+        _, node, source = source_of(fn, ast.FunctionDef, what, "function", "function", file)
     return Template(fn.__name__, kind, node, source, namespace_of(fn), origin=fn)
 
 

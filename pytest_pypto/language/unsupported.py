@@ -15,7 +15,10 @@ import functools
 import linecache
 from typing import Any
 
-from pytest_pypto.language.surface import OpStub, Unsupported
+from pytest_pypto.ir.errors import UnsupportedFeatureError
+from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir.registry import REGISTRY
+from pytest_pypto.language.surface import SCALAR_MINMAX, OpStub, Unsupported
 
 _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "explicit task dependencies": (
@@ -102,7 +105,6 @@ class JitFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # pytest shows the caller's line; the message has the def's
-        from pytest_pypto.ir.errors import UnsupportedFeatureError
 
         name = getattr(self.fn, "__name__", repr(self.fn))
         raise UnsupportedFeatureError(
@@ -118,8 +120,6 @@ class JitFunction:
 
 def _definition_span(fn: Any) -> Any:
     """Where ``fn`` is defined (its first decorator's line), for the diagnostic's snippet."""
-    from pytest_pypto.ir.nodes import Span
-
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
@@ -156,9 +156,7 @@ class OpNamespace:
             raise AttributeError(name)
         if self._namespace == "tile" and name in ("max", "min"):
             # PyPTO's pl.tile.max / pl.tile.min are the Scalar max/min (not reductions).
-            from pytest_pypto import language
-
-            return getattr(language, name)
+            return SCALAR_MINMAX[name]
         stub = self._stubs.get(name)
         if stub is None:
             if not self._known(name):
@@ -169,8 +167,6 @@ class OpNamespace:
         return stub
 
     def _known(self, name: str) -> bool:
-        from pytest_pypto.ir.registry import REGISTRY
-
         specs = REGISTRY.by_namespace(self._namespace, name)
         if self._namespace == "array":
             return f"array.{name}" in REGISTRY

@@ -1,19 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """pytest hooks of the lint stage: the split option, markers, manifest collection, summary.
 
-Loaded in every pytest run, so only the stdlib (and pytest, already loaded) is
-imported here; the lint framework loads when a `lint.toml` is actually collected.
+Loaded in every pytest run, so only the stdlib, pytest (already loaded) and
+`lint.split` are imported here; the lint framework loads when a `lint.toml` is
+actually collected.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SPLIT_CHOICES = ("check", "file")
+from pytest_pypto.lint.split import split_mode
+
 MANIFEST_NAME = "lint.toml"
 # Built-in checks' own markers, registered up front so `-m` works before collection.
 BUILTIN_MARKERS = {
@@ -39,24 +40,6 @@ def pytest_addoption(parser: Any) -> None:
     parser.addini("pypto_lint_split", "lint items: one per 'check' (default) or per 'file'")
 
 
-def split_mode(config: Any) -> str:
-    """--pypto-lint-split, then PYPTO_LINT_SPLIT, then ini, then 'check'."""
-    value = config.getoption("pypto_lint_split", None)
-    source = "--pypto-lint-split"
-    if value is None and os.environ.get("PYPTO_LINT_SPLIT"):
-        value, source = os.environ["PYPTO_LINT_SPLIT"], "PYPTO_LINT_SPLIT"
-    if value is None and config.getini("pypto_lint_split"):
-        value, source = config.getini("pypto_lint_split"), "pypto_lint_split (ini)"
-    if value is None:
-        return "check"
-    value = str(value).strip()
-    if value not in SPLIT_CHOICES:
-        raise pytest.UsageError(
-            f"{source}: invalid value {value!r}; choose from {', '.join(SPLIT_CHOICES)}"
-        )
-    return value
-
-
 def pytest_configure(config: Any) -> None:
     split_mode(config)  # validate early: a bad value is a usage error, exit status 4
     config.addinivalue_line("markers", "lint: a lint check collected from a lint.toml manifest")
@@ -68,7 +51,7 @@ def pytest_configure(config: Any) -> None:
 def pytest_collect_file(file_path: Path, parent: Any) -> Any:
     if file_path.name != MANIFEST_NAME:
         return None
-    from pytest_pypto.lint.items import LintManifest
+    from pytest_pypto.lint.items import LintManifest  # lazy: plugin import cost
 
     return LintManifest.from_parent(parent, path=file_path)
 
@@ -78,7 +61,7 @@ def pytest_collect_directory(path: Path, parent: Any) -> Any:
     """A directory named lint.toml is a mistake to report, not a place to look for tests."""
     if path.name != MANIFEST_NAME:
         return None
-    from pytest_pypto.lint.items import NotAManifest
+    from pytest_pypto.lint.items import NotAManifest  # lazy: plugin import cost
 
     return NotAManifest.from_parent(parent, path=path)
 

@@ -18,6 +18,7 @@ from pytest_pypto.lint.cache import LintCache
 from pytest_pypto.lint.files import FileSet, GlobError
 from pytest_pypto.lint.manifest import Enabled
 from pytest_pypto.lint.runner import CheckCrashed, Result, files_for, release_shared, run
+from pytest_pypto.lint.split import split_mode
 
 _STATE = pytest.StashKey[dict[str, Any]]()
 HITS = "pypto_lint_cache_hits"
@@ -70,8 +71,6 @@ class LintManifest(pytest.File):
             man = manifest_mod.load(self.path)
         except manifest_mod.ManifestError as e:
             raise self.CollectError(str(e)) from None
-        from pytest_pypto.lint.hooks import split_mode
-
         split = split_mode(self.config)
         for en in man.checks:
             if en.spec is not None:

@@ -30,6 +30,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 ships it as tomli
+    import tomli as tomllib
+
+from pytest_pypto._version import __version__
 from pytest_pypto.lint.cache import digest
 from pytest_pypto.lint.files import glob_problem
 from pytest_pypto.lint.framework import CheckSpec, checks_of, is_id
@@ -97,8 +103,6 @@ class Enabled:
     @property
     def config_key(self) -> str:
         """Digest of what, besides the inputs, the check's result depends on."""
-        from pytest_pypto import __version__
-
         assert self.spec is not None
         return digest(
             __version__,
@@ -119,10 +123,6 @@ class Manifest:
 
 def load(path: Path) -> Manifest:
     """Parse and resolve a manifest; raises ManifestError for whole-manifest problems."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10 ships it as tomli
-        import tomli as tomllib
     if not path.is_file():
         what = "a directory" if path.is_dir() else "missing or not a regular file"
         raise ManifestError(f"{path}: the lint manifest is {what}; it must be a TOML file")
@@ -177,7 +177,7 @@ def known_checks(base: Path, modules: list[str]) -> dict[str, CheckSpec]:
 
 
 def _entry_point_checks() -> dict[str, CheckSpec]:
-    from importlib.metadata import entry_points
+    from importlib.metadata import entry_points  # lazy: costly, read once per manifest
 
     found: dict[str, CheckSpec] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):

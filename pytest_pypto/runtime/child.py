@@ -28,7 +28,16 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from pytest_pypto.ir.errors import PyptoError
+from pytest_pypto.ir.nodes import Span
+from pytest_pypto.runtime import records
+from pytest_pypto.runtime.loader import load_artifact
+from pytest_pypto.runtime.precise import precise_bind
+from pytest_pypto.runtime.protocol import RuntimeFailure
+from pytest_pypto.runtime.timeout import deadline
 
 __all__ = [
     "CRASH_LOG", "CRUMB_SIZE", "Blank", "pack_exception", "read_crumb", "serve",
@@ -47,7 +56,7 @@ class Blank:
     dtype: Any
 
     def make(self) -> Any:
-        import numpy as np
+        import numpy as np  # lazy: numpy (the parent imports this module numpy-free)
 
         return np.empty(self.shape, self.dtype)
 
@@ -73,9 +82,6 @@ def unpack_exception(packed: tuple[str, Any]) -> BaseException:
     """The exception of `pack_exception`, rebuilt in the parent (its class, message,
     span, hint and notes as they were; Python exceptions also get the child's
     traceback as a note)."""
-    from pytest_pypto.ir.errors import PyptoError
-    from pytest_pypto.runtime.protocol import RuntimeFailure
-
     kind, body = packed
     if kind == "exc":
         cls, args, state, where = pickle.loads(body)
@@ -110,8 +116,6 @@ def _crumb_bytes(name: str, span: Any) -> bytes:
 
 def read_crumb(mapping: mmap.mmap) -> tuple[str, Any] | None:
     """``(kernel name, Span or None)`` the child wrote last (None: nothing yet)."""
-    from pytest_pypto.ir.nodes import Span
-
     raw = bytes(mapping[:CRUMB_SIZE]).rstrip(b"\0")
     if not raw:
         return None
@@ -142,11 +146,7 @@ def serve(conn: Any, crumb_path: str, run_root: str, parent_end: Any = None) -> 
     if parent_end is not None:  # forked: drop the parent's end, so its death is our EOF
         parent_end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from pathlib import Path
-
-    from pytest_pypto.runtime import worker as worker_module
-
-    worker_module._temp_root = Path(run_root)  # records of failed runs: the parent cleans up
+    records.temp_root = Path(run_root)  # records of failed runs: the parent cleans up
     with open(crumb_path, "r+b") as f:
         mapping = mmap.mmap(f.fileno(), CRUMB_SIZE)
     # A fatal signal's Python stack goes to a log the parent quotes, not to the terminal.
@@ -182,9 +182,8 @@ def _leave_crumbs(loaded: Any, crumbed: dict, mapping: mmap.mmap) -> None:
 
 
 def _run(request: tuple, workers: dict, crumbed: dict, mapping: mmap.mmap) -> dict[str, Any]:
-    from pytest_pypto.runtime.staging import entry_span
-    from pytest_pypto.runtime.timeout import deadline
-    from pytest_pypto.runtime.worker import Worker
+    from pytest_pypto.runtime.staging import entry_span  # lazy: numpy, child-side only
+    from pytest_pypto.runtime.worker import Worker  # lazy: numpy, child-side only
 
     directory, platform, config, arrays, outputs_in = request
     worker = workers.get(platform)
@@ -193,9 +192,6 @@ def _run(request: tuple, workers: dict, crumbed: dict, mapping: mmap.mmap) -> di
     loaded = worker.load(directory)
     _leave_crumbs(loaded, crumbed, mapping)
     if getattr(config, "precise", False):  # the worker runs the precise-bound build
-        from pytest_pypto.runtime.loader import load_artifact
-        from pytest_pypto.runtime.precise import precise_bind
-
         _leave_crumbs(load_artifact(loaded.directory, precise_bind), crumbed, mapping)
     manifest = loaded.manifest
     mapping[:CRUMB_SIZE] = _crumb_bytes("", entry_span(manifest))  # staging, orchestration
@@ -212,7 +208,7 @@ def _run(request: tuple, workers: dict, crumbed: dict, mapping: mmap.mmap) -> di
     return {
         "written": written,
         "record": run.record,
-        "deps_path": str(run.deps_path) if config.save_kernels or config.trace else None,
+        "deps_path": str(run.deps_path()) if config.save_kernels or config.trace else None,
         "war_hazards": run.war_hazards,
         "kernel_seconds": run.kernel_seconds,
         "warnings": [(w.message, w.category) for w in caught],

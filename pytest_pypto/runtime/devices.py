@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.runtime.registry import default_registry
+
 DEV_ROOT_ENV = "PYPTO_DEV_ROOT"
 VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"
 LOCK_DIR_ENV = "PYPTO_LOCK_DIR"
@@ -136,9 +139,6 @@ class RuntimeCensus(NamedTuple):
 
 def onboard_runtimes() -> RuntimeCensus:
     """Which available runtimes serve each onboard platform (loads the runtimes)."""
-    from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
-    from pytest_pypto.runtime.registry import default_registry
-
     registry = default_registry()
     onboard = [p for p in PLATFORMS if parse_platform(p)[1] is not ExecutionMode.SIM]
     listing = ", ".join(
@@ -237,7 +237,7 @@ class DeviceLease:
         poll: float = 0.05,
     ) -> DeviceLease:
         """Lease one of ``devices``; TimeoutError names them when none frees up in time."""
-        import fcntl
+        import fcntl  # lazy: POSIX-only, asked only by a device lease
 
         if not devices:
             raise ValueError("no device to lease")
@@ -268,7 +268,7 @@ class DeviceLease:
     def release(self) -> None:
         """Give the device back (idempotent)."""
         if self._handle is not None:
-            import fcntl
+            import fcntl  # lazy: POSIX-only, asked only by a device lease
 
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()

@@ -18,7 +18,7 @@ time (``runtime/child.py``).  What changes against the in-process simulator:
 * the caller's Out/InOut arrays are written only when the run succeeded; In arrays
   are only read (they travel pickled; pure Out buffers travel as shape and dtype);
 * errors come back as they were raised (class, message, span, notes); the run's task
-  record comes back with the outputs (`IsolatedRun.tasks`, ``deps_path``).
+  record comes back with the outputs (`IsolatedRun.tasks`, ``deps_path()``).
 
 Start method: ``fork`` where the platform has it (a child is ready in a few
 milliseconds and inherits the already built artifacts), else ``spawn``;
@@ -43,6 +43,10 @@ from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto._version import __version__
+from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.ir.artifact import MANIFEST_NAME, CompiledProgram, read_manifest
+from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime.child import (
     CRASH_LOG,
     CRUMB_SIZE,
@@ -53,6 +57,7 @@ from pytest_pypto.runtime.child import (
 )
 from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
 from pytest_pypto.runtime.records import RecordedRun
+from pytest_pypto.runtime.timeout import RunTimedOut
 
 __all__ = ["IsolatedRun", "IsolatedRuntime"]
 
@@ -217,9 +222,6 @@ class IsolatedRuntime:
     compiles = False
 
     def __init__(self, *, start_method: str = START_METHOD) -> None:
-        from pytest_pypto import __version__
-        from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
-
         self.version: str = __version__
         self.platforms: tuple[str, ...] = tuple(
             p for p in PLATFORMS if parse_platform(p)[1] is ExecutionMode.SIM
@@ -246,7 +248,7 @@ class IsolatedRuntime:
         device: int | None = None,
     ) -> IsolatedRun:
         """Run ``artifact`` in the child with ``arrays``; Out/InOut written back on success."""
-        import numpy as np
+        import numpy as np  # lazy: numpy (the registry constructs this runtime)
 
         directory, manifest = _artifact_of(artifact)
         self._refuse_other_platforms(manifest, config)
@@ -367,8 +369,6 @@ class IsolatedRuntime:
         )
 
     def _silence(self, child: _Child, what: str, timeout: float) -> RuntimeFailure:
-        from pytest_pypto.runtime.timeout import RunTimedOut
-
         where, span = _running(child)
         child.kill()
         return RunTimedOut(
@@ -394,8 +394,6 @@ def _running(child: _Child) -> tuple[str, Any]:
 
 def _poisons_child(exc: BaseException) -> bool:
     """A timeout or an exhausted memory may leave the child half-way: start a fresh one."""
-    from pytest_pypto.runtime.timeout import RunTimedOut
-
     return isinstance(exc, (MemoryError, RunTimedOut))
 
 
@@ -416,11 +414,8 @@ _manifests: dict[tuple[str, int, int], Any] = {}
 
 def _artifact_of(artifact: Any) -> tuple[Path, Any]:
     """(directory, manifest) of a CompiledProgram, LoadedArtifact or artifact directory."""
-    from pytest_pypto.ir.artifact import MANIFEST_NAME, CompiledProgram, read_manifest
-    from pytest_pypto.ir.errors import SimulationError
-
     if isinstance(artifact, CompiledProgram):
-        return Path(artifact.artifact_dir), artifact.manifest
+        return Path(artifact.artifact_dir()), artifact.manifest
     if hasattr(artifact, "manifest") and hasattr(artifact, "directory"):  # LoadedArtifact
         return Path(artifact.directory), artifact.manifest
     directory = Path(os.fspath(artifact))

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from pytest_pypto.ir.apply import apply
 from pytest_pypto.ir.artifact import (
     MANIFEST_NAME,
     ArtifactInMemory,
@@ -29,6 +30,7 @@ from pytest_pypto.ir.artifact import (
 )
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.runtime.locate import scalars_of, spans_of
 
 Binder = Callable[[str], Callable[..., Any]]
@@ -41,9 +43,6 @@ def registry_bind(op: str) -> Callable[..., Any]:
     entry's ``execute`` directly, which is what `apply` would call; value ops
     (``compute``) go through `apply` for widening, rounding and poisoning.
     """
-    from pytest_pypto.ir.apply import apply
-    from pytest_pypto.ir.registry import REGISTRY
-
     try:
         spec = REGISTRY[op]
     except KeyError:
@@ -119,7 +118,7 @@ def load_artifact(
     if isinstance(source, LoadedArtifact):
         source = source.origin
     elif isinstance(source, CompiledProgram):
-        source = source.memory if source.memory is not None else source.artifact_dir
+        source = source.memory if source.memory is not None else source.artifact_dir()
     if isinstance(source, ArtifactInMemory):
         return _load_memory(source, bind)
     where = os.fspath(source)

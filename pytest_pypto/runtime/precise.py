@@ -20,6 +20,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from pytest_pypto.ir.apply import nominal
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.runtime.loader import registry_bind
 
 __all__ = ["WIDE_SAFE", "precise_bind"]
@@ -35,9 +37,6 @@ WIDE_SAFE = frozenset({
 
 def precise_bind(op: str) -> Callable[..., Any]:
     """`registry_bind`, with memory ops outside `WIDE_SAFE` reading nominal tiles."""
-    from pytest_pypto.ir.apply import nominal
-    from pytest_pypto.ir.registry import REGISTRY
-
     fn = registry_bind(op)
     spec = REGISTRY.get(op)
     if op in WIDE_SAFE or spec is None or spec.execute is None:  # value ops: `apply` handles them

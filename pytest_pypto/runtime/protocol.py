@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_pypto.arch import PLATFORMS
 from pytest_pypto.ir.errors import SimulationError
 
 __all__ = [
@@ -138,15 +139,13 @@ def protocol_problems(runtime: Any) -> list[str]:
     Checked when a runtime is loaded, so a broken one is one clear error naming the
     missing pieces instead of an AttributeError in every test.
     """
-    from pytest_pypto.arch import PLATFORMS
-
     problems = []
     for attr in ("name", "version"):
         if not isinstance(getattr(runtime, attr, None), str):
             problems.append(f"'{attr}' must be a string")
     version = getattr(runtime, "version", None)
     if isinstance(version, str):
-        from packaging.version import InvalidVersion, Version
+        from packaging.version import InvalidVersion, Version  # lazy: third-party, rarely asked
 
         try:
             Version(version)

@@ -1,16 +1,24 @@
 """`RecordedRun`: what every runtime's run result shares (outputs by name, the task
 record, deps.json and trace.json written on first use).
 
-Standard library only: the isolated runtime's module imports it without numpy.
+Standard library only: the isolated runtime's module imports it without numpy.  Run
+directories (`new_run_dir`) are made here for every runtime's records.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordedRun"]
+from pytest_pypto.runtime.trace import write_trace
+
+__all__ = ["RecordedRun", "new_run_dir"]
 
 
 class RecordedRun:
@@ -32,13 +40,10 @@ class RecordedRun:
         """Executed tasks (id, kernel, func id, core type, slots, args, deps, order)."""
         return self.record["tasks"]
 
-    @property
     def deps_path(self) -> Path:
-        """Path of this run's deps.json (written on first use)."""
+        """Path of this run's deps.json (written on the first call)."""
         if self._deps_path is None:
-            from pytest_pypto.runtime.worker import _new_run_dir
-
-            run_dir = _new_run_dir(self._config, self.program)
+            run_dir = new_run_dir(self._config, self.program)
             path = run_dir / "deps.json"
             path.write_text(json.dumps(self.record))
             self._deps_path = path
@@ -46,7 +51,7 @@ class RecordedRun:
 
     @property
     def run_dir(self) -> Path:
-        return self.deps_path.parent
+        return self.deps_path().parent
 
     @property
     def trace_path(self) -> Path:
@@ -54,11 +59,33 @@ class RecordedRun:
         next to deps.json on first use (with schedule.png when matplotlib is installed)."""
         path = self.run_dir / "trace.json"
         if not path.is_file():
-            from pytest_pypto.runtime.trace import write_trace
-
             write_trace(self.record, self.run_dir)
         return path
 
     def deps(self) -> dict[str, Any]:
         """The parsed deps.json."""
-        return json.loads(self.deps_path.read_text())
+        return json.loads(self.deps_path().read_text())
+
+
+# -- run directories ------------------------------------------------------------------
+
+_run_counter = itertools.count()
+temp_root: Path | None = None
+
+
+def new_run_dir(cfg: Any, program: str) -> Path:
+    """A fresh directory for one run's records: kept under the kernels dir when saving
+    kernels, else in a per-process temporary directory removed at exit."""
+    global temp_root
+    n = next(_run_counter)
+    if cfg.save_kernels or (cfg.trace and cfg.save_kernels_dir):
+        base = Path(cfg.save_kernels_dir or "build_output") / "runs"
+        path = base / f"{program}-{os.getpid()}-{n:05d}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if temp_root is None:
+        temp_root = Path(tempfile.mkdtemp(prefix="pypto-runs-"))
+        atexit.register(shutil.rmtree, temp_root, True)
+    path = temp_root / f"{program}-{n:05d}"
+    path.mkdir()
+    return path

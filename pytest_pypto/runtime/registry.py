@@ -27,6 +27,7 @@ package metadata still find the bundled runtimes (`BUNDLED`).
 from __future__ import annotations
 
 import atexit
+import importlib
 import threading
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -95,7 +96,7 @@ class _Entry(NamedTuple):
 
 
 def _metadata_entries() -> list[_Entry]:
-    from importlib.metadata import entry_points
+    from importlib.metadata import entry_points  # lazy: costly, read once per session
 
     found: dict[str, _Entry] = {}
     for ep in entry_points(group=GROUP):
@@ -110,8 +111,6 @@ def _metadata_entries() -> list[_Entry]:
 
 def _importer(target: str) -> Any:
     def load() -> Any:
-        import importlib
-
         module, _, attr = target.partition(":")
         obj = importlib.import_module(module)
         for part in attr.split(".") if attr else ():

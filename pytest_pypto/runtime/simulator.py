@@ -12,11 +12,16 @@ Constructing it is cheap: numpy and the worker load on the first ``execute``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_pypto._version import __version__
+from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.runtime.loader import LoadedArtifact, load_artifact
 from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
+from pytest_pypto.runtime.timeout import deadline
 
 __all__ = ["SIM_PLATFORMS", "SimRuntime"]
 
@@ -30,8 +35,6 @@ class SimRuntime:
     platforms = SIM_PLATFORMS
 
     def __init__(self) -> None:
-        from pytest_pypto import __version__
-
         self.version: str = __version__
         self._workers: dict[str, Any] = {}
 
@@ -42,7 +45,7 @@ class SimRuntime:
         """The `Worker` of ``platform`` (created on first use, kept until `close`)."""
         worker = self._workers.get(platform)
         if worker is None:
-            from pytest_pypto.runtime.worker import Worker
+            from pytest_pypto.runtime.worker import Worker  # lazy: numpy, loaded with the first run
 
             worker = self._workers[platform] = Worker(platform=platform)
         return worker
@@ -88,9 +91,6 @@ class SimRuntime:
 
 def _manifest_of(artifact: Any) -> tuple[Any, Any]:
     """(its manifest, what the worker runs): a directory is loaded once, here."""
-    from pytest_pypto.ir.artifact import CompiledProgram
-    from pytest_pypto.runtime.loader import LoadedArtifact, load_artifact
-
     if isinstance(artifact, (str, os.PathLike)):
         artifact = load_artifact(artifact)
     if isinstance(artifact, (CompiledProgram, LoadedArtifact)):
@@ -102,13 +102,7 @@ def _manifest_of(artifact: Any) -> tuple[Any, Any]:
 
 
 def _deadline(seconds: float | None, what: str) -> Any:
-    """``runtime.timeout.deadline`` when that module exists, else no bound."""
-    import contextlib
-
+    """``runtime.timeout.deadline``, or no bound when ``seconds`` is None."""
     if seconds is None:
-        return contextlib.nullcontext()
-    try:
-        from pytest_pypto.runtime.timeout import deadline
-    except ImportError:  # written by another part of the toolchain; absent: unbounded
         return contextlib.nullcontext()
     return deadline(seconds, what, runtime=SimRuntime.name)

@@ -145,10 +145,10 @@ def render_png(record: dict[str, Any], path: str | Path) -> bool:
     """Draw the run's placement as a swimlane PNG at ``path``; False (nothing written)
     when matplotlib is not installed."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional dependency
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: optional dependency
     except ImportError:
         return False
     tasks = _executed(record)

@@ -25,13 +25,9 @@ compiler or the language.
 
 from __future__ import annotations
 
-import atexit
 import functools
-import itertools
 import json
 import os
-import shutil
-import tempfile
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -58,9 +54,10 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
-from pytest_pypto.runtime.records import RecordedRun
+from pytest_pypto.runtime.records import RecordedRun, new_run_dir
 from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
 from pytest_pypto.runtime.timeout import RunTimedOut
+from pytest_pypto.runtime.trace import write_trace
 
 __all__ = ["OnboardExecutionError", "Prepared", "SimRun", "WarHazardError", "Worker"]
 
@@ -73,7 +70,7 @@ class SimRun(RecordedRun):
     """The result of one simulated run.
 
     The executed task graph is kept in memory and written to ``deps.json`` in the
-    run directory when the run saves kernels, or else the first time ``deps_path``,
+    run directory when the run saves kernels, or else the first time ``deps_path()``,
     ``run_dir``, ``tasks`` or ``deps()`` is asked for: file-system work stays off
     the dispatch path of runs nobody inspects.
     """
@@ -349,7 +346,7 @@ class Worker:
         result = SimRun(manifest.program, self.platform, plan, arrays, graph, rt.roots,
                         (self.arch.name, clusters, dyn), cfg)
         if cfg.save_kernels or cfg.trace:
-            result.deps_path  # noqa: B018  (kept runs are written now)
+            result.deps_path()  # kept runs are written now
             if cfg.trace:
                 result.trace_path  # noqa: B018
         return result
@@ -369,7 +366,7 @@ def _floats_switch() -> tuple[Callable[[], Any], Callable[[Any], None]]:
     ``np.errstate(all="ignore")`` does, without the Python-level context manager
     (2 us of every dispatch).  Elsewhere: ``np.errstate`` itself."""
     try:
-        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj  # lazy: private
 
         _extobj_contextvar.reset(_extobj_contextvar.set(_make_extobj(all="ignore")))
     except Exception:  # noqa: BLE001  (another numpy: the public context manager)
@@ -425,13 +422,11 @@ def _partial_record(
         meta = {"program": program, "platform": cfg.platform, "failed": True}
         record = graph.to_json(rt.roots, meta)
         error.run_record = record  # type: ignore[attr-defined]
-        run_dir = _new_run_dir(cfg, program)
+        run_dir = new_run_dir(cfg, program)
         path = run_dir / "deps.json"
         path.write_text(json.dumps(record))
         error.deps_path = path  # type: ignore[attr-defined]
         if cfg.trace:
-            from pytest_pypto.runtime.trace import write_trace
-
             write_trace(record, run_dir)
     except Exception as exc:  # the original error matters more than this record
         return f"task graph not recorded ({exc})"
@@ -470,27 +465,3 @@ def _war_error(program: str, graph: TaskGraph) -> WarHazardError:
     error.notes = (*error.notes, *(f"also: {line}" for line in lines[1:8]))
     error.war_hazards = list(hazards)  # type: ignore[attr-defined]
     return error
-
-
-# -- run directories ------------------------------------------------------------------
-
-_run_counter = itertools.count()
-_temp_root: Path | None = None
-
-
-def _new_run_dir(cfg: RunConfig, program: str) -> Path:
-    """A fresh directory for one run's records: kept under the kernels dir when saving
-    kernels, else in a per-process temporary directory removed at exit."""
-    global _temp_root
-    n = next(_run_counter)
-    if cfg.save_kernels or (cfg.trace and cfg.save_kernels_dir):
-        base = Path(cfg.save_kernels_dir or "build_output") / "runs"
-        path = base / f"{program}-{os.getpid()}-{n:05d}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    if _temp_root is None:
-        _temp_root = Path(tempfile.mkdtemp(prefix="pypto-runs-"))
-        atexit.register(shutil.rmtree, _temp_root, True)
-    path = _temp_root / f"{program}-{n:05d}"
-    path.mkdir()
-    return path

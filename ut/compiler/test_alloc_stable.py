@@ -111,7 +111,7 @@ def chain_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def kernel_source(compiled, name: str) -> str:
-    return (Path(compiled.artifact_dir) / "kernels" / f"{name}.py").read_text()
+    return (Path(compiled.artifact_dir()) / "kernels" / f"{name}.py").read_text()
 
 
 def copying_bind(op: str):

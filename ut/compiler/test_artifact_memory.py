@@ -3,7 +3,7 @@
 
 A compile without ``output_dir`` keeps the manifest, generated sources (compiled
 once) and listings (rendered on first use) in memory; runs build kernels from the
-code objects; ``artifact_dir``, save-kernels, pass dumps and the disk cache write
+code objects; ``artifact_dir()``, save-kernels, pass dumps and the disk cache write
 the same bytes the files always had.  Expected values are numpy references here.
 """
 
@@ -133,7 +133,7 @@ def test_compile_and_run_write_no_file_until_artifact_dir_is_read(platform: str)
     np.testing.assert_array_equal(run_add(compiled, platform, precise=True), reference(x, y))
     assert not home.exists()
     assert tree(root) == before  # no kernel_config.json (or anything) appeared
-    assert compiled.artifact_dir == home  # reading it writes the files, once
+    assert compiled.artifact_dir() == home  # reading it writes the files, once
     assert (home / "kernel_config.json").is_file() and compiled.memory.on_disk
     assert read_manifest(home) == compiled.manifest
 
@@ -142,7 +142,7 @@ def test_compile_and_run_write_no_file_until_artifact_dir_is_read(platform: str)
 def test_in_memory_and_directory_runs_give_identical_outputs(platform: str) -> None:
     compiled = pytest_pypto.compile(AddScale, RunConfig(platform=platform))
     in_memory = run_add(compiled, platform, seed=3)
-    from_disk = run_add(str(compiled.artifact_dir), platform, seed=3)
+    from_disk = run_add(str(compiled.artifact_dir()), platform, seed=3)
     np.testing.assert_array_equal(in_memory, reference(*inputs(3)))
     assert in_memory.tobytes() == from_disk.tobytes()
 
@@ -177,7 +177,7 @@ def test_artifact_dir_holds_the_bytes_an_eager_compile_writes(
     assert set(written) == {"kernel_config.json", "kernels/k.py", "kernels/k.txt",
                             "orchestration.py", "orchestration.txt"}
     lazy = pytest_pypto.compile(AddScale, RunConfig(platform=platform))
-    assert tree(lazy.artifact_dir) == written
+    assert tree(lazy.artifact_dir()) == written
     assert {k: v.encode() for k, v in eager.memory.files().items()} == written
     for listing in ("kernels/k.txt", "orchestration.txt"):  # rendered on first use
         assert lazy.memory.text(listing) == (tmp_path / listing).read_text()

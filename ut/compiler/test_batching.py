@@ -180,7 +180,7 @@ def _both(program, inputs, out_shape, out_dtype, tmp_path):
         results.append(out)
         if flag:
             info = compiled.manifest.kernels[0]
-            listing = (compiled.artifact_dir / info.listing).read_text()
+            listing = (compiled.artifact_dir() / info.listing).read_text()
     return results[0], results[1], listing
 
 
@@ -255,7 +255,7 @@ def test_carried_tile_is_listed_as_not_batched(tmp_path):
 
 def test_disabled_batching_is_listed(tmp_path):
     compiled = compile(cast_program(), CFG, output_dir=tmp_path, batch_loops=False)
-    listing = (compiled.artifact_dir / compiled.manifest.kernels[0].listing).read_text()
+    listing = (compiled.artifact_dir() / compiled.manifest.kernels[0].listing).read_text()
     assert "not batched: batching disabled" in listing
 
 

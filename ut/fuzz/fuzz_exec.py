@@ -152,10 +152,10 @@ def _designed(exc: PyptoError, want: tuple[str, ...] | None, path: Path, line: i
 
 def _discard(compiled: Any) -> None:
     """Remove an artifact's directory if it was written (an in-memory artifact is only
-    written when something reads ``artifact_dir``: reading it here would write it)."""
+    written when something calls ``artifact_dir()``: calling it here would write it)."""
     memory = getattr(compiled, "memory", None)
     if compiled is not None and (memory is None or memory.on_disk):
-        shutil.rmtree(compiled.artifact_dir, ignore_errors=True)
+        shutil.rmtree(compiled.artifact_dir(), ignore_errors=True)
 
 
 def _run_one(program: Any, prog: Program, arrays: dict[str, Any], arch: str,

@@ -139,10 +139,10 @@ def test_two_save_dirs_both_get_the_artifact(tmp_path: Path) -> None:
     a = _runner(dataclasses.replace(A2, save_kernels_dir=str(first)), cache).compile(ADD)
     b = _runner(dataclasses.replace(A2, save_kernels_dir=str(second)), cache).compile(ADD)
     assert (cache.hits, cache.misses) == (1, 1)  # the second compile was a hit
-    assert a.artifact_dir == b.artifact_dir
+    assert a.artifact_dir() == b.artifact_dir()
     for target in (first, second):
         assert (target / "kernel_config.json").read_bytes() == (
-            a.artifact_dir / "kernel_config.json"
+            a.artifact_dir() / "kernel_config.json"
         ).read_bytes()
         assert (target / "kernels" / "add.py").is_file()
         assert (target / "orchestration.txt").is_file()
@@ -179,7 +179,7 @@ def test_losing_the_publication_race_uses_the_winner(
 ) -> None:
     """Another worker publishes the entry while we compile: ours is dropped, theirs used."""
     winner = CompileCache(tmp_path / "w")
-    published = winner.compile(ADD, A2).artifact_dir.parent
+    published = winner.compile(ADD, A2).artifact_dir().parent
     real = api.compile
     loser = CompileCache(tmp_path)
 
@@ -191,15 +191,15 @@ def test_losing_the_publication_race_uses_the_winner(
 
     monkeypatch.setattr(api, "compile", racing_compile)
     compiled = loser.compile(ADD, A2)
-    assert compiled.artifact_dir == tmp_path / cache_key(ADD, A2) / "artifact"
-    assert (compiled.artifact_dir / "kernel_config.json").is_file()
+    assert compiled.artifact_dir() == tmp_path / cache_key(ADD, A2) / "artifact"
+    assert (compiled.artifact_dir() / "kernel_config.json").is_file()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
 
 
 def test_disabled_cache_compiles_every_time(tmp_path: Path) -> None:
     cache = CompileCache(None)
     a, b = cache.compile(ADD, A2), cache.compile(ADD, A2)
-    assert a.artifact_dir != b.artifact_dir and (cache.hits, cache.misses) == (0, 2)
+    assert a.artifact_dir() != b.artifact_dir() and (cache.hits, cache.misses) == (0, 2)
 
 
 def test_onboard_lease_is_held_only_while_the_kernel_executes(

@@ -281,14 +281,14 @@ def test_an_entry_swapped_under_a_running_session_is_not_served_from_its_memo(
 ) -> None:
     """The process memo of verified entries notices the directory is another one now."""
     cache = CompileCache(tmp_path)
-    add = cache.compile(ADD, A2).artifact_dir.parent
-    sub = cache.compile(SUB, A2).artifact_dir.parent
+    add = cache.compile(ADD, A2).artifact_dir().parent
+    sub = cache.compile(SUB, A2).artifact_dir().parent
     _swap(add, sub)
     loader.clear_cache()
     for name, program in (("add", ADD), ("sub", SUB)):
         np.testing.assert_array_equal(_result(cache, program), WANT[name])
     assert _counts(cache) == (0, 4, 2)
-    assert cache.compile(ADD, A2).artifact_dir == add / "artifact"  # now a memo hit
+    assert cache.compile(ADD, A2).artifact_dir() == add / "artifact"  # now a memo hit
     assert _counts(cache) == (1, 4, 2)
 
 
@@ -316,7 +316,7 @@ def test_a_damaged_entry_published_during_the_compile_is_replaced(
 ) -> None:
     """Losing the publication race to a damaged entry: ours replaces it."""
     root = tmp_path / "cache"
-    donor = CompileCache(tmp_path / "donor").compile(SUB, A2).artifact_dir.parent
+    donor = CompileCache(tmp_path / "donor").compile(SUB, A2).artifact_dir().parent
     real = api.compile
 
     def racing(program: Any, config: Any, **kw: Any) -> Any:

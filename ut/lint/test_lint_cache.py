@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pytest_pypto
+from pytest_pypto.lint import manifest as manifest_module
 from pytest_pypto.lint.files import match, match_regex, select
 
 BAD = 'import pytest\n\n\ndef test_it():\n    with pytest.raises(Exception):\n        int("x")\n'
@@ -114,7 +115,7 @@ def test_options_template_and_version_are_part_of_the_key(
     (pytester.path / "lint" / "lint.toml").write_text(manifest.replace('["*.py"]', '["a.py"]'))
     result = pytester.runpytest("lint")  # another file set is another option value
     assert counts(result) == (0, 1)
-    monkeypatch.setattr(pytest_pypto, "__version__", pytest_pypto.__version__ + ".post999")
+    monkeypatch.setattr(manifest_module, "__version__", pytest_pypto.__version__ + ".post999")
     assert counts(pytester.runpytest("lint")) == (0, 1)
 
 

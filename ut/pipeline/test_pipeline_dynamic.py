@@ -328,11 +328,11 @@ def test_a_dynamic_dim_no_parameter_carries_is_a_compile_error():
 
 def test_listings_and_generated_code_name_dynamic_dims_by_their_names():
     artifact = compiled(ScalarFromDim, "a2a3sim")
-    kernel_listing = (artifact.artifact_dir / "kernels" / "k.txt").read_text()
-    orchestration = (artifact.artifact_dir / "orchestration.txt").read_text()
+    kernel_listing = (artifact.artifact_dir() / "kernels" / "k.txt").read_text()
+    orchestration = (artifact.artifact_dir() / "orchestration.txt").read_text()
     assert "self.k(x, (M - 8), out)" in orchestration
-    two = compiled(TwoDims, "a2a3sim").artifact_dir
+    two = compiled(TwoDims, "a2a3sim").artifact_dir()
     assert "pl.range(0, M, 32)" in (two / "kernels" / "k.txt").read_text()
     for text in (kernel_listing, orchestration, (two / "kernels" / "k.py").read_text(),
-                 (artifact.artifact_dir / "orchestration.py").read_text()):
+                 (artifact.artifact_dir() / "orchestration.py").read_text()):
         assert "DynDim" not in text

@@ -203,7 +203,7 @@ def test_compiled_program_calls_in_place_and_return_style(platform):
     (compiled,) = add_kernel._cache.values()
     assert compiled.param_names == ["a", "b", "c"]
     assert compiled.output_indices == [2] and compiled.has_return
-    assert compiled.output_dir == compiled.artifact_dir
+    assert compiled.output_dir == compiled.artifact_dir()
 
     c = compiled(a, b, config=cfg)  # return style: c allocated (torch, as the inputs)
     assert isinstance(c, torch.Tensor) and c.shape == (16, 16) and torch.all(c == 5.0)

@@ -146,7 +146,7 @@ def test_colive_slots_keep_both_tiles(platform):
 
 def test_kernel_listing_names_each_tiles_slot():
     compiled = pytest_pypto.compile(CoLiveSlots, RunConfig(platform="a5sim"))
-    listing = (compiled.artifact_dir / "kernels" / "k.txt").read_text()
+    listing = (compiled.artifact_dir() / "kernels" / "k.txt").read_text()
     assert ': Tile[[16, 64], FP32, Vec] in pl.MemRef("UB", slots=2)[(i % 2)]' in listing
     assert 'in pl.MemRef("UB", slots=2)[((i + 1) % 2)]' in listing
 

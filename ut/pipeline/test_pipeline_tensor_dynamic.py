@@ -187,7 +187,7 @@ def test_abs_in_pl_at_runs_every_size_through_one_artifact(platform, monkeypatch
     real_lower = api.lower
     monkeypatch.setattr(api, "lower", lambda *a, **k: lowered.append(1) or real_lower(*a, **k))
     artifact = pytest_pypto.compile(AbsAt, RunConfig(platform=platform))
-    files = sorted(p.name for p in Path(artifact.artifact_dir).rglob("*"))
+    files = sorted(p.name for p in Path(artifact.artifact_dir()).rglob("*"))
     rng = np.random.default_rng(1)
     for m in sizes_around(t):
         x = rng.standard_normal((m, 64)).astype(np.float32)
@@ -195,7 +195,7 @@ def test_abs_in_pl_at_runs_every_size_through_one_artifact(platform, monkeypatch
         pytest_pypto.run(artifact, x, out, config=RunConfig(platform=platform))
         np.testing.assert_array_equal(out, np.abs(x), err_msg=f"M={m}")
     assert len(lowered) == 1  # one compile served every size
-    assert sorted(p.name for p in Path(artifact.artifact_dir).rglob("*")) == files
+    assert sorted(p.name for p in Path(artifact.artifact_dir()).rglob("*")) == files
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -222,7 +222,7 @@ def test_at_import_returned_the_artifact():
 def test_compile_only(pypto_runner, pypto_platform):
     compiled = pypto_runner.compile(Twice)
     assert compiled.platform == pypto_platform
-    assert (compiled.artifact_dir / "kernel_config.json").is_file()
+    assert (compiled.artifact_dir() / "kernel_config.json").is_file()
 
 def test_runner_run(pypto_runner):
     out = np.zeros_like(X)

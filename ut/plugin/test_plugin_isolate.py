@@ -68,7 +68,7 @@ class Spin:
 def crashing(tmp_path, config, action):
     """Add's artifact, copied and edited so its kernel first runs ``action``."""
     art = tmp_path / "art"
-    shutil.copytree(pytest_pypto.compile(Add, RunConfig(platform=config.platform)).artifact_dir,
+    shutil.copytree(pytest_pypto.compile(Add, RunConfig(platform=config.platform)).artifact_dir(),
                     art)
     src = art / "kernels" / "add.py"
     src.write_text(src.read_text() + (

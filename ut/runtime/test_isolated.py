@@ -106,7 +106,7 @@ def _compiled(program, platform):
 def _sabotaged(tmp_path: Path, platform: str, action: str) -> Path:
     """A copy of Pipe's artifact whose kernel 'add' first runs ``action`` (Python source)."""
     art = tmp_path / "sabotaged"
-    shutil.copytree(_compiled(Pipe, platform).artifact_dir, art)
+    shutil.copytree(_compiled(Pipe, platform).artifact_dir(), art)
     source = art / "kernels" / "add.py"
     source.write_text(source.read_text() + (
         "\n_generated_make = make\n\n"
@@ -235,7 +235,7 @@ def test_isolated_matches_numpy_and_the_in_process_worker(runtime, platform):
     assert run.outputs["out"] is out and run.outputs["acc"] is acc and run["acc"] is acc
     assert run.returns[0] is out and run.returns[1] is acc
     assert [t["kernel"] for t in run.tasks] == ["add", "accumulate"]
-    assert run.deps()["tasks"] == run.tasks and run.deps_path.is_file()
+    assert run.deps()["tasks"] == run.tasks and run.deps_path().is_file()
     assert run.child_pid != __import__("os").getpid()
 
     same = [a.copy() for a in _data()]

@@ -253,7 +253,7 @@ def test_sim_runtime_executes_on_the_worker_of_its_platform(platform: str) -> No
     assert run.platform == platform and run.outputs["o"] is o
     assert rt.worker(platform) is rt.worker(platform)
     o2 = np.zeros_like(x)
-    rt.execute(str(compiled.artifact_dir), (x, o2), config=RunConfig(platform=platform))
+    rt.execute(str(compiled.artifact_dir()), (x, o2), config=RunConfig(platform=platform))
     np.testing.assert_array_equal(o2, o)  # an artifact directory works too
     rt.close()
     rt.close()

@@ -1,35 +1,21 @@
 """Shared pieces of the op entries: operand accessors, dtype/shape checks, messages.
 
 Type rules run at parse time (no arch) and again at compile time; they must stay
-cheap and must not import numpy, so the numpy side lives behind `np`, a lazy
-module proxy that loads numpy on the first attribute access (the simulator's
+cheap and must not import numpy, so the numpy side lives behind `np`
+(`ir.lazy_numpy`), which loads numpy on the first attribute access (the simulator's
 first compute), not when the registry is imported.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from pytest_pypto.arch import ARCH_CHOICES, spec
 from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.lazy_numpy import np  # noqa: F401  (the op modules import it from here)
 from pytest_pypto.ir.registry import CallInfo, OpArchError, OpRuleError, OpTypeError
 from pytest_pypto.ir.types import ScalarType, TensorType, TileType, Type
-
-
-class _LazyModule:
-    """Imports a module on first attribute access and caches each attribute it hands out."""
-
-    def __init__(self, name: str) -> None:
-        object.__setattr__(self, "_name", name)
-
-    def __getattr__(self, attr: str) -> Any:
-        value = getattr(importlib.import_module(self._name), attr)
-        object.__setattr__(self, attr, value)
-        return value
-
-
-np: Any = _LazyModule("numpy")
 
 FLOAT_DTYPES = ("FP16", "FP32", "BF16", "FP8E4M3FN", "FP8E5M2")
 SIGNED_INT_DTYPES = ("INT8", "INT16", "INT32", "INT64")
@@ -242,7 +228,6 @@ def require_arch_dtype(arch: Any, info: CallInfo, family: str, dt: DataType) -> 
     allowed = arch.vec_op_dtypes.get(family)
     if allowed is None or dt.name in allowed:
         return
-    from pytest_pypto.arch import ARCH_CHOICES, spec
 
     others = [a for a in ARCH_CHOICES if a != arch.name
               and dt.name in spec(a).vec_op_dtypes.get(family, (dt.name,))]

@@ -23,8 +23,12 @@ Numerics, each pinned to what the device computes (pto-isa):
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, place, scalar_to_dtype
+from pytest_pypto.ir.dtypes import INT64
+from pytest_pypto.ir.errors import PyptoWarning
 from pytest_pypto.ir.ops._rules import (
     FLOAT_DTYPES,
     NUMERIC_DTYPES,
@@ -38,6 +42,7 @@ from pytest_pypto.ir.ops._rules import (
     scalar,
     tile,
 )
+from pytest_pypto.ir.ops.compare import read_over
 from pytest_pypto.ir.registry import (
     CallInfo,
     MemRule,
@@ -48,6 +53,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue, fill_value, widen
 
 # Union over the archs of what TFMOD/TREM take (ARCH vec_op_dtypes narrows per arch).
 MOD_DTYPES = ("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32")
@@ -175,12 +181,6 @@ def _by_zero(result: Any, b: Any, op: str) -> Any:
     zero = np.asarray(b) == 0
     if not zero.any():
         return result
-    import warnings
-
-    from pytest_pypto.ir.dtypes import INT64
-    from pytest_pypto.ir.errors import PyptoWarning
-    from pytest_pypto.ir.values import fill_value
-
     warnings.warn(f"integer {op} by zero in {int(zero.sum())} element(s); they hold the "
                   "poison pattern", PyptoWarning, stacklevel=4)
     return np.where(zero, np.int64(fill_value(INT64)), result)
@@ -225,8 +225,6 @@ _prelu.region = "lhs"  # type: ignore[attr-defined]
 
 
 def _widened(t: Any, view: Any) -> Any:
-    from pytest_pypto.ir.values import widen
-
     return widen(view, t.dtype)
 
 
@@ -234,10 +232,6 @@ def _three_execute(first: Any, second: Any):
     """``(lhs op1 rhs) op2 rhs2`` with the device's rounding after each of the two ops."""
 
     def execute(lhs: Any, rhs: Any, rhs2: Any, *, out: TileType | None = None, **_: Any) -> Any:
-        from pytest_pypto.ir.apply import convert_array, place, scalar_to_dtype
-        from pytest_pypto.ir.ops.compare import read_over
-        from pytest_pypto.ir.values import TileValue
-
         a = lhs.valid_view()
         if isinstance(rhs, TileValue):
             b = _widened(rhs, read_over(a.shape, rhs))
@@ -263,8 +257,6 @@ _PART = {
 
 def _part_execute(fn: Any):
     def execute(src0: Any, src1: Any, *, out: TileType | None = None, **_: Any) -> Any:
-        from pytest_pypto.ir.apply import place
-
         a = _widened(src0, src0.valid_view())
         both = tuple(slice(0, min(int(v0), int(v1))) for v0, v1 in zip(src0.valid, src1.valid))
         result = a.copy()

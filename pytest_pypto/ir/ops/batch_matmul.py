@@ -15,6 +15,7 @@ from pytest_pypto.ir.ops._rules import dims, require_dtype, require_rank, requir
 from pytest_pypto.ir.ops.matmul import MATMUL_DTYPES, _acc_dtype, _matmul_acc_execute, matmul_wide
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue
 
 
 def _broadcast_batch(info: CallInfo, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -84,7 +85,6 @@ def _batch_compute(lhs: Any, rhs: Any, **_: Any) -> Any:
 def _batch_acc_execute(acc, lhs, rhs, *, out=None, **_):
     if acc.data.ndim != lhs.data.ndim or acc.data.ndim != rhs.data.ndim:
         # Operands of lower batch rank broadcast: view them with leading unit dims.
-        from pytest_pypto.ir.values import TileValue
 
         def lift(t: Any) -> Any:
             extra = acc.data.ndim - t.data.ndim

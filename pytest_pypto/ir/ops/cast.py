@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_pypto.arch import ARCH_CHOICES, spec
-from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name
+from pytest_pypto.ir.apply import place
+from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name, run_chain
+from pytest_pypto.ir.dtypes import dtype_by_name
 from pytest_pypto.ir.ops._rules import tile
 from pytest_pypto.ir.registry import (
     CallInfo,
@@ -83,7 +85,6 @@ def _exact_bridge(arch: Any, src: str, dst: str) -> str | None:
     """A float the arch converts ``src`` to natively, holding every ``src`` value exactly,
     from which ``dst`` is reachable: the explicit two-step route when legalization
     refuses the pair (a2a3 INT16 -> INT32 through FP32).  None when there is none."""
-    from pytest_pypto.ir.dtypes import dtype_by_name
 
     s = dtype_by_name(src)
     for via in arch.native_casts.get(src, ()):
@@ -113,9 +114,6 @@ def resolve_chain(src: str, dst: str, chain: Any = None, arch: Any = None) -> li
 
 
 def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=None, **_):
-    from pytest_pypto.ir.apply import place
-    from pytest_pypto.ir.casts import run_chain
-
     hops = resolve_chain(src.dtype.name, target_type.name, chain, arch)
     result = run_chain(src.valid_view(), hops, mode_name(mode))
     out = out or TileType(src.shape, target_type, src.space, pad=src.pad)

@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 from pytest_pypto.ir.ops._rules import (
+    OpBoundsError,
     dims,
     dtype_list,
     np,
@@ -40,6 +41,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.values import TileValue, new_buffer
 
 EXTRACT_ROUTES = {"Mat": ("Left", "Right"), "Acc": ("Mat",), "Vec": ("Vec",)}
 REINTERPRET_DTYPES = ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
@@ -64,8 +66,6 @@ def _concat_type(info: CallInfo) -> TileType:
 
 
 def _concat_execute(src0: Any, src1: Any, *, out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     rows = src0.shape[0]
     shape = (rows, src0.shape[1] + src1.shape[1])
     if src0.valid == src0.shape and src1.valid == src1.shape:
@@ -146,9 +146,6 @@ def _extract_type(info: CallInfo) -> TileType:
 
 def _extract_execute(src: Any, index_row: Any, index_col: Any, *, shape: Any,
                      target_memory: Any = None, out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.ops._rules import OpBoundsError
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     shape = tuple(int(s) for s in shape)
     offsets = (int(index_row), int(index_col))
     for d, (o, s, n) in enumerate(zip(offsets, shape, src.shape)):
@@ -246,8 +243,6 @@ def _reinterpret_type(info: CallInfo) -> TileType:
 
 def _reinterpret_execute(src: Any, *, dtype: Any, shape: Any = None, out: Any = None,
                          **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue
-
     data = src.data if src.data.flags.c_contiguous else np.ascontiguousarray(src.data)
     viewed = data.view(dtype.np)
     num, den = src.dtype.itemsize, dtype.itemsize

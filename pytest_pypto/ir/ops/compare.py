@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import place, scalar_to_dtype
 from pytest_pypto.ir.dtypes import UINT8, DataType
 from pytest_pypto.ir.ops._rules import (
     broadcast_result,
@@ -38,6 +39,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue
 
 CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
 # Union over the archs of what TCMP/TCMPS take (ARCH vec_op_dtypes narrows per arch).
@@ -175,7 +177,6 @@ _PREDICATES = ("equal", "not_equal", "less", "less_equal", "greater", "greater_e
 
 def _pack(pred: Any, src: Any, out: TileType | None) -> Any:
     """The predicate packed into a zero-filled mask tile (§5.4)."""
-    from pytest_pypto.ir.values import TileValue
 
     shape, _ = mask_layout(src.shape, src.valid)
     data = np.zeros(shape, dtype=np.uint8)
@@ -187,9 +188,6 @@ def _pack(pred: Any, src: Any, out: TileType | None) -> Any:
 
 def _cmp_execute(lhs: Any, rhs: Any, *, cmp_type: Any = 0, out: TileType | None = None,
                  **_: Any) -> Any:
-    from pytest_pypto.ir.apply import scalar_to_dtype
-    from pytest_pypto.ir.values import TileValue
-
     fn = getattr(np, _PREDICATES[cmp_index(cmp_type)])
     if isinstance(rhs, TileValue):
         a, b = _over(lhs, rhs)
@@ -219,8 +217,6 @@ def mask_bits(mask: Any, shape: tuple[int, ...], op: str) -> Any:
 
 
 def _place(values: Any, like: Any, inputs: tuple[Any, ...], out: TileType | None) -> Any:
-    from pytest_pypto.ir.apply import place
-
     out = out or TileType(like.shape, like.dtype, like.space)
     return place(values, out, inputs)
 
@@ -234,8 +230,6 @@ def _sel_execute(mask: Any, lhs: Any, rhs: Any, tmp: Any = None, *,
 
 def _sels_execute(mask: Any, src: Any, tmp: Any, value: Any, *,
                   out: TileType | None = None, **_: Any) -> Any:
-    from pytest_pypto.ir.apply import scalar_to_dtype
-
     a = src.valid_view()
     s = np.asarray(scalar_to_dtype(value, src.dtype)).astype(src.dtype.np)
     return _place(np.where(mask_bits(mask, a.shape, "tile.sels"), a, s), src, (mask, src), out)

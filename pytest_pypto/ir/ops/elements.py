@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import scalar_to_dtype
 from pytest_pypto.ir.ops._rules import OpBoundsError, tile
 from pytest_pypto.ir.ops.views import check_inside, index_items
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
@@ -90,8 +91,6 @@ def _write_type(info: CallInfo) -> TileType:
 
 
 def _write_execute(dst, value, *, indices, out=None, **_):
-    from pytest_pypto.ir.apply import scalar_to_dtype
-
     idx = element_index("tile.write", indices, dst.shape)
     dst.data[idx] = scalar_to_dtype(value, dst.dtype)
     return dst

@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from pytest_pypto.ir.dtypes import INT64
+from pytest_pypto.ir.errors import PyptoWarning
 from pytest_pypto.ir.ops._rules import (
     NUMERIC_DTYPES,
     broadcast_result,
@@ -31,6 +33,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import fill_value
 
 DIV_DTYPES = ("INT16", "INT32", "FP16", "FP32")
 SUBS_DTYPES = ("INT8", "INT16", "INT32", "FP16", "FP32", "BF16")
@@ -43,9 +46,6 @@ VEC1 = MemRule(operands={"lhs": ("Vec",)}, result="Vec")
 
 def int_div(a: Any, b: Any) -> Any:
     """C integer division (truncate toward zero) on int64; x/0 yields the poison pattern."""
-    from pytest_pypto.ir.dtypes import INT64
-    from pytest_pypto.ir.errors import PyptoWarning
-    from pytest_pypto.ir.values import fill_value
 
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array
 from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._rules import dims, dtype_list, np, static_shape, tile
 from pytest_pypto.ir.registry import (
@@ -31,6 +32,8 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.values import TileValue, new_buffer
+from pytest_pypto.ir.values import pad_value as value_of
 
 PAD_NAMES = ("zero", "min", "max")
 TRI_DTYPES = ("INT8", "UINT8", "INT16", "INT32", "UINT16", "UINT32", "FP16", "BF16", "FP32")
@@ -86,8 +89,6 @@ def _fillpad_expand_type(info: CallInfo) -> TileType:
 
 
 def _padded_copy(src: Any, shape: tuple[int, ...], pad: str) -> Any:
-    from pytest_pypto.ir.values import new_buffer
-
     data = new_buffer(shape, src.dtype, pad)
     region = tuple(slice(0, int(v)) for v in src.valid)
     data[region] = src.data[region]
@@ -95,8 +96,6 @@ def _padded_copy(src: Any, shape: tuple[int, ...], pad: str) -> Any:
 
 
 def _fillpad_execute(src: Any, *, pad_value: Any = "zero", out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue
-
     pad = pad_name("tile.fillpad", pad_value)
     data = _padded_copy(src, src.shape, pad)
     return TileValue(data, data.shape, src.dtype, (out.space if out else None) or src.space, pad)
@@ -104,9 +103,6 @@ def _fillpad_execute(src: Any, *, pad_value: Any = "zero", out: Any = None, **_:
 
 def _fillpad_inplace_execute(src: Any, *, pad_value: Any = "zero", out: Any = None,
                              **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue
-    from pytest_pypto.ir.values import pad_value as value_of
-
     pad = pad_name("tile.fillpad_inplace", pad_value)
     mask = np.ones(src.data.shape, dtype=bool)
     mask[tuple(slice(0, int(v)) for v in src.valid)] = False
@@ -116,8 +112,6 @@ def _fillpad_inplace_execute(src: Any, *, pad_value: Any = "zero", out: Any = No
 
 def _fillpad_expand_execute(src: Any, *, shape: Any, pad_value: Any = "zero", out: Any = None,
                             **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue
-
     pad = pad_name("tile.fillpad_expand", pad_value)
     data = _padded_copy(src, tuple(int(s) for s in shape), pad)
     return TileValue(data, data.shape, src.dtype, (out.space if out else None) or src.space, pad)
@@ -216,8 +210,6 @@ def _tri_arch(arch: Any, info: CallInfo) -> None:
 
 def _tri_execute(diagonal: Any, *, shape: Any, valid_shape: Any = None, dtype: Any = None,
                  upper: bool = False, out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     dtype = out.dtype if out is not None else dtype
     shape = tuple(int(s) for s in shape)
     vr, vc = (int(v) for v in (valid_shape or shape))
@@ -277,9 +269,6 @@ def _ci_type(info: CallInfo) -> TileType:
 
 def _ci_execute(start: Any, *, shape: Any, dtype: Any = None, descending: bool = False,
                 out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.apply import convert_array
-    from pytest_pypto.ir.values import TileValue
-
     dtype = out.dtype if out is not None else dtype
     shape = tuple(int(s) for s in shape)
     k = np.arange(shape[-1], dtype=np.int64)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, place
 from pytest_pypto.ir.ops._indexing import (
     GATHER_DTYPES,
     MASK_PATTERNS,
@@ -31,6 +32,7 @@ from pytest_pypto.ir.ops._indexing import (
     require_gather_index,
     require_mask_pattern,
 )
+from pytest_pypto.ir.ops._indexing import mask_pattern as as_int
 from pytest_pypto.ir.ops._rules import (
     dims,
     np,
@@ -51,6 +53,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue, new_buffer
 
 GATHERB_DTYPES = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "BF16", "FP32")
 MGATHER_DTYPES = GATHERB_DTYPES + ("FP8E4M3FN", "FP8E5M2")
@@ -97,8 +100,6 @@ def _gather_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _gather_execute(src, indices, tmp=None, *, out=None, **_):
-    from pytest_pypto.ir.apply import place
-
     view = indices.valid_view()
     idx = check_indices("tile.gather", view, src.data.size,
                         f"src of {src.data.size} elements {list(src.shape)}")
@@ -150,9 +151,6 @@ def _gather_mask_type(info: CallInfo) -> TileType:
 
 
 def _gather_mask_execute(src, *, mask_pattern, output_dtype=None, out=None, **_):
-    from pytest_pypto.ir.ops._indexing import mask_pattern as as_int
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     start, stride = MASK_PATTERNS[as_int(mask_pattern)]
     vr, vc = (int(v) for v in src.valid)
     picked = src.data[:vr, start:vc:stride]
@@ -205,8 +203,6 @@ def _gatherb_type(info: CallInfo) -> TileType:
 
 
 def _gatherb_execute(src, offset, *, output_dtype=None, out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     dtype = out.dtype if out is not None else (output_dtype or src.dtype)
     raw = np.ascontiguousarray(src.data).reshape(-1).view(np.uint8)
     vr, vc = (int(v) for v in offset.valid)
@@ -287,8 +283,6 @@ def _gather_row_type(info: CallInfo) -> TileType:
 
 def _gather_row_execute(dst, src, *, dst_offset, src_offset, shapes, transpose=False,
                         valid_shape=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-
     r, c = (int(v) for v in (valid_shape if valid_shape is not None else shapes))
     sr, sc = (int(v) for v in src_offset)
     dr, dc = (int(v) for v in dst_offset)
@@ -419,8 +413,6 @@ def _oob(idx: Any, bound: int, mode: int, op: str, what: str) -> tuple[Any, Any]
 
 def _mgather_execute(mem, idx, coalesce="row", *, gather_oob="undefined", target_memory=None,
                      scratch=None, valid_shape=None, out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     mode = GATHER_OOB.get(gather_oob, gather_oob) if isinstance(gather_oob, str) else gather_oob
     elem = COALESCE.get(coalesce, coalesce) if isinstance(coalesce, str) else coalesce
     if isinstance(idx, TileValue):

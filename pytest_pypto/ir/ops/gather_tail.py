@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, dtype_of
 from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._indexing import OpIndexError, check_indices
 from pytest_pypto.ir.ops._rules import (
@@ -41,8 +42,10 @@ from pytest_pypto.ir.ops._rules import (
     tensor,
     tile,
 )
+from pytest_pypto.ir.ops.tensor_index import via_tile, whole
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType, TileType, TupleType
+from pytest_pypto.ir.values import TileValue, new_buffer
 
 COMPARE_DTYPES = ("FP16", "FP32", "INT16", "INT32")
 COUNT_DTYPES = ("INT32", "UINT32")
@@ -133,9 +136,6 @@ def compare_rows(src: Any, kvalue: Any, cmp_mode: Any, offset: int, out_cols: in
 
 def _gather_compare_execute(src, kvalue, tmp=None, *, cmp_mode="eq", offset=0, out_cols,
                             count_dtype=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     vr, vc = (int(v) for v in src.valid)
     picked, counts = compare_rows(src.data[:vr, :vc], kvalue, cmp_mode, int(offset),
                                   int(out_cols))
@@ -232,9 +232,6 @@ def _paged_gather_type(info: CallInfo) -> TensorType:
 def _paged_gather_execute(src, indices, block_table, *, block_size, size, max_indices,
                           space=None, col_off=0, is_trans=False, is_b_matrix=False,
                           out=None, **_):
-    from pytest_pypto.ir.apply import dtype_of
-    from pytest_pypto.ir.values import new_buffer
-
     op = "tensor.paged_gather"
     logical = np.asarray(indices).reshape(-1).astype(np.int64)
     table = np.asarray(block_table).reshape(-1).astype(np.int64)
@@ -289,8 +286,6 @@ register(OpSpec(
 
 
 def _scatter_update_type(info: CallInfo) -> TensorType:
-    from pytest_pypto.ir.ops.tensor_index import via_tile, whole
-
     types = {n: whole(info, n) for n in ("input", "index", "src")}
     via_tile("tile.scatter_update", info, types)
     return tensor(info, "input")

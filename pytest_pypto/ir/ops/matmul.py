@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from pytest_pypto.ir.apply import QUIET_FLOATS, convert_array
+from pytest_pypto.ir.dtypes import FP32, INT32
 from pytest_pypto.ir.ops._rules import (
     dims,
     np,
@@ -21,14 +23,13 @@ from pytest_pypto.ir.ops._rules import (
 )
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import widen
 
 MATMUL_DTYPES = ("INT8", "FP16", "BF16", "FP32")
 ACC_DTYPES = ("FP32", "INT32")  # what a matmul accumulates in (_acc_dtype)
 
 
 def _acc_dtype(name: str):
-    from pytest_pypto.ir.dtypes import FP32, INT32
-
     return INT32 if name == "INT8" else FP32
 
 
@@ -152,8 +153,6 @@ def _product_into(dst: Any, lhs: Any, rhs: Any, overwrite: bool) -> None:
 
 
 def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, out=None, **_):
-    from pytest_pypto.ir.apply import QUIET_FLOATS
-
     if QUIET_FLOATS.get():  # inside a run: floating-point errors are silenced already
         return _matmul_acc(acc, lhs, rhs, init_cond)
     with np.errstate(all="ignore"):
@@ -171,8 +170,6 @@ def _matmul_acc(acc, lhs, rhs, init_cond):
             and dst.shape == (*a.shape[:-1], b.shape[1]):
         _product_into(dst, a, b, overwrite)
         return acc
-    from pytest_pypto.ir.apply import convert_array
-    from pytest_pypto.ir.values import widen
 
     a, b = widen(lhs.valid_view(), lhs.dtype), widen(rhs.valid_view(), rhs.dtype)
     if _acc_in_place(acc, a, b, overwrite):

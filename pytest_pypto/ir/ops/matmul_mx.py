@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.dtypes import FP32
 from pytest_pypto.ir.ops._rules import dims, np, require_rank, tile
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TileType
@@ -86,7 +87,6 @@ def _mx_product(info: CallInfo) -> TileType:
     groups = _groups(k)
     _check_scale(info, "lhs_scale", (m, groups), (a.valid[0], _groups(vk)))
     _check_scale(info, "rhs_scale", (groups, n), (_groups(vk), b.valid[1]))
-    from pytest_pypto.ir.dtypes import FP32
 
     return TileType((m, n), FP32, valid=(a.valid[0], b.valid[1]))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, dtype_of, scalar_to_dtype
 from pytest_pypto.ir.ops._rules import (
     OpBoundsError,
     check_window,
@@ -16,6 +17,7 @@ from pytest_pypto.ir.ops._rules import (
     dtype_list,
     enum_name,
     index_items,
+    np,
     require_atomic_mode,
     space_name,
     static_shape,
@@ -23,6 +25,7 @@ from pytest_pypto.ir.ops._rules import (
     tile,
 )
 from pytest_pypto.ir.ops.matmul import ACC_DTYPES
+from pytest_pypto.ir.ops.views_tensor import window_valid
 from pytest_pypto.ir.registry import (
     CallInfo,
     MemRule,
@@ -34,6 +37,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TensorType, TileType
+from pytest_pypto.ir.values import TileValue, new_buffer, widen
 
 SCALE_SPACES = ("LeftScale", "RightScale")
 
@@ -59,7 +63,6 @@ def _load_type(info: CallInfo) -> TileType:
     if src.valid is not None:
         # A narrowed tensor (pl.set_validshape, a slice's valid_shape) is read only
         # inside its valid region (the lowering passes the cut as valid_shapes).
-        from pytest_pypto.ir.ops.views_tensor import window_valid
 
         valid = list(window_valid(src, shape, info.values.get("offsets"), valid, False))
     if info.values.get("clamp"):
@@ -113,7 +116,6 @@ _TILE_VALUE: Any = None  # ir.values.TileValue, fetched on the first run (it imp
 
 def _tile_value() -> Any:
     global _TILE_VALUE
-    from pytest_pypto.ir.values import TileValue
 
     _TILE_VALUE = TileValue
     return TileValue
@@ -143,8 +145,6 @@ def _load_execute(src, *, offsets, shapes, valid_shapes=None, target_memory=None
             data = data.copy() if data.dtype == want else data.astype(want)
             return tile_value(data, data.shape, out.dtype, out.space or space_name(
                 target_memory) or "Vec", out.pad)
-    from pytest_pypto.ir.apply import dtype_of
-    from pytest_pypto.ir.values import TileValue, new_buffer
 
     shape = tuple(int(s) for s in shapes)
     requested = shape if valid_shapes is None else tuple(int(v) for v in valid_shapes)
@@ -269,18 +269,13 @@ def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
             if region.dtype == dst.dtype:
                 dst[window] = region
             else:
-                from pytest_pypto.ir.apply import convert_array, dtype_of
-
                 dst[window] = convert_array(region, dtype_of(dst))
             return dst
-    from pytest_pypto.ir.apply import convert_array, dtype_of
     valid = (1,) * (dst.ndim - len(valid)) + tuple(int(v) for v in valid)
     _runtime_window("tile.store", "writes", "destination", offsets, valid, dst.shape, False)
     window = tuple(slice(int(o), int(o) + v) for o, v in zip(offsets, valid))
     region = src.valid_view().reshape(valid)
     if enum_name(atomic) in ("Add", 1):
-        from pytest_pypto.ir.values import widen
-
         total = widen(region, src.dtype) + widen(dst[window], src.dtype)
         dst[window] = convert_array(total, dtype_of(dst))
     elif region.dtype == dst.dtype:
@@ -359,7 +354,6 @@ def _move_execute(src, *, target_memory=None, out=None, share=False, **_):
     """The moved tile shares the source's buffer (``share=True``) where the compiler proved
     neither tile is written in place afterwards: the data does not change on the way.
     Otherwise it is a copy."""
-    from pytest_pypto.ir.values import TileValue
 
     space = (out.space if out is not None else None) or space_name(target_memory)
     data = src.data if share else src.data.copy()
@@ -413,8 +407,6 @@ def _create_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _create_execute(*, shape, dtype, target_memory=None, out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     shape = tuple(int(s) for s in shape)
     space = (out.space if out is not None else None) or space_name(target_memory) or "Vec"
     return TileValue(new_buffer(shape, dtype), shape, dtype, space)
@@ -496,8 +488,6 @@ def _check_fill(op: str, value: int | float, dtype: Any) -> None:
     else:
         if lo_f <= x <= hi_f:
             return
-        from pytest_pypto.ir.apply import scalar_to_dtype
-
         stored = scalar_to_dtype(x, dtype)
         same = (math.isnan(x) and math.isnan(stored)) or (math.isinf(x) and stored == x)
         if same or (math.isfinite(x) and math.isfinite(stored)):
@@ -528,11 +518,6 @@ def _full_type(info: CallInfo) -> TileType:
 
 
 def _full_execute(*, shape, dtype, value, out=None, **_):
-    import numpy as np
-
-    from pytest_pypto.ir.apply import scalar_to_dtype
-    from pytest_pypto.ir.values import TileValue
-
     shape = tuple(int(s) for s in shape)
     data = np.full(shape, scalar_to_dtype(value, dtype), dtype=dtype.np)
     space = (out.space if out is not None else None) or "Vec"

@@ -18,6 +18,7 @@ from pytest_pypto.ir.dtypes import UINT32
 from pytest_pypto.ir.ops._rules import dims, np, require_dtype, static_shape
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.values import TileValue, new_buffer
 
 RANDOM_DTYPES = ("INT32", "UINT32")
 RANDOM_ROUNDS = (7, 10)
@@ -82,8 +83,6 @@ def philox4x32(key: tuple[int, int], counters: Any, rounds: int) -> Any:
 
 def _random_execute(key0, key1, counter0, counter1, counter2, counter3, *, shape,
                     valid_shape=None, dtype=None, rounds=10, out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     dtype = out.dtype if out is not None else (dtype or UINT32)
 
     shape = tuple(int(s) for s in shape)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import place
+from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._rules import (
     NUMERIC_DTYPES,
     dims,
@@ -31,6 +33,7 @@ from pytest_pypto.ir.ops._rules import (
 )
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import widen
 
 ROW_MIN_DTYPES = ("INT16", "INT32", "FP16", "FP32")
 ARG_DTYPES = ("FP16", "FP32")  # pto-isa TROWARGMAX/TCOLARGMAX: half or float sources
@@ -85,8 +88,6 @@ def _dtypes_of(op: str) -> tuple[str, ...]:
 
 def _result_dtype(op: str, src: TileType) -> Any:
     if "arg" in op:
-        from pytest_pypto.ir.dtypes import INT32
-
         return INT32
     return src.dtype
 
@@ -164,9 +165,6 @@ def device_col_sum(rows: Any, tree: bool) -> Any:
 
 
 def _col_sum_execute(tile: Any, tmp_tile: Any = None, *, out: Any = None, **_: Any) -> Any:
-    from pytest_pypto.ir.apply import place
-    from pytest_pypto.ir.values import widen
-
     view = tile.valid_view()
     if tile.dtype.is_float:
         wide = device_col_sum(view, tree=tmp_tile is not None)

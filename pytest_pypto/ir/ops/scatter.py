@@ -18,6 +18,7 @@ An index outside its destination is a `SimulationError` naming the index (§4.2)
 
 from __future__ import annotations
 
+from pytest_pypto.ir.apply import convert_array
 from pytest_pypto.ir.ops._indexing import (
     MASK_PATTERNS,
     SCATTER_DTYPES,
@@ -25,6 +26,7 @@ from pytest_pypto.ir.ops._indexing import (
     require_mask_pattern,
     require_scatter_index,
 )
+from pytest_pypto.ir.ops._indexing import mask_pattern as as_int
 from pytest_pypto.ir.ops._rules import (
     dims,
     np,
@@ -61,8 +63,6 @@ def _scatter_type(info: CallInfo) -> TileType:
 
 
 def _scatter_execute(dst, src, indexes, *, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-
     vr, vc = (int(v) for v in src.valid)
     idx = check_indices("tile.scatter", indexes.data[:vr, :vc], dst.data.size,
                         f"dst of {dst.data.size} elements {list(dst.shape)}")
@@ -111,9 +111,6 @@ def _scatter_mask_type(info: CallInfo) -> TileType:
 
 
 def _scatter_mask_execute(dst, src, *, mask_pattern, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-    from pytest_pypto.ir.ops._indexing import mask_pattern as as_int
-
     start, stride = MASK_PATTERNS[as_int(mask_pattern)]
     vr, vc = (int(v) for v in src.valid)
     cols = start + stride * vc
@@ -171,8 +168,6 @@ def _scatter_update_type(info: CallInfo) -> TileType:
 
 
 def _scatter_update_execute(input, index, src, *, dim=-2, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-
     width = input.data.shape[-1]
     rows = input.data.reshape(-1, width)
     b, s = (int(v) for v in index.valid)
@@ -224,8 +219,6 @@ def _mscatter_type(info: CallInfo) -> TensorType:
 
 
 def _mscatter_execute(src, idx, dst, *, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-
     region = tuple(slice(0, int(v)) for v in src.valid)
     flat_idx = check_indices("tile.mscatter", idx.data[region], dst.size,
                              f"output_tensor of {dst.size} elements {list(dst.shape)}")

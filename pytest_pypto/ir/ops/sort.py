@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array
+from pytest_pypto.ir.ops._indexing import OpIndexError
 from pytest_pypto.ir.ops._rules import dims, np, require_dtype, require_same_dtype, tile
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import ScalarType, TileType
+from pytest_pypto.ir.values import TileValue, new_buffer
 
 SORT_DTYPES = ("FP16", "FP32")
 _IDX_BITS = {"FP32": "uint32", "FP16": "uint16"}  # index bits of a pair, by value dtype
@@ -63,8 +66,6 @@ def _sort32_type(info: CallInfo) -> TileType:
 
 
 def _sort32_execute(src, idx, *, out=None, **_):
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     region = tuple(slice(0, int(v)) for v in src.valid)
     values, ids = src.data[region], idx.data[region].astype(np.int64)
     n = values.shape[-1]
@@ -147,10 +148,6 @@ def _merge(lists: list[tuple[Any, Any]]) -> tuple[Any, Any]:
 
 def _mrgsort_execute(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=False, *,
                      block_len=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array
-    from pytest_pypto.ir.ops._indexing import OpIndexError
-    from pytest_pypto.ir.values import TileValue, new_buffer
-
     dtype = src0.dtype
     if block_len is not None:
         run = int(block_len)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_pypto.ir.apply import dtype_of
 from pytest_pypto.ir.dtypes import UINT32
 from pytest_pypto.ir.ops._indexing import (
     GATHER_DTYPES,
@@ -67,6 +68,7 @@ from pytest_pypto.ir.registry import (
 )
 from pytest_pypto.ir.tensor_forms import stand_in_dims, tile_view
 from pytest_pypto.ir.types import TensorType, TileType, Type
+from pytest_pypto.ir.values import TileValue
 
 
 def via_tile(tile_op: str, info: CallInfo, types: dict[str, Type | None],
@@ -183,7 +185,7 @@ def _gather_type(info: CallInfo) -> TensorType:
         raise OpTypeError(f"The operator {info.op}: output_dtype is only valid for the mask "
                           "form (mask_pattern=...)")
     if form == "compare":  # tile.gather_compare per row (ir/ops/gather_tail.py)
-        from pytest_pypto.ir.ops.gather_tail import compare_tensor_type
+        from pytest_pypto.ir.ops.gather_tail import compare_tensor_type  # lazy: it imports us
 
         return compare_tensor_type(info, whole(info, "input"))
     if form == "mask":
@@ -535,9 +537,6 @@ def _gather_row_type(info: CallInfo) -> TensorType:
 
 def _gather_row_execute(acc, src, *, dst_offset, src_offset, shapes, transpose=False,
                         valid_shape=None, out=None, **_):
-    from pytest_pypto.ir.apply import dtype_of
-    from pytest_pypto.ir.values import TileValue
-
     spec = REGISTRY["tile.gather_row"]
     view = TileValue(acc, tuple(acc.shape), dtype_of(acc), "Mat")
     spec.execute(view, src, dst_offset=dst_offset, src_offset=src_offset, shapes=shapes,

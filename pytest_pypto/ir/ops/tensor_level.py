@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, dtype_of, scalar_to_dtype
 from pytest_pypto.ir.ops._rules import dims, np, static_shape, tensor
 from pytest_pypto.ir.registry import (
     REGISTRY,
@@ -35,6 +36,7 @@ from pytest_pypto.ir.registry import (
 )
 from pytest_pypto.ir.tensor_forms import restore_dims, stand_in_dims, unstand
 from pytest_pypto.ir.types import TensorType, TileType
+from pytest_pypto.ir.values import new_buffer
 
 # ------------------------------------------------------------------ shapes
 
@@ -137,8 +139,6 @@ def _wide_product(lhs: Any, rhs: Any, a_trans: bool, b_trans: bool) -> Any:
 
 def _matmul_execute(lhs, rhs, *, out_dtype=None, a_trans=False, b_trans=False,
                     c_matrix_nz=False, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array, dtype_of
-
     target = out_dtype if out_dtype is not None else dtype_of(lhs)
     with np.errstate(all="ignore"):
         return convert_array(_wide_product(lhs, rhs, a_trans, b_trans), target)
@@ -146,8 +146,6 @@ def _matmul_execute(lhs, rhs, *, out_dtype=None, a_trans=False, b_trans=False,
 
 def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, a_trans=False, b_trans=False,
                         out=None, **_):
-    from pytest_pypto.ir.apply import convert_array, dtype_of
-
     with np.errstate(all="ignore"):
         prod = _wide_product(lhs, rhs, a_trans, b_trans)
         if init_cond is None or not bool(init_cond):
@@ -214,8 +212,6 @@ def _full_type(info: CallInfo) -> TensorType:
 
 
 def _full_execute(*, shape, dtype, value, out=None, **_):
-    from pytest_pypto.ir.apply import scalar_to_dtype
-
     return np.full(tuple(int(s) for s in shape), scalar_to_dtype(value, dtype), dtype=dtype.np)
 
 
@@ -247,8 +243,6 @@ def _local_type(info: CallInfo) -> TensorType:
 
 
 def _local_execute(*, shape, dtype, out=None, **_):
-    from pytest_pypto.ir.values import new_buffer
-
     return new_buffer(tuple(int(s) for s in shape), dtype)
 
 

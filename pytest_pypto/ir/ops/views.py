@@ -35,6 +35,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import TileValue, fill_value
 
 PAD_NAMES = ("zero", "min", "max")
 
@@ -220,8 +221,6 @@ def _static_positive(info: CallInfo, name: str, rank: int | None = None) -> tupl
 
 
 def _view_value(src: Any, data: Any, valid: Sequence[Any], pad: str | None = None) -> Any:
-    from pytest_pypto.ir.values import TileValue
-
     return TileValue(data, tuple(int(v) for v in valid), src.dtype, src.space,
                      src.pad if pad is None else pad)
 
@@ -264,8 +263,6 @@ def _slice_type(info: CallInfo) -> TileType:
 
 def _slice_execute(src, *, shape, offset, valid_shape=None, drop_dims=None, pad_value=None,
                    out=None, **_):
-    from pytest_pypto.ir.values import fill_value
-
     shape = tuple(int(s) for s in shape)
     offset = tuple(int(o) for o in offset)
     runtime_inside("tile.slice", offset, shape, src.shape, "source tile")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_pypto.ir.apply import convert_array, dtype_of
 from pytest_pypto.ir.ops._rules import (
     OpBoundsError,
     check_valid_extents,
@@ -51,6 +52,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import DynVar, TensorType
+from pytest_pypto.ir.values import widen
 
 # Source dtypes an assemble may convert from: a matmul accumulator, whose store into
 # the target converts once (RNE), as PyPTO's fix-pipe Acc -> GM store does.
@@ -389,9 +391,6 @@ def _assemble_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _assemble_execute(dst, src, *, offset, atomic=None, out=None, **_):
-    from pytest_pypto.ir.apply import convert_array, dtype_of
-    from pytest_pypto.ir.values import widen
-
     lead = dst.ndim - src.ndim
     extents = (1,) * lead + tuple(src.shape)
     offset = tuple(int(o) for o in offset)

@@ -55,7 +55,7 @@ class FixtureNpuRuntime:
     def execute(self, artifact, arrays, *, config, outputs_in=False, device=None):
         from pytest_pypto.runtime.protocol import RuntimeFailure
 
-        source = Path(getattr(artifact, "artifact_dir", artifact))
+        source = Path(artifact.artifact_dir() if hasattr(artifact, "artifact_dir") else artifact)
         manifest = json.loads((source / "kernel_config.json").read_text())
         if config.platform not in self.platforms or manifest["platform"] != config.platform:
             raise RuntimeFailure(
