@@ -51,7 +51,7 @@ def __getattr__(name: str) -> Any:
 
 def _harness_launcher() -> _launch.Launcher | None:
     """The harness's launcher: importing `harness.jit` registers it."""
-    importlib.import_module("pytest_pypto.harness.jit")
+    importlib.import_module("pytest_pypto.harness.jit")  # lazy: the face stays cheap to import
     return None
 
 

@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest_pypto
+from pytest_pypto._version import __version__
 from pytest_pypto.harness.cache_entry import (
     ARTIFACT,
     ENTRY_FILE,
@@ -123,7 +123,7 @@ def _keyed(
         "platform": config.platform,
         "dump_passes": bool(config.dump_passes),
         "batch_loops": bool(batch_loops),
-        "version": pytest_pypto.__version__,
+        "version": __version__,
     }
     planner = getattr(config, "memory_planner", None)
     if planner is not None:  # PTOAS refuses some pl.MemRef programs (compiler/memref_slots.py)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_pypto import __version__
+from pytest_pypto._version import __version__
 from pytest_pypto.arch import ExecutionMode, parse_platform
 from pytest_pypto.harness.seeding import DEFAULT_BASE_SEED
 from pytest_pypto.plugin.keys import ONBOARD_KEY
