@@ -1,16 +1,46 @@
 """`RecordedRun`: what every runtime's run result shares (outputs by name, the task
-record, deps.json and trace.json written on first use).
+record, deps.json and trace.json written on first use), and the run directories
+those records are written to (`new_run_dir`).
 
 Standard library only: the isolated runtime's module imports it without numpy.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["RecordedRun"]
+if TYPE_CHECKING:
+    from pytest_pypto.config import RunConfig
+
+__all__ = ["RecordedRun", "new_run_dir"]
+
+_run_counter = itertools.count()
+_temp_root: Path | None = None
+
+
+def new_run_dir(cfg: RunConfig, program: str) -> Path:
+    """A fresh directory for one run's records: kept under the kernels dir when saving
+    kernels, else in a per-process temporary directory removed at exit."""
+    global _temp_root
+    n = next(_run_counter)
+    if cfg.save_kernels or (cfg.trace and cfg.save_kernels_dir):
+        base = Path(cfg.save_kernels_dir or "build_output") / "runs"
+        path = base / f"{program}-{os.getpid()}-{n:05d}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if _temp_root is None:
+        _temp_root = Path(tempfile.mkdtemp(prefix="pypto-runs-"))
+        atexit.register(shutil.rmtree, _temp_root, True)
+    path = _temp_root / f"{program}-{n:05d}"
+    path.mkdir()
+    return path
 
 
 class RecordedRun:
@@ -36,9 +66,7 @@ class RecordedRun:
     def deps_path(self) -> Path:
         """Path of this run's deps.json (written on first use)."""
         if self._deps_path is None:
-            from pytest_pypto.runtime.worker import _new_run_dir
-
-            run_dir = _new_run_dir(self._config, self.program)
+            run_dir = new_run_dir(self._config, self.program)
             path = run_dir / "deps.json"
             path.write_text(json.dumps(self.record))
             self._deps_path = path

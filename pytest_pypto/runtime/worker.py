@@ -25,13 +25,9 @@ compiler or the language.
 
 from __future__ import annotations
 
-import atexit
 import functools
-import itertools
 import json
 import os
-import shutil
-import tempfile
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -58,7 +54,7 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
-from pytest_pypto.runtime.records import RecordedRun
+from pytest_pypto.runtime.records import RecordedRun, new_run_dir
 from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
 from pytest_pypto.runtime.timeout import RunTimedOut
 
@@ -425,7 +421,7 @@ def _partial_record(
         meta = {"program": program, "platform": cfg.platform, "failed": True}
         record = graph.to_json(rt.roots, meta)
         error.run_record = record  # type: ignore[attr-defined]
-        run_dir = _new_run_dir(cfg, program)
+        run_dir = new_run_dir(cfg, program)
         path = run_dir / "deps.json"
         path.write_text(json.dumps(record))
         error.deps_path = path  # type: ignore[attr-defined]
@@ -470,27 +466,3 @@ def _war_error(program: str, graph: TaskGraph) -> WarHazardError:
     error.notes = (*error.notes, *(f"also: {line}" for line in lines[1:8]))
     error.war_hazards = list(hazards)  # type: ignore[attr-defined]
     return error
-
-
-# -- run directories ------------------------------------------------------------------
-
-_run_counter = itertools.count()
-_temp_root: Path | None = None
-
-
-def _new_run_dir(cfg: RunConfig, program: str) -> Path:
-    """A fresh directory for one run's records: kept under the kernels dir when saving
-    kernels, else in a per-process temporary directory removed at exit."""
-    global _temp_root
-    n = next(_run_counter)
-    if cfg.save_kernels or (cfg.trace and cfg.save_kernels_dir):
-        base = Path(cfg.save_kernels_dir or "build_output") / "runs"
-        path = base / f"{program}-{os.getpid()}-{n:05d}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    if _temp_root is None:
-        _temp_root = Path(tempfile.mkdtemp(prefix="pypto-runs-"))
-        atexit.register(shutil.rmtree, _temp_root, True)
-    path = _temp_root / f"{program}-{n:05d}"
-    path.mkdir()
-    return path
