@@ -21,7 +21,7 @@ sum is rounded once, DSL.md §5.2).  Every generated node carries the span of th
 user's call, so errors point at the user's line.
 
 Ops whose tensor form has a lowering of its own (gather, scatter, cmp, random...) are
-lowered by their entry in ``tensor_hooks.HOOKS``.  Tensor ops with other meanings
+lowered by their entry in ``lowering_hooks.HOOKS``.  Tensor ops with other meanings
 (views, element access, assemble) are not touched, except where a tensor has a valid
 region (`compiler/tensor_valid.py`): every load of it (the lowering's own and the
 user's `pl.load`) reads only its valid region, and an assemble of it becomes loads
@@ -41,10 +41,10 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_pypto.compiler import tiling
+from pytest_pypto.compiler import tensor_hooks, tiling, whole_tensor_hooks
+from pytest_pypto.compiler.lowering_hooks import HOOKS
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.tensor_hooks import HOOKS
 from pytest_pypto.compiler.tensor_valid import ASSEMBLE_OP, ValidRegions, combine
 from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, rewrite_bodies
@@ -65,6 +65,7 @@ DYNAMIC_HOOKS = frozenset({"tensor.rsqrt"})
 COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}
 
 Index = Any  # an int or an INDEX-typed Expr
+HOOK_MODULES = (tensor_hooks, whole_tensor_hooks)  # importing them fills HOOKS
 
 
 def lower_tensor_ops(program: n.Program, ctx: PassContext) -> n.Program:
@@ -190,7 +191,7 @@ class _Lowering:
                 result = self.lower_matmul(out, value, spec)
             elif value.op == FULL_OP:
                 result = self.lower_full(out, value)
-            elif value.op in HOOKS:  # per-op lowerings (compiler/tensor_hooks.py)
+            elif value.op in HOOKS:  # per-op lowerings (compiler/lowering_hooks.py)
                 result = HOOKS[value.op](self, out, value, spec)
             else:
                 result = self.lower_vector(out, value, spec)

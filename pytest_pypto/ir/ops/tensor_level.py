@@ -9,6 +9,10 @@ These are the tensor ops with facts of their own:
   and batch dims that broadcast numpy-style.  The 2-D product rule is tile.matmul's,
   run on the operands' matrix shapes.
 * ``tensor.full``: a whole tensor of one value.
+* ``tensor.ci(start, shape, dtype=INT32, descending=False)`` (`pl.arange`,
+  `pl.tensor.ci`, `pl.tensor.arange`): PyPTO lowers it to tile.ci, so it has that
+  op's rules (a single row: leading dims 1; INT16/INT32 plus the unsigned forms the
+  tile op admits).  Lowered into one tile.ci and a store.
 * ``tensor.local`` and ``tensor.matrix_view``: compiler-internal (no spelling): the
   lowering's intermediate tensors and the 2-D (optionally transposed) view of one
   batch item of a matmul operand.
@@ -22,7 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.ir.ops._rules import dims, np, static_shape, tensor
+from pytest_pypto.ir.dtypes import INT32
+from pytest_pypto.ir.ops._rules import dims, lowered_by_compiler, np, static_shape, tensor
+from pytest_pypto.ir.ops._whole_tensor import via_tile
 from pytest_pypto.ir.registry import (
     REGISTRY,
     CallInfo,
@@ -296,3 +302,28 @@ register(OpSpec(
 ))
 
 
+# -------------------------------------------------------------------------- ci
+
+
+def _ci_type(info: CallInfo) -> TensorType:
+    t = via_tile("tile.ci", info, {"start": info.types.get("start")})
+    return TensorType(tuple(t.shape), t.dtype)
+
+
+register(OpSpec(
+    name="tensor.ci",
+    params=(
+        ParamSpec("start", "scalar"),
+        ParamSpec("shape", "shape"),
+        ParamSpec("dtype", "dtype", default=INT32),
+        ParamSpec("descending", "bool", default=False),
+    ),
+    type_rule=_ci_type,
+    mem=MemRule(),
+    execute=lowered_by_compiler,
+    spellings=("arange", "tensor.ci", "tensor.arange"),
+    tier=2,
+    doc="A new [1, ..., N] integer tensor start + k (start - k when descending), INT32 by "
+        "default (INT16/INT32, and UINT16/UINT32 as tile.ci); `pl.arange` in PyPTO. Lowered "
+        "to tile.ci and a store.",
+))
