@@ -71,6 +71,7 @@ def _read_execute(src, *, indices, out=None, **_):
 
 register(OpSpec(
     name="tile.read",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"), ParamSpec("indices", "index_list", aliases=("offset",))),
     type_rule=_read_type,
     mem=MemRule(operands={"tile": ("Vec",)}),
@@ -99,6 +100,7 @@ def _write_execute(dst, value, *, indices, out=None, **_):
 
 register(OpSpec(
     name="tile.write",
+    wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("indices", "index_list", aliases=("offset",)),

@@ -254,6 +254,7 @@ def _paged_gather_execute(src, indices, block_table, *, block_size, size, max_in
 
 register(OpSpec(
     name="tensor.paged_gather",
+    lowering_hook=True,
     params=(
         ParamSpec("src", "tensor"),
         ParamSpec("indices", "tensor"),

@@ -36,6 +36,8 @@ from pytest_pypto.ir.registry import (
 from pytest_pypto.ir.types import TensorType, TileType
 
 SCALE_SPACES = ("LeftScale", "RightScale")
+# The names the compiler passes dispatch on (a load, a store, a move of one tile).
+LOAD_OP, STORE_OP, MOVE_OP = "tile.load", "tile.store", "tile.move"
 
 
 # ----------------------------------------------------------------------- load
@@ -163,7 +165,7 @@ def _load_execute(src, *, offsets, shapes, valid_shapes=None, target_memory=None
 
 
 register(OpSpec(
-    name="tile.load",
+    name=LOAD_OP,
     params=(
         ParamSpec("tensor", "tensor"),
         ParamSpec("offsets", "index_list"),
@@ -291,7 +293,8 @@ def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
 
 
 register(OpSpec(
-    name="tile.store",
+    name=STORE_OP,
+    wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("offsets", "index_list"),
@@ -367,7 +370,8 @@ def _move_execute(src, *, target_memory=None, out=None, share=False, **_):
 
 
 register(OpSpec(
-    name="tile.move",
+    name=MOVE_OP,
+    wide_safe=True,
     reads_while_writing=True,
     params=(
         ParamSpec("tile", "tile"),
@@ -422,6 +426,7 @@ def _create_execute(*, shape, dtype, target_memory=None, out=None, **_):
 
 register(OpSpec(
     name="tile.create",
+    batched_create=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),
@@ -541,6 +546,7 @@ def _full_execute(*, shape, dtype, value, out=None, **_):
 
 register(OpSpec(
     name="tile.full",
+    batched_create=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),

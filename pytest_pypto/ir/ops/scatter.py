@@ -265,6 +265,7 @@ def _scatter_update_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.scatter_update",
+    lowering_hook=True,
     params=(ParamSpec("input", "tensor"), ParamSpec("index", "tensor"),
             ParamSpec("src", "tensor"), ParamSpec("dim", "int", default=-2)),
     type_rule=_scatter_update_type,

@@ -194,6 +194,7 @@ def _gather_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.gather",
+    lowering_hook=True,
     params=(
         ParamSpec("input", "tensor"),
         ParamSpec("dim", "int", default=None),
@@ -273,6 +274,7 @@ def _scatter_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.scatter",
+    lowering_hook=True,
     params=(
         ParamSpec("input", "tensor"),
         ParamSpec("dim", "int", default=None),
@@ -319,6 +321,7 @@ _CMP_DOC = (
 
 register(OpSpec(
     name="tensor.cmp",
+    lowering_hook=True,
     params=(ParamSpec("lhs", "tensor"), ParamSpec("rhs", "tensor"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
@@ -331,6 +334,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.cmps",
+    lowering_hook=True,
     params=(ParamSpec("lhs", "tensor"), ParamSpec("rhs", "scalar"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
@@ -354,6 +358,8 @@ def _rsqrt_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.rsqrt",
+    lowering_hook=True,
+    hook_tiles_dynamic=True,
     params=(ParamSpec("tile", "tensor", aliases=("input",)),
             ParamSpec("high_precision", "bool", default=False)),
     type_rule=_rsqrt_type,
@@ -386,6 +392,7 @@ def _mrgsort_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.mrgsort",
+    lowering_hook=True,
     params=(
         ParamSpec("src0", "tensor"),
         ParamSpec("src1", "tensor", default=None, optional=True),
@@ -417,6 +424,7 @@ def _random_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.random",
+    lowering_hook=True,
     params=(
         *(ParamSpec(name, "scalar") for name in _SEEDS),
         ParamSpec("shape", "shape"),
@@ -469,6 +477,7 @@ def _expand_clone_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.expand_clone",
+    lowering_hook=True,
     params=(ParamSpec("input", "tensor"), ParamSpec("target", "tensor")),
     type_rule=_expand_clone_type,
     mem=MemRule(),
@@ -493,6 +502,7 @@ def _create_l1_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.create_l1",
+    lowering_hook=True,
     params=(ParamSpec("shape", "shape"), ParamSpec("dtype", "dtype"),
             ParamSpec("transpose", "bool", default=False)),
     type_rule=_create_l1_type,

@@ -169,6 +169,7 @@ _FLAGS = (
 
 register(OpSpec(
     name="tensor.matmul",
+    matmul_result=True,
     params=(
         ParamSpec("lhs", "tensor"),
         ParamSpec("rhs", "tensor"),
@@ -188,6 +189,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.matmul_acc",
+    matmul_result=True,
     params=(
         ParamSpec("acc", "tensor"),
         ParamSpec("lhs", "tensor"),
@@ -227,6 +229,8 @@ def _full_execute(*, shape, dtype, value, out=None, **_):
 
 register(OpSpec(
     name="tensor.full",
+    lowering_hook=True,
+    hook_tiles_dynamic=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),
@@ -288,6 +292,7 @@ def _view_execute(src, *, index=(), transpose=False, out=None, **_):
 
 register(OpSpec(
     name="tensor.matrix_view",
+    regroups=True,
     params=(
         ParamSpec("tensor", "tensor"),
         ParamSpec("index", "index_list"),
@@ -312,6 +317,7 @@ def _ci_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.ci",
+    lowering_hook=True,
     params=(
         ParamSpec("start", "scalar"),
         ParamSpec("shape", "shape"),

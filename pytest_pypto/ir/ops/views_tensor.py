@@ -168,6 +168,7 @@ def _slice_execute(t, *, shape, offset, valid_shape=None, drop_dims=None, pad_va
 
 register(OpSpec(
     name="tensor.slice",
+    in_orchestration=True,
     params=(
         ParamSpec("tensor", "tensor", aliases=("input",)),
         ParamSpec("shape", "index_list"),
@@ -281,6 +282,8 @@ def _reshape_execute(t, *, shape, out=None, **_):
 
 register(OpSpec(
     name="tensor.reshape",
+    regroups=True,
+    in_orchestration=True,
     params=(ParamSpec("tensor", "tensor", aliases=("input",)), ParamSpec("shape", "index_list")),
     type_rule=_reshape_type,
     mem=MemRule(),
@@ -312,6 +315,7 @@ def _transpose_execute(t, *, axis1, axis2, out=None, **_):
 
 register(OpSpec(
     name="tensor.transpose",
+    in_orchestration=True,
     params=(
         ParamSpec("tensor", "tensor", aliases=("input",)),
         ParamSpec("axis1", "int"),
@@ -410,6 +414,7 @@ def _assemble_execute(dst, src, *, offset, atomic=None, out=None, **_):
 
 register(OpSpec(
     name="tensor.assemble",
+    in_orchestration=True,
     params=(
         ParamSpec("target", "tensor"),
         ParamSpec("source", "tensor"),
