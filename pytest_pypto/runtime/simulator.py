@@ -16,11 +16,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_pypto.arch import SIM_PLATFORMS  # re-exported: the platforms it serves
 from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
 
 __all__ = ["SIM_PLATFORMS", "SimRuntime"]
-
-SIM_PLATFORMS: tuple[str, ...] = ("a2a3sim", "a5sim")
 
 
 class SimRuntime:
