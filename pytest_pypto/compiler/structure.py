@@ -19,6 +19,7 @@ from pytest_pypto.compiler.walk import (
 )
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError, PlacementError, UnsupportedFeatureError
+from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 
 ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard"
 
@@ -27,7 +28,6 @@ ENTRY_KINDS = ("Orchestration", "Opaque")
 # pl.create_tensor as the parser writes it (not a registry entry); an orchestration body
 # may use it and the tensor ops whose entries set ``in_orchestration`` (DSL.md §1.5).
 CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
-LOCAL_TENSOR_OP = "tensor.local"  # what a create_tensor in InCore code becomes
 
 
 def _in_orchestration(ctx: PassContext, op: str) -> bool:
@@ -177,7 +177,7 @@ def _make_kernel_local(call: n.Call, fn: n.Function, ctx: PassContext) -> None:
             hint="fill it with pl.full(...) / pl.assemble, or allocate it with init_value in "
             "the orchestration function and pass it as pl.InOut[...]",
         )
-    call.op = LOCAL_TENSOR_OP
+    call.op = LOCAL_OP  # a create_tensor in InCore code: a kernel-local tensor
     call.args = (("shape", dims), ("dtype", dtype))
 
 

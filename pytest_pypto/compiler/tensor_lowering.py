@@ -46,7 +46,7 @@ from pytest_pypto.compiler import tensor_hooks, tiling, whole_tensor_hooks
 from pytest_pypto.compiler.lowering_hooks import HOOKS, hook
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.tensor_valid import ASSEMBLE_OP, ValidRegions, combine
+from pytest_pypto.compiler.tensor_valid import ValidRegions, combine
 from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, rewrite_bodies
 from pytest_pypto.ir import nodes as n
@@ -55,6 +55,8 @@ from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import CapacityError, ShapeError
 from pytest_pypto.ir.ops._rules import enum_name
 from pytest_pypto.ir.ops.memory import LOAD_OP
+from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
+from pytest_pypto.ir.ops.views_tensor import ASSEMBLE_OP
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
 
@@ -317,7 +319,7 @@ class _Lowering:
         return self.loop(out, seg, carried, step)
 
     def local(self, out: list[n.Stmt], t: TensorType) -> n.Var:
-        return self.emit(out, "local", "tensor.local", shape=tuple(t.shape), dtype=t.dtype)
+        return self.emit(out, "local", LOCAL_OP, shape=tuple(t.shape), dtype=t.dtype)
 
     def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
         """A window of ``tensor``; of a narrowed tensor only its valid part is read, of a

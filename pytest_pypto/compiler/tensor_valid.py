@@ -28,7 +28,6 @@ from pytest_pypto.ir.registry import OpSpec
 from pytest_pypto.ir.types import ScalarType, TensorType
 
 Index = Any  # an int or an integer Scalar Expr
-ASSEMBLE_OP = "tensor.assemble"
 
 
 # ------------------------------------------------------------- index arithmetic

@@ -162,6 +162,7 @@ def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, a_trans=False, b_trans
     return acc
 
 
+LOCAL_OP = "tensor.local"  # the compiler makes kernel-local tensors of this op
 _FLAGS = (
     ParamSpec("a_trans", "bool", default=False),
     ParamSpec("b_trans", "bool", default=False),
@@ -263,7 +264,7 @@ def _local_execute(*, shape, dtype, out=None, **_):
 
 
 register(OpSpec(
-    name="tensor.local",
+    name=LOCAL_OP,
     params=(ParamSpec("shape", "shape"), ParamSpec("dtype", "dtype")),
     type_rule=_local_type,
     mem=MemRule(),

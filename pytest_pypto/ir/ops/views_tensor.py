@@ -54,6 +54,7 @@ from pytest_pypto.ir.types import DynVar, TensorType
 
 # Source dtypes an assemble may convert from: a matmul accumulator, whose store into
 # the target converts once (RNE), as PyPTO's fix-pipe Acc -> GM store does.
+ASSEMBLE_OP = "tensor.assemble"  # the compiler's valid-region lowering dispatches on it
 ACC_CONVERT_TARGETS = {"FP32": ("FP16", "BF16"), "INT32": ()}
 
 
@@ -413,7 +414,7 @@ def _assemble_execute(dst, src, *, offset, atomic=None, out=None, **_):
 
 
 register(OpSpec(
-    name="tensor.assemble",
+    name=ASSEMBLE_OP,
     in_orchestration=True,
     params=(
         ParamSpec("target", "tensor"),
