@@ -28,16 +28,23 @@ HOOKS: dict[str, Hook] = {}
 
 
 def hook(*ops: str) -> Callable[[Hook], Hook]:
-    """Register the decorated function as the lowering of ``ops`` (each op once)."""
+    """Register the decorated function as the lowering of ``ops`` (one function per op;
+    a module imported again re-registers its own functions)."""
 
     def add(fn: Hook) -> Hook:
         for op in ops:
-            if op in HOOKS:
-                raise ValueError(f"tensor lowering hook of {op!r} registered twice")
+            prior = HOOKS.get(op)
+            if prior is not None and _where(prior) != _where(fn):
+                raise ValueError(f"tensor lowering hook of {op!r} registered twice: "
+                                 f"{_where(prior)} and {_where(fn)}")
             HOOKS[op] = fn
         return fn
 
     return add
+
+
+def _where(fn: Hook) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 def nbytes(shape: Sequence[int], dtype: Any, lw: _Lowering, space: str = "Vec") -> int:

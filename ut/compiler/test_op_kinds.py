@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_pypto.compiler import tensor_lowering
 from pytest_pypto.compiler.codegen import RT_METHODS
-from pytest_pypto.compiler.lowering_hooks import HOOKS
+from pytest_pypto.compiler.lowering_hooks import HOOKS, hook
 from pytest_pypto.compiler.structure import CREATE_TENSOR_OPS
 from pytest_pypto.ir.registry import REGISTRY
 
@@ -21,3 +23,10 @@ def test_every_orchestration_op_has_a_runtime_method():
     allowed = {spec.short_name for spec in REGISTRY.values() if spec.in_orchestration}
     allowed |= {op.split(".", 1)[1] for op in CREATE_TENSOR_OPS}
     assert set(RT_METHODS) == allowed
+
+
+def test_an_op_has_one_lowering():
+    before = dict(HOOKS)
+    with pytest.raises(ValueError, match="'tensor.gather' registered twice"):
+        hook("tensor.gather")(lambda lw, out, call, spec: None)
+    assert HOOKS == before
