@@ -1,10 +1,11 @@
 """The op registry: one `OpSpec` per op, the single place every fact about an op lives.
 
 An entry holds the op's signature (`ParamSpec`s), its type rule, its memory-space
-rule, its arch gate, its numpy semantics and its docstring.  The parser asks it
-how to bind and type a call, the compiler asks it where operands must live and
-whether the arch has the op, the simulator asks it what to compute, and the lint
-check asks it whether every op is documented and tested.
+rule, its arch gate, its numpy semantics, its docstring and the kinds other code
+asks about (a matmul result, a lowering hook, a view that regroups cells...).  The
+parser asks it how to bind and type a call, the compiler asks it where operands must
+live, whether the arch has the op and how to lower it, the simulator asks it what to
+compute, and the lint check asks it whether every op is documented and tested.
 
 Op modules under `pytest_pypto/ir/ops/` register their entries with `register`;
 importing `REGISTRY` from here loads them all.
