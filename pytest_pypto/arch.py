@@ -60,6 +60,13 @@ PLATFORMS: Mapping[str, tuple[BackendType, ExecutionMode]] = MappingProxyType(
     }
 )
 _PLATFORM_OF = {axes: name for name, axes in PLATFORMS.items()}
+# The platforms of each execution mode, in PLATFORMS order.
+SIM_PLATFORMS: tuple[str, ...] = tuple(
+    p for p, (_, mode) in PLATFORMS.items() if mode is ExecutionMode.SIM
+)
+ONBOARD_PLATFORMS: tuple[str, ...] = tuple(
+    p for p, (_, mode) in PLATFORMS.items() if mode is ExecutionMode.ONBOARD
+)
 
 ARCH_CHOICES: tuple[str, ...] = tuple(ARCH_NAMES.values())
 MODE_CHOICES: tuple[str, ...] = tuple(MODE_NAMES.values())
@@ -134,6 +141,8 @@ class ArchSpec:
     tri_rejected_dtypes: tuple[str, ...]
     sels_src_dtypes: tuple[str, ...]
     mgather_fp8: bool
+    row_expand_add_int8: bool  # tile.row_expand_add takes INT8 tiles
+    gather_int16_indices: bool  # tile.gather takes INT16 indices (besides INT32)
     # Vector ops whose element dtypes differ per arch (pto-isa per-target checks): op family
     # -> the dtypes this arch's instruction takes.  Families absent take every dtype their
     # type rule admits.
@@ -221,6 +230,8 @@ A2A3 = ArchSpec(
     tri_rejected_dtypes=("INT8", "UINT8", "BF16"),
     sels_src_dtypes=("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
     mgather_fp8=False,
+    row_expand_add_int8=False,
+    gather_int16_indices=False,
     vec_op_dtypes=_ro(
         {
             "cmp": ("INT32", "FP16", "FP32"),
@@ -326,6 +337,8 @@ A5 = ArchSpec(
     tri_rejected_dtypes=(),
     sels_src_dtypes=("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32", "INT8", "UINT8"),
     mgather_fp8=True,
+    row_expand_add_int8=True,
+    gather_int16_indices=True,
     vec_op_dtypes=_ro(
         {
             "cmp": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),

@@ -81,6 +81,8 @@ EXPECTED = {
         tri_rejected_dtypes={"INT8", "UINT8", "BF16"},
         sels_src_dtypes={"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
         mgather_fp8=False,
+        row_expand_add_int8=False,
+        gather_int16_indices=False,
         vec_op_dtypes={  # pto-isa a2a3 per-instruction dtype checks
             "cmp": {"INT32", "FP16", "FP32"},
             "cmps": {"INT16", "UINT16", "INT32", "FP16", "FP32"},
@@ -182,6 +184,8 @@ EXPECTED = {
         tri_rejected_dtypes=set(),
         sels_src_dtypes={"INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32", "INT8", "UINT8"},
         mgather_fp8=True,
+        row_expand_add_int8=True,
+        gather_int16_indices=True,
         vec_op_dtypes={  # pto-isa a5 per-instruction dtype checks
             "cmp": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
             "cmps": {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"},
@@ -248,6 +252,15 @@ def test_identity_tables() -> None:
         "a5": (BackendType.Ascend950, ExecutionMode.ONBOARD),
     }
     assert list(arch.PLATFORMS) == ["a2a3sim", "a2a3", "a5sim", "a5"]
+    assert arch.SIM_PLATFORMS == ("a2a3sim", "a5sim")
+    assert arch.ONBOARD_PLATFORMS == ("a2a3", "a5")
+
+
+def test_the_simulator_serves_the_tables_sim_platforms() -> None:
+    from pytest_pypto.runtime.simulator import SIM_PLATFORMS, SimRuntime
+
+    assert SIM_PLATFORMS is arch.SIM_PLATFORMS
+    assert SimRuntime.platforms == arch.SIM_PLATFORMS
 
 
 def test_platform_functions() -> None:

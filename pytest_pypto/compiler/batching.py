@@ -31,13 +31,12 @@ from typing import Any
 from pytest_pypto.compiler.listing import render_expr
 from pytest_pypto.compiler.walk import arg_exprs, iter_exprs, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.ops.memory import LOAD_OP, STORE_OP  # batched by the compiler (windows)
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import TensorType, TileType
 
 ENV_VAR = "PYPTO_BATCH_LOOPS"
 LOOP_KINDS = ("range", "parallel")
-LOAD_OP, STORE_OP = "tile.load", "tile.store"  # batched by the compiler itself (windows)
-CREATE_OPS = ("tile.create", "tile.full")  # tiles made from a `shape` attribute
 BATCHED, INVARIANT = "batched", "invariant"
 
 
@@ -324,7 +323,7 @@ class _Analysis:
             raise Reject(f"{call.op} yields a partially valid tile")
         if call.op in (LOAD_OP, STORE_OP):
             got = self.memory(call)
-        elif call.op in CREATE_OPS:
+        elif spec.batched_create:
             got = BATCHED if set(targets) & self.inplace else INVARIANT
         elif not spec.batchable:
             raise Reject(f"op {call.op} is not batchable")

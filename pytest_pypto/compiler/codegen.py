@@ -24,20 +24,14 @@ import functools
 import re
 from typing import Any
 
-from pytest_pypto.compiler.batching import (
-    BATCHED,
-    CREATE_OPS,
-    LOAD_OP,
-    STORE_OP,
-    LoopPlan,
-    window,
-)
-from pytest_pypto.compiler.codegen_alias import MOVE_OP, last_uses, shareable_moves
+from pytest_pypto.compiler.batching import BATCHED, LoopPlan, window
+from pytest_pypto.compiler.codegen_alias import last_uses, shareable_moves
 from pytest_pypto.compiler.codegen_stmts import Emitter, Names, _user_span, py_const  # noqa: F401
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.optable import param_table
 from pytest_pypto.compiler.walk import is_tile, iter_calls, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.ops.memory import LOAD_OP, MOVE_OP, STORE_OP
 from pytest_pypto.ir.types import TileType
 
 PREAMBLE_HELPERS = '''
@@ -68,12 +62,15 @@ RT_METHODS = {
     "dim": ("dim", 2),
     "assemble": ("assemble", 3),
 }
-# Ops reading the kernel's launch (ir/ops/spmd.py): the generated kernel takes a hidden
-# ``_launch=(block index, block count)`` argument, which a pl.spmd launch passes per block.
-LAUNCH_OPS = frozenset(
-    {"tile.get_block_idx", "tile.get_block_num", "tensor.get_block_idx", "tensor.get_block_num"}
-)
+# A kernel calling ops that read its launch (their entries set ``reads_launch``) takes a
+# hidden ``_launch=(block index, block count)`` argument, which a pl.spmd launch passes
+# per block.
 LAUNCH_PARAM = "_launch"
+
+
+def _reads_launch(registry: Any, op: str) -> bool:
+    spec = registry.get(op)
+    return spec is not None and spec.reads_launch
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -114,7 +111,7 @@ class KernelEmitter(Emitter):
         self.loops = 0
         self.folded: set[int] = set()  # id(Assign) whose value a fused store computes
         self.folded_values: dict[str, n.Call] = {}  # its target name -> the value call
-        self.uses_launch = False  # the body reads its block index / count (LAUNCH_OPS)
+        self.uses_launch = False  # the body reads its block index / count (reads_launch)
         self.slot_checks = False  # a run-time pl.MemRef slot index is bounds-checked
         self.shared_moves: set[int] = set()  # id(move Call) run as a view (codegen_alias)
         self.dead_after: dict[int, tuple[str, ...]] = {}  # id(stmt) -> tiles to `del` after
@@ -154,7 +151,7 @@ class KernelEmitter(Emitter):
         if isinstance(e, n.FuncCall):
             raise AssertionError("InCore -> InCore calls are rejected before codegen")
         assert isinstance(e, n.Call)
-        if e.op in LAUNCH_OPS:
+        if _reads_launch(self.registry, e.op):
             self.uses_launch = True
             return f"{self.op_local(e.op)}({LAUNCH_PARAM}, out=None)"
         if self.batch is not None:
@@ -173,7 +170,7 @@ class KernelEmitter(Emitter):
                         f"{access.axis}, {count})")
             if plan.calls.get(id(e)) == BATCHED and is_tile(e.type):
                 shape = None
-                if e.op in CREATE_OPS:
+                if self.registry[e.op].batched_create:
                     shape = f"({count},) + {py_const(tuple(e.arg('shape')), self.dtypes)}"
                 return self.op_call(e, self.batched_type(e.type), shape)
         return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
@@ -550,10 +547,12 @@ class OrchestrationEmitter(Emitter):
 
     @functools.cached_property
     def launch_kernels(self) -> set[str]:
-        """Kernels reading their launch (LAUNCH_OPS): asked only by a `pl.spmd` launch."""
+        """Kernels reading their launch (`reads_launch` ops): asked only by a `pl.spmd`
+        launch."""
         return {
             f.name for f in self.program.functions.values()
-            if any(isinstance(e, n.Call) and e.op in LAUNCH_OPS for _, e in iter_calls(f.body))
+            if any(isinstance(e, n.Call) and _reads_launch(self.registry, e.op)
+                   for _, e in iter_calls(f.body))
         }
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:

@@ -27,8 +27,7 @@ from collections.abc import Iterable
 
 from pytest_pypto.compiler.walk import child_bodies, is_tile, iter_calls, stmt_expr_list
 from pytest_pypto.ir import nodes as n
-
-MOVE_OP = "tile.move"
+from pytest_pypto.ir.ops.memory import MOVE_OP
 
 
 class _Classes:

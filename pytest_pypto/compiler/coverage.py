@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.compiler.batching import STORE_OP, LoopPlan
+from pytest_pypto.compiler.batching import LoopPlan
 from pytest_pypto.compiler.walk import iter_exprs, iter_stmts, stmt_expr_list
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.ops.memory import STORE_OP
 from pytest_pypto.ir.types import Direction, TensorType
 
 

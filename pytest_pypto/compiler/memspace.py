@@ -27,11 +27,9 @@ from pytest_pypto.compiler.walk import (
 )
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import ArchSupportError, MemorySpaceError
+from pytest_pypto.ir.ops.memory import MOVE_OP
 from pytest_pypto.ir.registry import VALUE_KINDS, OpSpec
 from pytest_pypto.ir.types import TileType
-
-MOVE_OP = "tile.move"
-
 
 # ------------------------------------------------------------------ move graph
 

@@ -19,17 +19,20 @@ from pytest_pypto.compiler.walk import (
 )
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError, PlacementError, UnsupportedFeatureError
+from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 
 ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard"
 
 KERNEL_KINDS = ("InCore",)
 ENTRY_KINDS = ("Orchestration", "Opaque")
-# Tensor ops an orchestration body may use (DSL.md §1.5); all others run only in InCore code.
-ORCH_TENSOR_OPS = frozenset(
-    {"create_tensor", "create", "slice", "reshape", "transpose", "read", "write", "dim", "assemble"}
-)
+# pl.create_tensor as the parser writes it (not a registry entry); an orchestration body
+# may use it and the tensor ops whose entries set ``in_orchestration`` (DSL.md §1.5).
 CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
-LOCAL_TENSOR_OP = "tensor.local"  # what a create_tensor in InCore code becomes
+
+
+def _in_orchestration(ctx: PassContext, op: str) -> bool:
+    spec = ctx.registry.get(op)
+    return op in CREATE_TENSOR_OPS or (spec is not None and spec.in_orchestration)
 
 
 def kernels(program: n.Program) -> list[n.Function]:
@@ -108,7 +111,7 @@ def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
                 _check_func_call(program, fn, e, ctx)
                 continue
             assert isinstance(e, n.Call)
-            level, _, short = e.op.partition(".")
+            level = e.op.partition(".")[0]
             if in_core and e.op in CREATE_TENSOR_OPS:
                 _make_kernel_local(e, fn, ctx)
                 ctx.exprs_rewritten = True  # (each call is read before it is rewritten)
@@ -121,7 +124,7 @@ def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
                     "with pl.at(level=pl.Level.CORE_GROUP):",
                     arch=ctx.arch.name,
                 )
-            if not in_core and level == "tensor" and short not in ORCH_TENSOR_OPS:
+            if not in_core and level == "tensor" and not _in_orchestration(ctx, e.op):
                 raise PlacementError(
                     f"Misplaced tensor op '{e.op}' in {fn.kind} function '{fn.name}': "
                     f"tensor ops run only in InCore code",
@@ -174,7 +177,7 @@ def _make_kernel_local(call: n.Call, fn: n.Function, ctx: PassContext) -> None:
             hint="fill it with pl.full(...) / pl.assemble, or allocate it with init_value in "
             "the orchestration function and pass it as pl.InOut[...]",
         )
-    call.op = LOCAL_TENSOR_OP
+    call.op = LOCAL_OP  # a create_tensor in InCore code: a kernel-local tensor
     call.args = (("shape", dims), ("dtype", dtype))
 
 

@@ -1,9 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Per-op lowerings of the explicit tensor entries in `ir/ops/tensor_index.py`.
-
-`compiler/tensor_lowering.py` calls ``HOOKS[op](lowering, out, call, spec)`` for
-these ops; each appends loads, tile ops and stores to ``out`` (all at the user's
-span, through the lowering's ``emit``) and returns the variable holding the result.
+"""Per-op lowerings (`lowering_hooks.HOOKS`) of the explicit tensor entries in
+`ir/ops/tensor_index.py` (gather's compare form is in `whole_tensor_hooks`).
 
 Tiling keeps each op's meaning: gather/scatter index spaces run along one axis, so
 tiles are cut along another axis only and keep the indexed axis whole (the flat
@@ -20,43 +17,19 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.compiler import tiling
-from pytest_pypto.compiler.capacity import tile_bytes
+from pytest_pypto.compiler.lowering_hooks import hook, nbytes, too_big, vec_tile
+from pytest_pypto.compiler.whole_tensor_hooks import lower_gather_compare
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import UINT8
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.registry import OpSpec
-from pytest_pypto.ir.types import TensorType, TileType
+from pytest_pypto.ir.types import TensorType
 
 if TYPE_CHECKING:
     from pytest_pypto.compiler.tensor_lowering import _Lowering
 
-Hook = Callable[["_Lowering", list[n.Stmt], n.Call, OpSpec], n.Var]
-HOOKS: dict[str, Hook] = {}
-
-
-def hook(op: str) -> Callable[[Hook], Hook]:
-    def add(fn: Hook) -> Hook:
-        HOOKS[op] = fn
-        return fn
-
-    return add
-
 
 # ------------------------------------------------------------------- helpers
-
-
-def nbytes(shape: Sequence[int], dtype: Any, lw: _Lowering, space: str = "Vec") -> int:
-    return tile_bytes(TileType(tuple(shape), dtype, space), lw.ctx.arch)
-
-
-def too_big(lw: _Lowering, op: str, what: str, need: int, hint: str | None = None
-            ) -> CapacityError:
-    arch = lw.ctx.arch
-    return CapacityError(
-        f"tensor-level {op}: {what} needs {need} bytes of Vec at once, but the "
-        f"'{arch.name}' Vec holds {lw.vec_budget} for it",
-        lw.span, arch=arch.name, hint=hint,
-    )
 
 
 def cut(lw: _Lowering, op: str, shape: Sequence[int], axis: int | None,
@@ -100,17 +73,13 @@ def at(offsets: Sequence[Any], axis: int | None, rank: int) -> list[Any]:
     return [offsets[d] if d == axis else 0 for d in range(rank)]
 
 
-def vec_tile(lw: _Lowering, stmts: list[n.Stmt], shape: Sequence[int], dtype: Any,
-             base: str = "scratch") -> n.Var:
-    return lw.emit(stmts, base, "tile.create", shape=tuple(shape), dtype=dtype,
-                   target_memory="Vec")
-
-
 # -------------------------------------------------------------------- gather
 
 
 @hook("tensor.gather")
-def lower_gather(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
+def lower_gather(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> Any:
+    if call.arg("kvalue") is not None:  # the compare form returns a pair
+        return lower_gather_compare(lw, out, call, spec)
     if call.arg("mask_pattern") is not None:
         return _gather_mask(lw, out, call)
     inp, index = call.arg("input"), call.arg("index")
@@ -262,6 +231,7 @@ def _scatter_mask(lw: _Lowering, out: list[n.Stmt], call: n.Call) -> n.Var:
 # ----------------------------------------------------------------------- cmp
 
 
+@hook("tensor.cmp", "tensor.cmps")
 def _cmp(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
     lhs, rhs = call.arg("lhs"), call.arg("rhs")
     result_t: TensorType = call.type  # type: ignore[assignment]
@@ -297,10 +267,6 @@ def _cmp(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
     if plan.kind == "whole":
         return body(out, [0] * result_t.rank, list(result_t.shape), [result])[0]
     return lw.tiles(out, plan.shape, plan.extents, [result], body)[0]
-
-
-HOOKS["tensor.cmp"] = _cmp
-HOOKS["tensor.cmps"] = _cmp
 
 
 # --------------------------------------------------------------- rsqrt, sort
@@ -395,7 +361,3 @@ def lower_create_l1(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec
             lw.span, arch=arch.name, hint="gather fewer rows per accumulator",
         )
     return lw.local(out, result_t)
-
-
-# The tail ops' lowerings register themselves in HOOKS on import.
-from pytest_pypto.compiler import gather_tail_hooks, tensor_tail_hooks  # noqa: E402,F401

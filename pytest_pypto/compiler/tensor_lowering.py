@@ -20,9 +20,10 @@ and stores the accumulator once into the result tensor of ``out_dtype`` (so the 
 sum is rounded once, DSL.md §5.2).  Every generated node carries the span of the
 user's call, so errors point at the user's line.
 
-Ops whose tensor form has a lowering of its own (gather, scatter, cmp, random...) are
-lowered by their entry in ``tensor_hooks.HOOKS``.  Tensor ops with other meanings
-(views, element access, assemble) are not touched, except where a tensor has a valid
+Ops whose tensor form has a lowering of its own (gather, scatter, cmp, random, full...;
+their registry entries set ``lowering_hook``) are lowered by their entry in
+``lowering_hooks.HOOKS``.  Tensor ops with other meanings (views, element access,
+assemble) are not touched, except where a tensor has a valid
 region (`compiler/tensor_valid.py`): every load of it (the lowering's own and the
 user's `pl.load`) reads only its valid region, and an assemble of it becomes loads
 and stores of that region, so PyPTO's "only the valid region is transferred" holds.
@@ -41,11 +42,11 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_pypto.compiler import tiling
+from pytest_pypto.compiler import tensor_hooks, tiling, whole_tensor_hooks
+from pytest_pypto.compiler.lowering_hooks import HOOKS, hook
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
-from pytest_pypto.compiler.tensor_hooks import HOOKS
-from pytest_pypto.compiler.tensor_valid import ASSEMBLE_OP, ValidRegions, combine
+from pytest_pypto.compiler.tensor_valid import ValidRegions, combine
 from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, rewrite_bodies
 from pytest_pypto.ir import nodes as n
@@ -53,18 +54,14 @@ from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import CapacityError, ShapeError
 from pytest_pypto.ir.ops._rules import enum_name
+from pytest_pypto.ir.ops.memory import LOAD_OP
+from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
+from pytest_pypto.ir.ops.views_tensor import ASSEMBLE_OP
 from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType
 
-MATMUL_OPS = ("tensor.matmul", "tensor.matmul_acc")
-FULL_OP = "tensor.full"
-# Per-op lowerings that tile through `lower_vector`/`tiles`/`load`, so they handle
-# dynamic dims like the derived forms do; every other hook needs static shapes.
-DYNAMIC_HOOKS = frozenset({"tensor.rsqrt"})
-# How the partial results of a reduction cut along its axis combine.
-COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}
-
 Index = Any  # an int or an INDEX-typed Expr
+HOOK_MODULES = (tensor_hooks, whole_tensor_hooks)  # importing them fills HOOKS
 
 
 def lower_tensor_ops(program: n.Program, ctx: PassContext) -> n.Program:
@@ -97,7 +94,7 @@ def _converts(call: n.Call) -> bool:
 
 def _valid_rewrite(call: n.Call) -> bool:
     """A call this pass rewrites for valid regions or checks for a dtype conversion."""
-    if call.op == "tile.load":
+    if call.op == LOAD_OP:
         return _narrowed(call.arg("tensor"))
     if call.op == ASSEMBLE_OP:
         return _narrowed(call.arg("source")) or _converts(call)
@@ -139,10 +136,9 @@ def _lowered_spec(ctx: PassContext, call: Any) -> OpSpec | None:
     """The tensor-level spec of a call this pass lowers (None for every other call)."""
     if not isinstance(call, n.Call) or not call.op.startswith("tensor."):
         return None
-    if call.op in MATMUL_OPS or call.op == FULL_OP or call.op in HOOKS:
-        return ctx.registry.get(call.op)
-    if call.op in ctx.registry:
-        return None  # an explicit tensor op with a meaning of its own (slice, assemble...)
+    spec = ctx.registry.get(call.op)
+    if spec is not None:  # an explicit tensor op: lowered by kind, else kept (slice, assemble...)
+        return spec if spec.matmul_result or spec.lowering_hook else None
     spec = tensor_forms.resolve(ctx.registry, call.op.split(".", 1)[1])
     return spec if spec is not None and tensor_forms.tile_entry(spec) is not None else None
 
@@ -152,7 +148,7 @@ class _Lowering:
         self.fn = fn
         self.ctx = ctx
         self.names = NameGen(all_names(fn))
-        self.regions = ValidRegions(fn)
+        self.regions = ValidRegions(fn, ctx.registry)
         vec = ctx.arch.capacity["Vec"]
         # The user's own tiles may be live across a tensor op: leave them half of Vec.
         self.vec_budget = vec // 2 if _has_user_tiles(fn) else vec
@@ -172,7 +168,7 @@ class _Lowering:
             self.span = value.span or stmt.span
             target = stmt.targets[0] if isinstance(stmt, n.Assign) else None
             if spec is None:
-                if value.op == "tile.load":
+                if value.op == LOAD_OP:
                     self.narrow_load(value)
                     out.append(stmt)
                     continue
@@ -184,13 +180,11 @@ class _Lowering:
                     out.append(stmt)
                     continue
                 result = self.lower_assemble(out, value)
-            elif self.dynamic_rejected(value):
+            elif self.dynamic_rejected(value, spec):
                 raise self.dynamic_error(value, self.dynamic_dim(value))
-            elif value.op in MATMUL_OPS:
+            elif spec.matmul_result:
                 result = self.lower_matmul(out, value, spec)
-            elif value.op == FULL_OP:
-                result = self.lower_full(out, value)
-            elif value.op in HOOKS:  # per-op lowerings (compiler/tensor_hooks.py)
+            elif spec.lowering_hook:  # per-op lowerings (compiler/lowering_hooks.py)
                 result = HOOKS[value.op](self, out, value, spec)
             else:
                 result = self.lower_vector(out, value, spec)
@@ -223,9 +217,9 @@ class _Lowering:
                         return d
         return None
 
-    def dynamic_rejected(self, call: n.Call) -> bool:
+    def dynamic_rejected(self, call: n.Call, spec: OpSpec) -> bool:
         """A hooked op with a dynamic dim whose lowering needs static shapes."""
-        return (call.op in HOOKS and call.op not in DYNAMIC_HOOKS
+        return (spec.lowering_hook and not spec.hook_tiles_dynamic
                 and self.dynamic_dim(call) is not None)
 
     def dynamic_error(self, call: n.Call, dim: Any, why: str = "") -> ShapeError:
@@ -325,7 +319,7 @@ class _Lowering:
         return self.loop(out, seg, carried, step)
 
     def local(self, out: list[n.Stmt], t: TensorType) -> n.Var:
-        return self.emit(out, "local", "tensor.local", shape=tuple(t.shape), dtype=t.dtype)
+        return self.emit(out, "local", LOCAL_OP, shape=tuple(t.shape), dtype=t.dtype)
 
     def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
         """A window of ``tensor``; of a narrowed tensor only its valid part is read, of a
@@ -395,10 +389,10 @@ class _Lowering:
             scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
         operands += [tiling.Operand(operands[0].shape, operands[0].dtype, scratch=True)
                      for _ in scratch]
-        reduction = tile_spec.short_name.rsplit("_", 1)[-1]
+        combine = tile_spec.partial_combine
         plan = tiling.vector_plan(tuple(result_t.shape), result_t.dtype, operands,
                                   self.ctx.arch, self.vec_budget,
-                                  splittable=reduction in COMBINE)
+                                  splittable=combine is not None)
         self.check_plan(call, plan)
         result = self.local(out, result_t)
         static = {p.name: call.arg(p.name) for p in spec.params if p.kind != "tensor"}
@@ -429,7 +423,7 @@ class _Lowering:
             if axis is None or not plan.split:
                 tile = compute(stmts, offsets, ext)
             else:
-                tile = self._chunked(stmts, plan, offsets, ext, compute, COMBINE[reduction])
+                tile = self._chunked(stmts, plan, offsets, ext, compute, combine)
             res_offsets = list(offsets)
             if axis is not None:
                 res_offsets[axis] = 0
@@ -482,7 +476,7 @@ class _Lowering:
     def lower_matmul(self, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
         lhs, rhs = call.arg("lhs"), call.arg("rhs")
         a_trans, b_trans = bool(call.arg("a_trans")), bool(call.arg("b_trans"))
-        acc_in = call.arg("acc") if call.op == "tensor.matmul_acc" else None
+        acc_in = call.arg("acc") if any(p.name == "acc" for p in spec.params) else None
         result_t: TensorType = call.type  # type: ignore[assignment]
         shape = tuple(result_t.shape)
         batch, (m, n_) = shape[:-2], shape[-2:]
@@ -588,6 +582,11 @@ class _Lowering:
         merged = n.Var(self.names.fresh(y.name), type=y.type, span=self.span)
         out.append(n.If(init_cond, then_body, else_body, results=(merged,), span=self.span))
         return merged
+
+
+@hook("tensor.full")
+def _lower_full(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
+    return lw.lower_full(out, call)
 
 
 def _probe(t: n.Var, shape: tuple[int, int]) -> n.Var:

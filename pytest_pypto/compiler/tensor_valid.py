@@ -17,19 +17,17 @@ into an FP16/BF16 tensor; a vector result needs an explicit pl.cast).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_pypto.compiler.walk import iter_stmts
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import ShapeError
+from pytest_pypto.ir.registry import OpSpec
 from pytest_pypto.ir.types import ScalarType, TensorType
 
 Index = Any  # an int or an integer Scalar Expr
-MATMUL_RESULT_OPS = frozenset({"tensor.matmul", "tensor.matmul_acc"})
-ASSEMBLE_OP = "tensor.assemble"
-VIEW_OPS = frozenset({"tensor.reshape", "tensor.matrix_view"})
 
 
 # ------------------------------------------------------------- index arithmetic
@@ -73,8 +71,9 @@ def cut(valid: Index, offset: Index, extent: Index, span: n.Span | None) -> Inde
 class ValidRegions:
     """Valid-region expressions of a kernel's narrowed tensors (module docstring)."""
 
-    def __init__(self, fn: n.Function) -> None:
+    def __init__(self, fn: n.Function, registry: Mapping[str, OpSpec]) -> None:
         self.fn = fn
+        self.registry = registry
         self.exprs: dict[str, tuple[Index, ...]] = {}
         self.matmul_results: set[str] = set()
         for stmt in iter_stmts(fn.body):
@@ -100,7 +99,8 @@ class ValidRegions:
             return
         if not isinstance(value, n.Call):
             return
-        if value.op in MATMUL_RESULT_OPS:
+        spec = self.registry.get(value.op)
+        if spec is not None and spec.matmul_result:
             self.matmul_results.add(target.name)
         if not _narrowed(target):
             return
@@ -118,7 +118,7 @@ class ValidRegions:
                 a, b = (int(value.arg(k)) % len(items) for k in ("axis1", "axis2"))
                 items[a], items[b] = items[b], items[a]
                 self.exprs[target.name] = tuple(items)
-        elif value.op in VIEW_OPS:
+        elif spec is not None and spec.regroups:
             return  # a reshape regroups the cells: no per-dim expression carries over
         else:
             # A tensor op on narrowed operands keeps their region (maps, scalar forms).

@@ -26,6 +26,7 @@ from pytest_pypto.ir.errors import (
     MemorySpaceError,
     ShapeError,
 )
+from pytest_pypto.ir.ops.cast import CAST_OP
 from pytest_pypto.ir.registry import (
     VALUE_KINDS,
     CallInfo,
@@ -38,7 +39,6 @@ from pytest_pypto.ir.registry import (
 from pytest_pypto.ir.types import ScalarType, Type
 
 Interval = tuple[int, int]
-CAST_OP = "tile.cast"
 
 
 # ------------------------------------------------------------ interval arithmetic

@@ -1,10 +1,11 @@
 """The op registry: one `OpSpec` per op, the single place every fact about an op lives.
 
 An entry holds the op's signature (`ParamSpec`s), its type rule, its memory-space
-rule, its arch gate, its numpy semantics and its docstring.  The parser asks it
-how to bind and type a call, the compiler asks it where operands must live and
-whether the arch has the op, the simulator asks it what to compute, and the lint
-check asks it whether every op is documented and tested.
+rule, its arch gate, its numpy semantics, its docstring and the kinds other code
+asks about (a matmul result, a lowering hook, a view that regroups cells...).  The
+parser asks it how to bind and type a call, the compiler asks it where operands must
+live, whether the arch has the op and how to lower it, the simulator asks it what to
+compute, and the lint check asks it whether every op is documented and tested.
 
 Op modules under `pytest_pypto/ir/ops/` register their entries with `register`;
 importing `REGISTRY` from here loads them all.
@@ -171,6 +172,38 @@ class OpSpec:
     # (operand types by param, result type) returning one of those when it depends on the
     # call (a widening cast's write cursor outruns its read cursor).
     reads_while_writing: ReadsWhileWriting = False
+    # --- kinds the compiler and the runtime ask about (each read in one place) ---
+    # The result is a matmul accumulator stored into a tensor (tensor.matmul,
+    # tensor.matmul_acc): the tensor lowering (compiler/tensor_lowering.py) tiles it
+    # through the cube (Mat -> Left/Right -> Acc), and only such a result may be assembled
+    # into a target of another dtype (the accumulator store converts; compiler/tensor_valid.py).
+    matmul_result: bool = False
+    # A tensor op with a lowering of its own in the compiler's hook table
+    # (compiler/lowering_hooks.py HOOKS), which the tensor lowering calls for it.
+    lowering_hook: bool = False
+    # That lowering tiles pl.dynamic dims too; without it a dynamic dim in a call of a
+    # hooked op is an error naming the op (the hook needs static shapes).
+    hook_tiles_dynamic: bool = False
+    # The result regroups the operand's cells (tensor.reshape, tensor.matrix_view): a valid
+    # region does not carry over dim by dim (compiler/tensor_valid.py).
+    regroups: bool = False
+    # A tensor op an orchestration body may run (on whole tensors, compiler/structure.py);
+    # every other tensor op runs only in InCore code.
+    in_orchestration: bool = False
+    # The op reads its kernel's launch (block index / count), which codegen then passes
+    # to the kernel (compiler/codegen.py).
+    reads_launch: bool = False
+    # For a reduction over an axis: the tile op combining two partial results when the
+    # tensor lowering cuts that axis into chunks (row_sum -> tile.add); None: never cut.
+    partial_combine: str | None = None
+    # A batched loop (compiler/batching.py) creates this tile once, with the batch axis in
+    # front of its `shape` attribute (tile.create, tile.full); like loads and stores, it
+    # keeps `batchable` False.
+    batched_create: bool = False
+    # Precise runs (runtime/precise.py): a memory op (`execute`) that takes a tile held in
+    # FP32 under a narrower float dtype as it is (stores, moves, views, casts, matmul
+    # accumulates...); every other memory op sees its tiles rounded to their dtype first.
+    wide_safe: bool = False
 
     def live_while_writing(
         self, types: Mapping[str, Type | None], result: Type | None

@@ -1,5 +1,6 @@
 """`RecordedRun`: what every runtime's run result shares (outputs by name, the task
-record, deps.json and trace.json written on first use).
+record, deps.json and trace.json written on first use), and the run directories
+those records are written to (`new_run_dir`).
 
 Standard library only: the isolated runtime's module imports it without numpy.  Run
 directories (`new_run_dir`) are made here for every runtime's records.

@@ -18,14 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_pypto._version import __version__
+from pytest_pypto.arch import SIM_PLATFORMS  # re-exported: the platforms it serves
 from pytest_pypto.ir.artifact import CompiledProgram
 from pytest_pypto.runtime.loader import LoadedArtifact, load_artifact
 from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_platform
 from pytest_pypto.runtime.timeout import deadline
 
 __all__ = ["SIM_PLATFORMS", "SimRuntime"]
-
-SIM_PLATFORMS: tuple[str, ...] = ("a2a3sim", "a5sim")
 
 
 class SimRuntime:

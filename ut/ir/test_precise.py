@@ -18,9 +18,10 @@ import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.apply import PRECISE
 from pytest_pypto.ir.dtypes import BF16, INT16
+from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.values import TileValue
 from pytest_pypto.runtime.loader import registry_bind
-from pytest_pypto.runtime.precise import WIDE_SAFE, precise_bind
+from pytest_pypto.runtime.precise import precise_bind
 
 PLATFORMS = ("a2a3sim", "a5sim")
 STORAGE = {"BF16": ml_dtypes.bfloat16, "FP16": np.float16}
@@ -168,7 +169,7 @@ def _wide_bf16_tile() -> tuple[TileValue, np.ndarray]:
 
 def test_memory_ops_that_read_bits_see_the_tile_rounded_to_its_dtype():
     tile, data = _wide_bf16_tile()
-    assert "tile.reinterpret_view" not in WIDE_SAFE
+    assert not REGISTRY["tile.reinterpret_view"].wide_safe
     got = precise_bind("tile.reinterpret_view")(tile, dtype=INT16)
     want = data.astype(ml_dtypes.bfloat16).view(np.int16)  # the BF16 bit patterns
     assert got.data.shape == (2, 4)

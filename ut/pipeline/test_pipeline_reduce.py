@@ -146,7 +146,7 @@ def check_reduction(name, dt, platform, shape, seed):
             # float32 accumulation in numpy's order, rounded once: within one rounding of
             # the tile dtype plus the accumulator's error bound n * 2**-24 * sum(|x|).
             # col_sum adds in the tile dtype instead (the device's order, each add rounded;
-            # the exact order is pinned in ut/pipeline/test_pipeline_reduce_extra.py).
+            # the exact order is pinned in ut/pipeline/test_pipeline_reduce_tier2.py).
             got = out[: region[0], : region[1]].astype(np.float64)
             n = VC if axis == 1 else VR
             unit = 2.0 ** -(MANTISSA[dt.name] + 1) if name == "col_sum" else 2.0**-24

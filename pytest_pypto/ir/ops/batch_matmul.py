@@ -110,6 +110,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.batch_matmul_acc",
+    wide_safe=True,
     params=(ParamSpec("acc", "tile"), ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile")),
     type_rule=_acc_type,
     mem=MemRule(operands={"acc": ("Acc",), "lhs": ("Left",), "rhs": ("Right",)},

@@ -78,6 +78,7 @@ def _cast_arch(arch: Any, info: CallInfo) -> None:
         )
 
 
+CAST_OP = "tile.cast"  # the name the compiler's arch check dispatches on
 _SIGNIFICAND_EXPONENT = {"FP32": (24, 8), "FP16": (11, 5), "BF16": (8, 8)}
 
 
@@ -129,7 +130,8 @@ def _widening_reads(types: Any, result: Any) -> tuple[str, ...]:
 
 
 register(OpSpec(
-    name="tile.cast",
+    name=CAST_OP,
+    wide_safe=True,
     reads_while_writing=_widening_reads,
     params=(
         ParamSpec("tile", "tile"),

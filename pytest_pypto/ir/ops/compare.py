@@ -246,6 +246,7 @@ _CMP_DOC = (
 
 register(OpSpec(
     name="tile.cmp",
+    wide_safe=True,
     params=(ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
@@ -260,6 +261,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.cmps",
+    wide_safe=True,
     params=(ParamSpec("lhs", "tile"), ParamSpec("rhs", "scalar"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,

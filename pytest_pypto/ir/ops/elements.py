@@ -72,6 +72,7 @@ def _read_execute(src, *, indices, out=None, **_):
 
 register(OpSpec(
     name="tile.read",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"), ParamSpec("indices", "index_list", aliases=("offset",))),
     type_rule=_read_type,
     mem=MemRule(operands={"tile": ("Vec",)}),
@@ -98,6 +99,7 @@ def _write_execute(dst, value, *, indices, out=None, **_):
 
 register(OpSpec(
     name="tile.write",
+    wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("indices", "index_list", aliases=("offset",)),

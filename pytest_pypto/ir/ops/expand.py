@@ -152,7 +152,7 @@ def _expands_type(info: CallInfo) -> TileType:
 
 def _row_expand_add_arch(arch: Any, info: CallInfo) -> None:
     a, v = tile(info, "tile"), tile(info, "row_vec")
-    if a.dtype.name == "INT8" and arch.name == "a2a3":
+    if a.dtype.name == "INT8" and not arch.row_expand_add_int8:
         raise OpArchError(
             f"The operator {info.op} does not support dtype INT8 on the '{arch.name}' backend",
             "use INT16/INT32/FP16/FP32, or target a5",

@@ -131,6 +131,7 @@ register(OpSpec(
 ))
 register(OpSpec(
     name="tile.fillpad_inplace",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"), _PAD_PARAM),
     type_rule=_fillpad_type,
     mem=MemRule(operands={"tile": ("Vec",)}, result="same:tile"),

@@ -91,7 +91,7 @@ def _gather_type(info: CallInfo) -> TileType:
 
 def _gather_arch(arch: Any, info: CallInfo) -> None:
     idx = tile(info, "indices")
-    if idx.dtype.name == "INT16" and arch.name != "a5":
+    if idx.dtype.name == "INT16" and not arch.gather_int16_indices:
         raise OpArchError(
             f"The operator {info.op} does not support INT16 indices on the '{arch.name}' "
             "backend (an a5 index form)",

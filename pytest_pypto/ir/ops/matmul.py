@@ -196,6 +196,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.matmul_acc",
+    wide_safe=True,
     params=(
         ParamSpec("acc", "tile"),
         ParamSpec("lhs", "tile"),
@@ -358,6 +359,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tile.gemv_acc",
+    wide_safe=True,
     params=(ParamSpec("acc", "tile"), ParamSpec("lhs", "tile"), ParamSpec("rhs", "tile"),
             ParamSpec("acc_phase", "str", default="unspecified")),
     type_rule=_gemv_acc_type,

@@ -40,6 +40,8 @@ from pytest_pypto.ir.types import TensorType, TileType
 from pytest_pypto.ir.values import TileValue, new_buffer, widen
 
 SCALE_SPACES = ("LeftScale", "RightScale")
+# The names the compiler passes dispatch on (a load, a store, a move of one tile).
+LOAD_OP, STORE_OP, MOVE_OP = "tile.load", "tile.store", "tile.move"
 
 
 # ----------------------------------------------------------------------- load
@@ -163,7 +165,7 @@ def _load_execute(src, *, offsets, shapes, valid_shapes=None, target_memory=None
 
 
 register(OpSpec(
-    name="tile.load",
+    name=LOAD_OP,
     params=(
         ParamSpec("tensor", "tensor"),
         ParamSpec("offsets", "index_list"),
@@ -286,7 +288,8 @@ def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
 
 
 register(OpSpec(
-    name="tile.store",
+    name=STORE_OP,
+    wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("offsets", "index_list"),
@@ -361,7 +364,8 @@ def _move_execute(src, *, target_memory=None, out=None, share=False, **_):
 
 
 register(OpSpec(
-    name="tile.move",
+    name=MOVE_OP,
+    wide_safe=True,
     reads_while_writing=True,
     params=(
         ParamSpec("tile", "tile"),
@@ -414,6 +418,7 @@ def _create_execute(*, shape, dtype, target_memory=None, out=None, **_):
 
 register(OpSpec(
     name="tile.create",
+    batched_create=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),
@@ -526,6 +531,7 @@ def _full_execute(*, shape, dtype, value, out=None, **_):
 
 register(OpSpec(
     name="tile.full",
+    batched_create=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),

@@ -37,6 +37,9 @@ from pytest_pypto.ir.values import widen
 
 ROW_MIN_DTYPES = ("INT16", "INT32", "FP16", "FP32")
 ARG_DTYPES = ("FP16", "FP32")  # pto-isa TROWARGMAX/TCOLARGMAX: half or float sources
+# How two partial results of a reduction cut along its axis combine (OpSpec.partial_combine).
+PARTIAL_COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum",
+                   "prod": "tile.mul"}
 VEC_IN_OUT = MemRule(operands={"tile": ("Vec",), "tmp_tile": ("Vec",)}, result="Vec")
 
 
@@ -194,6 +197,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
         compute=_reducer(_kind, -1),
         batchable=True,
         spellings=(f"row_{_kind}",),
+        partial_combine=PARTIAL_COMBINE.get(_kind),
         reads_while_writing=True,
         tier=2 if _kind in ("prod", "argmax", "argmin") else 1,
         doc=f"{_DOC[_kind]} of each row over the valid columns into [..., R, 1]; the tile form "
@@ -204,6 +208,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
     if _kind == "sum":
         register(OpSpec(
             name="tile.col_sum",
+            wide_safe=True,
             params=(ParamSpec("tile", "tile"),
                     ParamSpec("tmp_tile", "tile", default=None, optional=True)),
             type_rule=_col_type,
@@ -211,6 +216,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
             execute=_col_sum_execute,
             batchable=True,
             spellings=("col_sum",),
+            partial_combine=PARTIAL_COMBINE["sum"],
             doc="Sum of each column over the valid rows into [1, C]. Floats add in the tile "
                 "dtype with every addition rounded, in the device's order: row by row, or a "
                 "binary tree when the optional tmp_tile is passed; ints wrap.",
@@ -224,6 +230,7 @@ for _kind in ("sum", "max", "min", "prod", "argmax", "argmin"):
         compute=_reducer(_kind, -2),  # axis 0 of the 2-D tile; -2 keeps a batch axis
         batchable=True,
         spellings=(f"col_{_kind}",),
+        partial_combine=PARTIAL_COMBINE.get(_kind),
         reads_while_writing=_arg,
         tier=2 if _kind in ("prod", "argmax", "argmin") else 1,
         doc=f"{_DOC[_kind]} of each column over the valid rows into [1, C]"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Scatter ops (DSL.md §4.2): tile.scatter, tile.scatter_mask, tile.scatter_update and
-tile.mscatter.
+"""Scatter ops (DSL.md §4.2): tile.scatter, tile.scatter_mask, tile.scatter_update,
+tile.mscatter, and tensor.scatter_update (tile.scatter_update on whole tensors).
 
 * ``scatter(dst, src, indexes)``: ``dst.flat[indexes[i, j]] = src[i, j]`` over src's valid
   region, in row-major order (a repeated index: the last write wins), into dst in place.
@@ -29,6 +29,7 @@ from pytest_pypto.ir.ops._indexing import (
 from pytest_pypto.ir.ops._indexing import mask_pattern as as_int
 from pytest_pypto.ir.ops._rules import (
     dims,
+    lowered_by_compiler,
     np,
     require_dtype,
     require_rank,
@@ -36,6 +37,7 @@ from pytest_pypto.ir.ops._rules import (
     tensor,
     tile,
 )
+from pytest_pypto.ir.ops._whole_tensor import via_tile, whole
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType, TileType
 
@@ -242,4 +244,31 @@ register(OpSpec(
     doc="Scatter-store: output_tensor.flat[idx[i, j]] = src[i, j] over src's valid region "
         "(FP16/FP32/INT16/INT32, INT32 idx of src's shape); returns the tensor (rebind it). "
         "An index outside the tensor is a SimulationError. a5 only.",
+))
+
+
+# ------------------------------------------------------------- scatter_update
+
+
+def _scatter_update_type(info: CallInfo) -> TensorType:
+    types = {n: whole(info, n) for n in ("input", "index", "src")}
+    via_tile("tile.scatter_update", info, types)
+    return tensor(info, "input")
+
+
+register(OpSpec(
+    name="tensor.scatter_update",
+    lowering_hook=True,
+    params=(ParamSpec("input", "tensor"), ParamSpec("index", "tensor"),
+            ParamSpec("src", "tensor"), ParamSpec("dim", "int", default=-2)),
+    type_rule=_scatter_update_type,
+    mem=MemRule(),
+    execute=lowered_by_compiler,
+    spellings=("scatter_update", "tensor.scatter_update"),
+    tier=2,
+    doc="tile.scatter_update on whole tensors: a copy of input whose row index[b, s] is src "
+        "row b*S + s (2-D input [rows, d] with src [B*S, d], or 4-D [blocks, block_size, 1, "
+        "d] with src [B, S, 1, d]; dim=-2 only). PyPTO's call shapes (input, dim, index, "
+        "src) and (input, dim, index=, src=) are accepted. An index outside input's rows is "
+        "a SimulationError.",
 ))

@@ -5,8 +5,8 @@ A kernel launched with `pl.spmd(n)` runs as n tasks of one launch; each reads it
 own block index (0..n-1) and the block count n.  A kernel launched by a plain call
 is a launch of one block (index 0, count 1).  The values are not operands: the
 generated kernel receives the launch as a hidden ``_launch=(index, count)``
-argument (compiler/codegen.py, LAUNCH_OPS) and passes it to these ops, so their
-semantics stay here.  PyPTO spells them at tile level (`pl.tile.get_block_idx`,
+argument (compiler/codegen.py; these entries set ``reads_launch``) and passes it to
+these ops, so their semantics stay here.  PyPTO spells them at tile level (`pl.tile.get_block_idx`,
 also `pl.get_block_idx`) and as tensor-scope aliases (`pl.tensor.get_block_idx`).
 """
 
@@ -41,10 +41,10 @@ _NUM_DOC = ("The number of blocks n (an INDEX Scalar) of the pl.spmd(n) launch r
 for _level, _spelling in (("tile", "get_block_idx"), ("tensor", "tensor.get_block_idx")):
     register(OpSpec(
         name=f"{_level}.get_block_idx", params=(), type_rule=_index_type, mem=MemRule(),
-        execute=_block_idx, spellings=(_spelling,), doc=_IDX_DOC,
+        execute=_block_idx, spellings=(_spelling,), reads_launch=True, doc=_IDX_DOC,
     ))
 for _level, _spelling in (("tile", "get_block_num"), ("tensor", "tensor.get_block_num")):
     register(OpSpec(
         name=f"{_level}.get_block_num", params=(), type_rule=_index_type, mem=MemRule(),
-        execute=_block_num, spellings=(_spelling,), doc=_NUM_DOC,
+        execute=_block_num, spellings=(_spelling,), reads_launch=True, doc=_NUM_DOC,
     ))

@@ -11,7 +11,7 @@ stores (or, for ``tensor.gather_row``, run directly on the DDR buffers):
   along ``dim``; ``index`` no larger than ``input`` on the other axes); mask form
   ``gather(input, mask_pattern=, output_dtype=)`` is tile.gather_mask per row; the
   compare form ``gather(input, kvalue=, cmp_mode=, out_cols=)`` is tile.gather_compare
-  and returns ``(dst, cdst)`` (``gather_tail.py``).
+  and returns ``(dst, cdst)`` (``gather_compare_paged.py``).
 * ``tensor.scatter``: index form ``scatter(input, dim=-1, index, src)`` (rank 2:
   ``out = input; out[b, index[b, k]] = src[b, k]``, k ascending, so the last write
   wins); mask form ``scatter(input, mask_pattern=, dst=)`` writes each input row into
@@ -56,38 +56,20 @@ from pytest_pypto.ir.ops._rules import (
     tensor,
     tile,
 )
+from pytest_pypto.ir.ops._whole_tensor import via_tile, whole
+from pytest_pypto.ir.ops.gather_compare_paged import compare_tensor_type
 from pytest_pypto.ir.registry import (
     REGISTRY,
     CallInfo,
     MemRule,
-    OpRuleError,
     OpSpec,
     OpTypeError,
     ParamSpec,
     register,
 )
-from pytest_pypto.ir.tensor_forms import stand_in_dims, tile_view
+from pytest_pypto.ir.tensor_forms import stand_in_dims
 from pytest_pypto.ir.types import TensorType, TileType, Type
 from pytest_pypto.ir.values import TileValue
-
-
-def via_tile(tile_op: str, info: CallInfo, types: dict[str, Type | None],
-             values: dict[str, Any] | None = None) -> Any:
-    """Run ``tile_op``'s type rule on whole-tensor tiles; its errors name the tensor op."""
-    spec = REGISTRY[tile_op]
-    sub = CallInfo(tile_op, types, dict(info.values if values is None else values),
-                   arch=info.arch, warnings=info.warnings)
-    try:
-        return spec.type_rule(sub)
-    except OpRuleError as exc:
-        exc.message = exc.message.replace(tile_op, info.op)
-        exc.args = (exc.message,)
-        raise
-
-
-def whole(info: CallInfo, name: str) -> TileType:
-    """The tensor operand ``name`` as one fully valid tile (static shapes only)."""
-    return tile_view(tensor(info, name), name, info.op)
 
 
 def norm_axis(info: CallInfo, dim: Any, rank: int) -> int:
@@ -184,9 +166,7 @@ def _gather_type(info: CallInfo) -> TensorType:
     if info.values.get("output_dtype") is not None and form != "mask":
         raise OpTypeError(f"The operator {info.op}: output_dtype is only valid for the mask "
                           "form (mask_pattern=...)")
-    if form == "compare":  # tile.gather_compare per row (ir/ops/gather_tail.py)
-        from pytest_pypto.ir.ops.gather_tail import compare_tensor_type  # lazy: it imports us
-
+    if form == "compare":  # tile.gather_compare per row (ir/ops/gather_compare_paged.py)
         return compare_tensor_type(info, whole(info, "input"))
     if form == "mask":
         src = whole(info, "input")
@@ -216,6 +196,7 @@ def _gather_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.gather",
+    lowering_hook=True,
     params=(
         ParamSpec("input", "tensor"),
         ParamSpec("dim", "int", default=None),
@@ -295,6 +276,7 @@ def _scatter_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.scatter",
+    lowering_hook=True,
     params=(
         ParamSpec("input", "tensor"),
         ParamSpec("dim", "int", default=None),
@@ -341,6 +323,7 @@ _CMP_DOC = (
 
 register(OpSpec(
     name="tensor.cmp",
+    lowering_hook=True,
     params=(ParamSpec("lhs", "tensor"), ParamSpec("rhs", "tensor"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
@@ -353,6 +336,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.cmps",
+    lowering_hook=True,
     params=(ParamSpec("lhs", "tensor"), ParamSpec("rhs", "scalar"),
             ParamSpec("cmp_type", "literal", default=0)),
     type_rule=_cmp_type,
@@ -376,6 +360,8 @@ def _rsqrt_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.rsqrt",
+    lowering_hook=True,
+    hook_tiles_dynamic=True,
     params=(ParamSpec("tile", "tensor", aliases=("input",)),
             ParamSpec("high_precision", "bool", default=False)),
     type_rule=_rsqrt_type,
@@ -408,6 +394,7 @@ def _mrgsort_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.mrgsort",
+    lowering_hook=True,
     params=(
         ParamSpec("src0", "tensor"),
         ParamSpec("src1", "tensor", default=None, optional=True),
@@ -439,6 +426,7 @@ def _random_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.random",
+    lowering_hook=True,
     params=(
         *(ParamSpec(name, "scalar") for name in _SEEDS),
         ParamSpec("shape", "shape"),
@@ -491,6 +479,7 @@ def _expand_clone_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.expand_clone",
+    lowering_hook=True,
     params=(ParamSpec("input", "tensor"), ParamSpec("target", "tensor")),
     type_rule=_expand_clone_type,
     mem=MemRule(),
@@ -515,6 +504,7 @@ def _create_l1_type(info: CallInfo) -> TensorType:
 
 register(OpSpec(
     name="tensor.create_l1",
+    lowering_hook=True,
     params=(ParamSpec("shape", "shape"), ParamSpec("dtype", "dtype"),
             ParamSpec("transpose", "bool", default=False)),
     type_rule=_create_l1_type,

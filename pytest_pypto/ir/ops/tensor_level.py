@@ -9,6 +9,10 @@ These are the tensor ops with facts of their own:
   and batch dims that broadcast numpy-style.  The 2-D product rule is tile.matmul's,
   run on the operands' matrix shapes.
 * ``tensor.full``: a whole tensor of one value.
+* ``tensor.ci(start, shape, dtype=INT32, descending=False)`` (`pl.arange`,
+  `pl.tensor.ci`, `pl.tensor.arange`): PyPTO lowers it to tile.ci, so it has that
+  op's rules (a single row: leading dims 1; INT16/INT32 plus the unsigned forms the
+  tile op admits).  Lowered into one tile.ci and a store.
 * ``tensor.local`` and ``tensor.matrix_view``: compiler-internal (no spelling): the
   lowering's intermediate tensors and the 2-D (optionally transposed) view of one
   batch item of a matmul operand.
@@ -23,7 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_pypto.ir.apply import convert_array, dtype_of, scalar_to_dtype
-from pytest_pypto.ir.ops._rules import dims, np, static_shape, tensor
+from pytest_pypto.ir.dtypes import INT32
+from pytest_pypto.ir.ops._rules import dims, lowered_by_compiler, np, static_shape, tensor
+from pytest_pypto.ir.ops._whole_tensor import via_tile
 from pytest_pypto.ir.registry import (
     REGISTRY,
     CallInfo,
@@ -154,6 +160,7 @@ def _matmul_acc_execute(acc, lhs, rhs, init_cond=None, *, a_trans=False, b_trans
     return acc
 
 
+LOCAL_OP = "tensor.local"  # the compiler makes kernel-local tensors of this op
 _FLAGS = (
     ParamSpec("a_trans", "bool", default=False),
     ParamSpec("b_trans", "bool", default=False),
@@ -161,6 +168,7 @@ _FLAGS = (
 
 register(OpSpec(
     name="tensor.matmul",
+    matmul_result=True,
     params=(
         ParamSpec("lhs", "tensor"),
         ParamSpec("rhs", "tensor"),
@@ -180,6 +188,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.matmul_acc",
+    matmul_result=True,
     params=(
         ParamSpec("acc", "tensor"),
         ParamSpec("lhs", "tensor"),
@@ -217,6 +226,8 @@ def _full_execute(*, shape, dtype, value, out=None, **_):
 
 register(OpSpec(
     name="tensor.full",
+    lowering_hook=True,
+    hook_tiles_dynamic=True,
     params=(
         ParamSpec("shape", "shape"),
         ParamSpec("dtype", "dtype"),
@@ -247,7 +258,7 @@ def _local_execute(*, shape, dtype, out=None, **_):
 
 
 register(OpSpec(
-    name="tensor.local",
+    name=LOCAL_OP,
     params=(ParamSpec("shape", "shape"), ParamSpec("dtype", "dtype")),
     type_rule=_local_type,
     mem=MemRule(),
@@ -276,6 +287,7 @@ def _view_execute(src, *, index=(), transpose=False, out=None, **_):
 
 register(OpSpec(
     name="tensor.matrix_view",
+    regroups=True,
     params=(
         ParamSpec("tensor", "tensor"),
         ParamSpec("index", "index_list"),
@@ -290,3 +302,29 @@ register(OpSpec(
 ))
 
 
+# -------------------------------------------------------------------------- ci
+
+
+def _ci_type(info: CallInfo) -> TensorType:
+    t = via_tile("tile.ci", info, {"start": info.types.get("start")})
+    return TensorType(tuple(t.shape), t.dtype)
+
+
+register(OpSpec(
+    name="tensor.ci",
+    lowering_hook=True,
+    params=(
+        ParamSpec("start", "scalar"),
+        ParamSpec("shape", "shape"),
+        ParamSpec("dtype", "dtype", default=INT32),
+        ParamSpec("descending", "bool", default=False),
+    ),
+    type_rule=_ci_type,
+    mem=MemRule(),
+    execute=lowered_by_compiler,
+    spellings=("arange", "tensor.ci", "tensor.arange"),
+    tier=2,
+    doc="A new [1, ..., N] integer tensor start + k (start - k when descending), INT32 by "
+        "default (INT16/INT32, and UINT16/UINT32 as tile.ci); `pl.arange` in PyPTO. Lowered "
+        "to tile.ci and a store.",
+))

@@ -107,6 +107,7 @@ def _dim(tensor: Any, axis: int = 0, out: Any = None) -> int:
 
 register(OpSpec(
     name="tensor.read",
+    in_orchestration=True,
     params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list")),
     type_rule=_read_type,
     mem=MemRule(),
@@ -119,6 +120,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.write",
+    in_orchestration=True,
     params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list"),
             ParamSpec("value", "scalar")),
     type_rule=_write_type,
@@ -132,6 +134,7 @@ register(OpSpec(
 
 register(OpSpec(
     name="tensor.dim",
+    in_orchestration=True,
     params=(ParamSpec("tensor", "tensor"), ParamSpec("axis", "int")),
     type_rule=_dim_type,
     mem=MemRule(),

@@ -300,6 +300,7 @@ _SLICE_PARAMS = (
 
 register(OpSpec(
     name="tile.slice",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"), *_SLICE_PARAMS,
             ParamSpec("clamp", "bool", default=False)),
     type_rule=_slice_type,
@@ -336,6 +337,7 @@ def _reshape_execute(src, *, shape, out=None, **_):
 
 register(OpSpec(
     name="tile.reshape",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"), ParamSpec("shape", "shape")),
     type_rule=_reshape_type,
     mem=MemRule(result="same:tile"),
@@ -406,6 +408,7 @@ def _transpose_view_execute(src, *, out=None, **_):
 
 register(OpSpec(
     name="tile.transpose_view",
+    wide_safe=True,
     params=(ParamSpec("tile", "tile"),),
     type_rule=_transpose_view_type,
     mem=MemRule(operands={"tile": ("Mat",)}, result="same:tile"),
@@ -441,6 +444,7 @@ def _validshape_execute(src, valid_rows, valid_cols, *, out=None, **_):
 
 register(OpSpec(
     name="tile.set_validshape",
+    wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
         ParamSpec("valid_rows", "scalar"),
@@ -497,6 +501,7 @@ def _assemble_execute(dst, src, *, offset, out=None, **_):
 
 register(OpSpec(
     name="tile.assemble",
+    wide_safe=True,
     params=(
         ParamSpec("target", "tile"),
         ParamSpec("source", "tile"),

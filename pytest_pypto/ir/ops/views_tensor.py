@@ -56,6 +56,7 @@ from pytest_pypto.ir.values import widen
 
 # Source dtypes an assemble may convert from: a matmul accumulator, whose store into
 # the target converts once (RNE), as PyPTO's fix-pipe Acc -> GM store does.
+ASSEMBLE_OP = "tensor.assemble"  # the compiler's valid-region lowering dispatches on it
 ACC_CONVERT_TARGETS = {"FP32": ("FP16", "BF16"), "INT32": ()}
 
 
@@ -170,6 +171,7 @@ def _slice_execute(t, *, shape, offset, valid_shape=None, drop_dims=None, pad_va
 
 register(OpSpec(
     name="tensor.slice",
+    in_orchestration=True,
     params=(
         ParamSpec("tensor", "tensor", aliases=("input",)),
         ParamSpec("shape", "index_list"),
@@ -283,6 +285,8 @@ def _reshape_execute(t, *, shape, out=None, **_):
 
 register(OpSpec(
     name="tensor.reshape",
+    regroups=True,
+    in_orchestration=True,
     params=(ParamSpec("tensor", "tensor", aliases=("input",)), ParamSpec("shape", "index_list")),
     type_rule=_reshape_type,
     mem=MemRule(),
@@ -314,6 +318,7 @@ def _transpose_execute(t, *, axis1, axis2, out=None, **_):
 
 register(OpSpec(
     name="tensor.transpose",
+    in_orchestration=True,
     params=(
         ParamSpec("tensor", "tensor", aliases=("input",)),
         ParamSpec("axis1", "int"),
@@ -408,7 +413,8 @@ def _assemble_execute(dst, src, *, offset, atomic=None, out=None, **_):
 
 
 register(OpSpec(
-    name="tensor.assemble",
+    name=ASSEMBLE_OP,
+    in_orchestration=True,
     params=(
         ParamSpec("target", "tensor"),
         ParamSpec("source", "tensor"),

@@ -1,11 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tensor-level entries of PyPTO's op tail: ci/arange, reinterpret_view, view.
+"""Tensor views that reinterpret a buffer: reinterpret_view (another dtype) and view
+(another shape over the same memory).
 
-* ``tensor.ci(start, shape, dtype=INT32, descending=False)`` (`pl.arange`,
-  `pl.tensor.ci`, `pl.tensor.arange`): PyPTO lowers it to tile.ci, so it has that
-  op's rules (a single row: leading dims 1; INT16/INT32 plus the unsigned forms the
-  tile op admits).  Lowered by `compiler/tensor_tail_hooks.py` into one tile.ci
-  and a store.
 * ``tensor.reinterpret_view(data, dtype, *, shape=None)``: the tensor's bytes read
   as another dtype, zero-copy (a write through it reaches the buffer).
 * ``tensor.view(tensor, shape=None, valid_shape=None, *, layout=None)``: PyPTO's
@@ -20,10 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_pypto.ir.dtypes import INT32
-from pytest_pypto.ir.ops._rules import OpBoundsError, dims, dtype_list, lowered_by_compiler, tensor
+from pytest_pypto.ir.ops._rules import OpBoundsError, dims, dtype_list, tensor
 from pytest_pypto.ir.ops.combine import REINTERPRET_DTYPES
-from pytest_pypto.ir.ops.tensor_index import via_tile
 from pytest_pypto.ir.registry import (
     CallInfo,
     MemRule,
@@ -34,33 +28,6 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TensorType
-
-# -------------------------------------------------------------------------- ci
-
-
-def _ci_type(info: CallInfo) -> TensorType:
-    t = via_tile("tile.ci", info, {"start": info.types.get("start")})
-    return TensorType(tuple(t.shape), t.dtype)
-
-
-register(OpSpec(
-    name="tensor.ci",
-    params=(
-        ParamSpec("start", "scalar"),
-        ParamSpec("shape", "shape"),
-        ParamSpec("dtype", "dtype", default=INT32),
-        ParamSpec("descending", "bool", default=False),
-    ),
-    type_rule=_ci_type,
-    mem=MemRule(),
-    execute=lowered_by_compiler,
-    spellings=("arange", "tensor.ci", "tensor.arange"),
-    tier=2,
-    doc="A new [1, ..., N] integer tensor start + k (start - k when descending), INT32 by "
-        "default (INT16/INT32, and UINT16/UINT32 as tile.ci); `pl.arange` in PyPTO. Lowered "
-        "to tile.ci and a store.",
-))
-
 
 # ------------------------------------------------------------ reinterpret_view
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""More elementwise arithmetic (DSL.md §4.2): fmod/fmods, rem/rems, lrelu, prelu, the
+"""Composite elementwise arithmetic (DSL.md §4.2): fmod/fmods, rem/rems, lrelu, prelu, the
 three-input addc/subc/addsc/subsc and the partial combines part_add/mul/max/min.
 
 Numerics, each pinned to what the device computes (pto-isa):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The last gather/scatter forms (DSL.md §4.2): compare gather, paged gather, tensor
-scatter_update.
+"""Gathers by compare and through a page table (DSL.md §4.2): tile.gather_compare
+(also the compare form of tensor.gather) and tensor.paged_gather.
 
 * ``tile.gather_compare(src, kvalue, tmp, *, cmp_mode="eq", offset=0, out_cols,
   count_dtype=None)`` returns the pair ``(dst, cdst)`` (tuple-unpacked in kernels):
@@ -17,10 +17,6 @@ scatter_update.
   max_indices]`` with is_trans), rows past the indices undefined.  PyPTO places it
   on-chip; the simulator keeps it as a kernel-local tensor (the lowering checks that it
   fits the space) that pl.matmul / pl.load read.
-* ``tensor.scatter_update(input, index, src, dim=-2)``: tile.scatter_update on whole
-  tensors, returning the updated copy of input (PyPTO's call shapes ``(input, dim, index,
-  src)`` and ``(input, dim, index=, src=)`` are reordered by the parser).
-
 An index outside its source is a `SimulationError` naming the index (§4.2).
 """
 
@@ -33,7 +29,6 @@ from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._indexing import OpIndexError, check_indices
 from pytest_pypto.ir.ops._rules import (
     dims,
-    lowered_by_compiler,
     np,
     require_dtype,
     require_rank,
@@ -42,7 +37,6 @@ from pytest_pypto.ir.ops._rules import (
     tensor,
     tile,
 )
-from pytest_pypto.ir.ops.tensor_index import via_tile, whole
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType, TileType, TupleType
 from pytest_pypto.ir.values import TileValue, new_buffer
@@ -256,6 +250,7 @@ def _paged_gather_execute(src, indices, block_table, *, block_size, size, max_in
 
 register(OpSpec(
     name="tensor.paged_gather",
+    lowering_hook=True,
     params=(
         ParamSpec("src", "tensor"),
         ParamSpec("indices", "tensor"),
@@ -279,30 +274,4 @@ register(OpSpec(
         "result is [max_indices, size] ([size, max_indices] with is_trans, Mat only), rows "
         "past n undefined; it feeds pl.matmul or pl.load. An index or block-table entry "
         "outside its table is a SimulationError.",
-))
-
-
-# ------------------------------------------------------------- scatter_update
-
-
-def _scatter_update_type(info: CallInfo) -> TensorType:
-    types = {n: whole(info, n) for n in ("input", "index", "src")}
-    via_tile("tile.scatter_update", info, types)
-    return tensor(info, "input")
-
-
-register(OpSpec(
-    name="tensor.scatter_update",
-    params=(ParamSpec("input", "tensor"), ParamSpec("index", "tensor"),
-            ParamSpec("src", "tensor"), ParamSpec("dim", "int", default=-2)),
-    type_rule=_scatter_update_type,
-    mem=MemRule(),
-    execute=lowered_by_compiler,
-    spellings=("scatter_update", "tensor.scatter_update"),
-    tier=2,
-    doc="tile.scatter_update on whole tensors: a copy of input whose row index[b, s] is src "
-        "row b*S + s (2-D input [rows, d] with src [B*S, d], or 4-D [blocks, block_size, 1, "
-        "d] with src [B, S, 1, d]; dim=-2 only). PyPTO's call shapes (input, dim, index, "
-        "src) and (input, dim, index=, src=) are accepted. An index outside input's rows is "
-        "a SimulationError.",
 ))
