@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Cold vs warm wall time of `pytest lint` (PLUGIN.md section 11: warm should cost little).
+"""Cold vs warm wall time of `pytest lint` (docs/design/plugin.md §14: warm should cost little).
 
     python bench/bench_lint.py [--rounds 7] [--root DIR] [--variant NAME=PYTHONPATH ...]
                               [-- extra pytest args, e.g. -p no:hypothesispytest]

@@ -3,7 +3,7 @@
 
 They guard rules of the toolchain: the op registry is complete, platform strings
 are only split or assembled in pytest_pypto/arch.py, and arch capacities come from
-the arch table rather than literals (ARCH.md).
+the arch table rather than literals (docs/design/arch.md).
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def platform_strings(ctx: FileContext) -> Iterator[Violation]:
 
 
 # ---------------------------------------------------------------------------
-# arch-literals (ARCH.md: capacities are read from the arch table)
+# arch-literals (docs/design/arch.md: capacities are read from the arch table)
 
 
 def default_capacity_literals() -> list[int]:
@@ -260,7 +260,7 @@ def default_capacity_literals() -> list[int]:
     exclude=["pytest_pypto/arch.py"],
     markers=["guard"],
     hint="read capacities from pytest_pypto.arch (spec(arch).capacity[...]) "
-    "instead of hard-coding them (ARCH.md)",
+    "instead of hard-coding them (docs/design/arch.md)",
     options={"literals": []},
 )
 def arch_literals(ctx: FileContext) -> Iterator[Violation]:

@@ -1,4 +1,4 @@
-"""The one table of per-architecture facts (ARCH.md), as plain data.
+"""The one table of per-architecture facts (docs/design/arch.md), as plain data.
 
 Every capacity, alignment, core count, move edge, cast pair and arch gate used by
 the compiler, the simulator and the plugin is read from here; nothing else in the
@@ -101,19 +101,20 @@ def _ro(d: dict) -> Mapping:
 
 @dataclass(frozen=True)
 class ArchSpec:
-    """Everything the toolchain needs to know about one architecture (ARCH.md §1–6)."""
+    """Everything the toolchain needs to know about one architecture (docs/design/arch.md §2-§7)."""
 
     backend: BackendType
     name: str
     device: str
-    # §2 on-chip memory: bytes the compiler enforces, hardware size, allocation alignment
+    # docs/design/arch.md §3 on-chip memory: bytes the compiler enforces, hardware size, allocation
+    # alignment
     capacity: Mapping[str, int]
     physical_capacity: Mapping[str, int]
     alignment: Mapping[str, int]
     acc_m_align: Mapping[str, int]
     cube_fractal: int
     vec_row_align_bytes: int
-    # §3 cores
+    # docs/design/arch.md §4 cores
     aic_cores: int
     aiv_cores: int
     dies: int
@@ -122,7 +123,7 @@ class ArchSpec:
     sim_clusters: int
     aicpu_threads: int
     system_counter_hz: int
-    # §4 data movement
+    # docs/design/arch.md §5 data movement
     move_graph: Mapping[str, tuple[str, ...]]
     cross_core_moves: tuple[tuple[str, str], ...]
     cross_core_route: str
@@ -131,11 +132,11 @@ class ArchSpec:
     acc_store_dtypes: tuple[str, ...]
     bias_move_dtypes: Mapping[str, str]
     gm_granularity_bytes: int
-    # §5 dtypes and casts
+    # docs/design/arch.md §6 dtypes and casts
     native_casts: Mapping[str, tuple[str, ...]]
     incore_4bit_dtypes: tuple[str, ...]
     fp8_casts: bool
-    # §6 arch-only ops and dtype gates
+    # docs/design/arch.md §7 arch-only ops and dtype gates
     unavailable_ops: tuple[str, ...]
     atomic_add_dtypes: tuple[str, ...]
     tri_rejected_dtypes: tuple[str, ...]

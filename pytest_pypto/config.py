@@ -62,7 +62,8 @@ class RunConfig:
     dump_passes: bool = False
     codegen_only: bool = False
     seed: int | None = None
-    # Toolchain knobs (DSL.md §5.5, §7): how undefined memory reads; hazard reporting;
+    # Toolchain knobs (docs/design/numerics.md §6, §1): how undefined memory reads; hazard
+    # reporting;
     # a seed that shuffles ready tasks to expose missing dependencies; simulated clusters.
     uninitialized: str = "poison"
     strict_war: bool = False

@@ -1,7 +1,7 @@
 """DSL kernels shared by the system tests and bench/bench_dispatch.py (a plain module, not collected).
 
 Builders take their shapes as arguments: the parser folds closure constants from the
-defining frame (DSL.md §1.4), so each builder defines its program class inside itself
+defining frame (docs/design/language.md §7), so each builder defines its program class inside itself
 with the sizes as locals.  The fixed-size programs the tests use are built once here.
 """
 

@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""System test: a tensor read driving a dynamic loop in the orchestration (DSL.md §1.5).
+"""System test: a tensor read driving a dynamic loop in the orchestration (docs/design/language.md
+§8).
 
 The row count is a `pl.dynamic` dim; a first outlined region writes a small control
 tensor (how many leading row blocks to scale, and by which factor); the orchestration

@@ -11,7 +11,8 @@ import numpy as np
 import pytest_pypto.language as pl
 from st.kernels import KK, KM, KN, MK, MM, MN, SC, SR, MatMulAccK, MatMulFP16, RowSoftmax
 
-# -- tiled elementwise over a pl.range loop (DSL.md §1.8) ------------------------------
+# -- tiled elementwise over a pl.range loop (docs/design/language.md §3)
+# ------------------------------
 
 M, N, TM = 128, 64, 32
 

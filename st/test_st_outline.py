@@ -1,5 +1,5 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""System test: an orchestration written with outlined regions only (DSL.md §1.6).
+"""System test: an orchestration written with outlined regions only (docs/design/language.md §9).
 
 No InCore function is declared: a `pl.at` region widens the input into a scratch
 buffer, a `pl.spmd` launch adds a bias row block per block, and a `pl.at` region in

@@ -2,7 +2,7 @@
 
 Each example builds a program from closure constants (rows, cols, tile rows),
 compiles it for the cell and dispatches it.  FP32 ops round once per op, exactly as
-numpy's float32 arithmetic does, so the results must be identical (DSL.md §5.1).
+numpy's float32 arithmetic does, so the results must be identical (docs/design/numerics.md §2).
 """
 
 from __future__ import annotations

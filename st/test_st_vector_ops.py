@@ -1,7 +1,7 @@
 """System test: one vector kernel exercising the Tier 1 unary, binary and broadcast ops.
 
 Compiled and dispatched per cell, every output compared against plain numpy (float64
-reference; FP32 transcendentals are numpy's float32 results, DSL.md §5.1).
+reference; FP32 transcendentals are numpy's float32 results, docs/design/numerics.md §2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rendering of toolchain diagnostics (DSL.md §6.0): layout for people."""
+"""Rendering of toolchain diagnostics (docs/design/checks.md §1): layout for people."""
 
 from pytest_pypto.ir.errors import CapacityError, render
 from pytest_pypto.ir.nodes import Span

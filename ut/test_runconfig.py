@@ -1,4 +1,4 @@
-"""RunConfig against PLUGIN.md §2, bullet by bullet."""
+"""RunConfig against docs/design/plugin.md §2, bullet by bullet."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 PyPTO lets a caller pick a pass-pipeline strategy and an on-chip memory planner.
 The bundled toolchain has one pipeline and one planner (capacity checked by
-liveness, DSL.md §6), so these selections are accepted, recorded in the
+liveness, docs/design/checks.md), so these selections are accepted, recorded in the
 artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else,
 except that ``MemoryPlanner.PTOAS`` refuses the declared allocations (`pl.MemRef`)
 PyPTO cannot lower under it (compiler/memref_slots.py, which reads the selection's

@@ -1,4 +1,5 @@
-"""Stand-ins for PyPTO features the bundled toolchain leaves out (DSL.md §4.3, Tier 3).
+"""Stand-ins for PyPTO features the bundled toolchain leaves out (docs/design/language.md §22, Tier
+3).
 
 Such a name must import (a test file that merely imports it still collects) and
 fail only when *used*, with the designed error instead of an AttributeError.

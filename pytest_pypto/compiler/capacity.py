@@ -1,4 +1,5 @@
-"""Per-arch capacity (DSL.md §6.5): peak live bytes per memory space, and the memory map.
+"""Per-arch capacity (docs/design/checks.md §7): peak live bytes per memory space, and the memory
+map.
 
 Buffers: each tile-producing op allocates one, except views and in-place ops
 (result rule ``same:<param>``), which share their operand's buffer, and loop

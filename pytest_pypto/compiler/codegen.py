@@ -13,7 +13,7 @@ tensor parameter carrying them (``M = x.shape[0]`` in kernels, ``M = rt.dim(x, 0
 in the orchestration).  Every generated line that comes from a user statement is
 mapped back to it in a trailing ``SPANS`` table, and the Scalars it reads in
 ``SCALARS`` (generated line -> ((user name, local), ...)), so a run-time error
-names the user's file:line and the values involved (DSL.md §6.4).
+names the user's file:line and the values involved (docs/design/checks.md §6).
 The shared statement and scalar-expression emission is in `compiler.codegen_stmts`;
 which moves may share a buffer and which locals die where, in `compiler.codegen_alias`.
 """

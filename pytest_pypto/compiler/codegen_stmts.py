@@ -332,7 +332,8 @@ def _user_span(s: n.Stmt) -> n.Span | None:
 
 
 def _rounded(e: n.BinOp, code: str) -> str:
-    """An FP32 Scalar operation's result rounded to FP32 (DSL.md §3.5: each step of an
+    """An FP32 Scalar operation's result rounded to FP32 (docs/design/language.md §19: each step of
+    an
     FP32 expression is FP32, not the host's float64).  FP16/BF16-typed expressions (a
     literal adopts the Scalar's dtype) keep float64 steps: whether the generated code
     promotes them to FP32 as C++ does is an open contract question."""

@@ -1,4 +1,4 @@
-"""Core classification (DSL.md §2.4): which side of a cluster a kernel runs on.
+"""Core classification (docs/design/language.md §14): which side of a cluster a kernel runs on.
 
 Mat/Left/Right/Acc/Bias (and the scale spaces) are cube (AIC) memory, Vec is
 vector (AIV) memory.  A kernel touching one side is `aic` or `aiv`; both is

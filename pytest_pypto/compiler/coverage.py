@@ -1,6 +1,7 @@
 """Which Out tensors are completely overwritten before anything reads them.
 
-The runtime poisons a pure Out at entry (DSL.md §5.5) so a kernel reading it sees NaN.
+The runtime poisons a pure Out at entry (docs/design/numerics.md §6) so a kernel reading it sees
+NaN.
 When the compiler proves the poison can never be observed -- the first task touching
 the entry's Out param is a kernel that stores every element of it before any read --
 the runtime may skip the fill (``ArgInfo.fully_written``).

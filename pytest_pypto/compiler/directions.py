@@ -1,4 +1,4 @@
-"""Argument directions (DSL.md §6.7): who may write which tensor.
+"""Argument directions (docs/design/checks.md §9): who may write which tensor.
 
 Every tensor value is traced to its root buffer (a parameter or a
 `create_tensor`), through writing ops (OpSpec.writes: a store returns its

@@ -2,7 +2,7 @@
 
 Listings are for people reading an artifact (or a failure report): every line
 carries the user's source line, and every listing starts with the header line
-naming the platform and the simulator backend (DSL.md §7).
+naming the platform and the simulator backend (docs/design/artifact.md §8).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Memory-space inference and move insertion (DSL.md §2.4, §6.2).
+"""Memory-space inference and move insertion (docs/design/language.md §14, docs/design/checks.md
+§4).
 
 Each op's `MemRule` says where its tile operands must live and where its result
 lands.  A retargetable producer (a load or create_tile without `target_memory`)

@@ -26,7 +26,7 @@ ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.m
 KERNEL_KINDS = ("InCore",)
 ENTRY_KINDS = ("Orchestration", "Opaque")
 # pl.create_tensor as the parser writes it (not a registry entry); an orchestration body
-# may use it and the tensor ops whose entries set ``in_orchestration`` (DSL.md §1.5).
+# may use it and the tensor ops whose entries set ``in_orchestration`` (docs/design/language.md §8).
 CREATE_TENSOR_OPS = frozenset({"tensor.create_tensor", "tensor.create"})
 
 
@@ -40,7 +40,8 @@ def kernels(program: n.Program) -> list[n.Function]:
 
 
 def check_unsupported(program: n.Program, ctx: PassContext) -> n.Program:
-    """Tier 3 constructs recorded by the parser become UnsupportedFeatureError (§4.3, §6.9)."""
+    """Tier 3 constructs recorded by the parser become UnsupportedFeatureError
+    (docs/design/language.md §22, docs/design/checks.md §11)."""
     for fn in program.functions.values():
         u = fn.unsupported
         if u is not None:
@@ -72,7 +73,8 @@ def _callees(program: n.Program) -> set[str]:
 
 
 def select_entry(program: n.Program, ctx: PassContext) -> n.Program:
-    """The unique Orchestration function, else the unique uncalled Opaque one (§1.1)."""
+    """The unique Orchestration function, else the unique uncalled Opaque one
+    (docs/design/language.md §4)."""
     orch = [f.name for f in program.functions.values() if f.kind == "Orchestration"]
     called = _callees(program)
     opaque = [
@@ -100,7 +102,7 @@ def select_entry(program: n.Program, ctx: PassContext) -> n.Program:
 
 
 def check_placement(program: n.Program, ctx: PassContext) -> n.Program:
-    """Tile ops only in InCore code; calls only to kernels (§6.8).
+    """Tile ops only in InCore code; calls only to kernels (docs/design/checks.md §10).
 
     A `pl.create_tensor` in InCore code becomes a kernel-local tensor (`tensor.local`).
     """

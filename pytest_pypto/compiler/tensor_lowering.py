@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tensor-level ops in InCore code become loads, tile ops and stores (DSL.md §1.7).
+"""Tensor-level ops in InCore code become loads, tile ops and stores (docs/design/language.md §10).
 
 `y = pl.add(x, z)` on Tensors inside a kernel (or an outlined `pl.at` block) is
 lowered here, before every check that looks at tiles, into
@@ -17,7 +17,7 @@ allocates, and a 512x512 FP32 add fits a2a3's Vec.  Results are tile results,
 rounded to the tile (= tensor) dtype by the tile op as usual.  A tensor matmul loads
 its operands into Mat, moves them to Left/Right, accumulates its K chunks in Acc
 and stores the accumulator once into the result tensor of ``out_dtype`` (so the FP32
-sum is rounded once, DSL.md §5.2).  Every generated node carries the span of the
+sum is rounded once, docs/design/numerics.md §3).  Every generated node carries the span of the
 user's call, so errors point at the user's line.
 
 Ops whose tensor form has a lowering of its own (gather, scatter, cmp, random, full...;

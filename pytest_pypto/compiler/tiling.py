@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tiling plans for tensor-level ops (DSL.md §1.7): tile extents that fit the arch.
+"""Tiling plans for tensor-level ops (docs/design/language.md §10): tile extents that fit the arch.
 
 A tensor-level op is computed tile by tile; the plan says how big the tiles are.
 Every tile the lowered loop body holds at once is charged with the capacity pass's

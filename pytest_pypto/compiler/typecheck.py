@@ -3,9 +3,9 @@
 The parser already ran every op's type rule without an arch.  Once memory spaces
 are fixed, the compiler re-runs it with `CallInfo.arch` set, plus the op's
 `arch_rule`, and turns the rule's exceptions into the compile error classes of
-DSL.md §6 with the user's span.  Offsets built from loop variables get interval
+docs/design/checks.md with the user's span.  Offsets built from loop variables get interval
 bounds, so a load that runs off the tensor on the last iteration fails here,
-not at run time (§6.4).
+not at run time (docs/design/checks.md §6).
 """
 
 from __future__ import annotations
@@ -263,7 +263,8 @@ def _takes_window(spec: OpSpec) -> bool:
 
 
 def check_bounds(program: n.Program, ctx: PassContext) -> n.Program:
-    """Static window bounds of the ops taking `offsets` over whole loop ranges (§6.4)."""
+    """Static window bounds of the ops taking `offsets` over whole loop ranges
+    (docs/design/checks.md §6)."""
     if ctx.unbounded_windows == 0:
         return program  # check_types_for_arch ran every window's rules with the bounds
     for fn in kernels(program):

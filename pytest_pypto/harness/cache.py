@@ -1,4 +1,4 @@
-"""The compile cache (PLUGIN.md §7): artifacts stored by what they are made of.
+"""The compile cache (docs/design/plugin.md §9): artifacts stored by what they are made of.
 
 The key is a sha256 over everything that can change an artifact: the program's
 printed IR, where it came from (file, span and source text: listings and run-time

@@ -5,7 +5,7 @@ PyPTO's call conventions on the simulator:
 * **RunConfig.** ``config=`` wins; without it a `@pl.jit` call runs on the session's
   first cell (``--pypto-arch``; outside pytest, ``RunConfig()``) and a
   `CompiledProgram` call on the platform it was compiled for.
-* **Compiling** goes through the session's compile cache (PLUGIN.md §7), or an
+* **Compiling** goes through the session's compile cache (docs/design/plugin.md §9), or an
   uncached compile outside pytest.
 * **Arguments** are torch tensors or numpy arrays (and Python scalars).  All the
   entry's arguments given: an in-place call, results land in the caller's
@@ -14,7 +14,7 @@ PyPTO's call conventions on the simulator:
   input is torch, else numpy) and returned, one or a tuple.
 * **Out tensors start as the caller's data**, as device buffers do in PyPTO's
   in-place calls (an atomic-add store accumulates onto it); under `pypto_runner`
-  a pure Out starts poisoned instead (DSL.md §1.5).
+  a pure Out starts poisoned instead (docs/design/numerics.md §6).
 * ``--pypto-codegen-only``: compiled, not run: inside a test the call ends it as a
   skip naming the program and cell (harness/codegen_only.py); outside a test, and for
   ``RunConfig(codegen_only=True)``, it returns None.

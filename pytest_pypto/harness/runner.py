@@ -68,7 +68,7 @@ class Runner:
         self._last_arrays: Sequence[Any] = ()
         self._last_record: Any = None  # the last run's deps.json record (or its builder)
         # Onboard: a context manager factory leasing a device (yields its id) held only
-        # while a kernel executes (PLUGIN.md §9); compiles happen outside it.
+        # while a kernel executes (docs/design/runtime.md §10); compiles happen outside it.
         self._lease = lease
 
     @property

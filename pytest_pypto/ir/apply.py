@@ -2,8 +2,8 @@
 
 `apply(spec, *operands, out=..., **attrs)` turns `TileValue` operands into the wide
 valid-region arrays a ``compute`` expects (scalars converted to the tile dtype
-first, DSL.md §5.1), rounds the wide result once to ``out.dtype`` and places it in
-a fresh buffer poisoned outside the valid region (§5.5).  ``execute`` ops get
+first, docs/design/numerics.md §2), rounds the wide result once to ``out.dtype`` and places it in
+a fresh buffer poisoned outside the valid region (docs/design/numerics.md §6).  ``execute`` ops get
 their operands unchanged.
 
 Its numpy is `ir.lazy_numpy.np`, so that the op modules can import these helpers
@@ -42,7 +42,8 @@ _BY_NUMPY: dict[Any, DataType] = {}
 # True while a precise run executes (set and reset by the simulator's Worker).
 PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("pypto_precise", default=False)
 # Set by the simulator for the length of a run, which silences numpy's floating-point
-# errors once (IEEE specials are the DSL's numerics, §5.1): ops then skip their own errstate.
+# errors once (IEEE specials are the DSL's numerics, docs/design/numerics.md §2): ops then skip
+# their own errstate.
 QUIET_FLOATS: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "pypto_quiet_floats", default=False
 )
@@ -66,7 +67,8 @@ class ScalarRangeError(OpRuleError):
 
 
 def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
-    """Convert a scalar operand to the tile dtype, as the device narrows it (§5.1).
+    """Convert a scalar operand to the tile dtype, as the device narrows it (docs/design/numerics.md
+    §2).
 
     Floats round once (RNE) to the tile's float format and come back as a Python float;
     ints (and finite floats given to an int tile, truncated as a C cast) wrap to the

@@ -1,4 +1,4 @@
-"""The artifact: what the compiler writes and the simulator reads (PLUGIN.md §8).
+"""The artifact: what the compiler writes and the simulator reads (docs/design/artifact.md).
 
 This module is the contract between `compiler/` (writer) and `runtime/` (reader);
 neither imports the other.  An artifact directory holds:
@@ -60,7 +60,7 @@ window past a tensor's edge, a bad orchestration index) point at the user's
 file:line.  Lines without an entry take the nearest mapped line above them.
 Optional too: ``SCALARS = {<generated line>: ((<user name>, <local>), ...)}``, the
 Scalars (loop variables, scalar values, dynamic dims) a line reads, so a run-time
-bounds error can add their values ("(at run time, c = 1)", DSL.md §6.4).
+bounds error can add their values ("(at run time, c = 1)", docs/design/checks.md §6).
 
 In memory (`ArtifactInMemory`): a compile need not touch the file system.  The same
 files are held as text (listings rendered on first use) with each generated module's

@@ -1,4 +1,4 @@
-"""Cast legalization and cast numerics (ARCH.md §5, DSL.md §5.3).
+"""Cast legalization and cast numerics (docs/design/arch.md §6, docs/design/numerics.md §4).
 
 A cast the arch cannot do in one instruction runs as the shortest chain of native
 hops; the simulator rounds once per hop, so double-rounding matches the device.
@@ -91,7 +91,7 @@ def _same_width_float(name: str) -> str | None:
 def cast_chain(arch: Any, src: str, dst: str) -> list[str] | None:
     """Shortest chain of native casts from ``src`` to ``dst`` on ``arch`` (names, both ends
     included), or None when unreachable; ``[src, dst]`` for a native pair, ``[src]`` for
-    src == dst.  This is PyPTO's legalization (ARCH.md §5): a breadth-first search over
+    src == dst.  This is PyPTO's legalization (docs/design/arch.md §6): a breadth-first search over
     the native table that never passes an intermediate narrower than the destination
     (`_narrows`); among equally short chains the lowest summed `_hop_cost` wins, then
     the first found, visiting an integer's same-width float first, then table order."""

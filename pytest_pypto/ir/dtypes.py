@@ -1,4 +1,4 @@
-"""Data types of the DSL (DSL.md §2.3): one DataType object per `pl.` dtype name.
+"""Data types of the DSL (docs/design/language.md §13): one DataType object per `pl.` dtype name.
 
 Numpy storage dtypes are resolved lazily (numpy and ml_dtypes load only when a
 kernel is actually compiled or run), so the IR can be imported cheaply.
@@ -102,7 +102,8 @@ def dtype_by_name(name: str) -> DataType:
 
 def round_float(value: float, name: str) -> float:
     """``value`` rounded (to nearest, ties to even) to the float dtype ``name``, as a
-    Python float: what a Scalar of that dtype holds (DSL.md §3.5; an overflow is inf)."""
+    Python float: what a Scalar of that dtype holds (docs/design/language.md §19; an overflow is
+    inf)."""
     import numpy  # lazy: numpy-free registry
 
     with numpy.errstate(over="ignore"):

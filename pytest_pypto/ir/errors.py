@@ -1,4 +1,5 @@
-"""Diagnostics of the toolchain (DSL.md §6.0): every error points into the user's kernel.
+"""Diagnostics of the toolchain (docs/design/checks.md §1): every error points into the user's
+kernel.
 
 Three phases, three families: `ParserError` (decoration time), `CompileError`
 (per arch), `SimulationError` (run time).  `str(exc)` renders rustc-style::
@@ -107,35 +108,36 @@ class CompileError(PyptoError):
 
 
 class MemorySpaceError(CompileError):
-    """Illegal memory space or move (DSL.md §6.2)."""
+    """Illegal memory space or move (docs/design/checks.md §4)."""
 
 
 class ShapeError(CompileError):
-    """Shape or dtype rule violated once spaces are known (DSL.md §6.3)."""
+    """Shape or dtype rule violated once spaces are known (docs/design/checks.md §5)."""
 
 
 class BoundsError(CompileError):
-    """A window reads or writes past a tensor's edge (DSL.md §6.4)."""
+    """A window reads or writes past a tensor's edge (docs/design/checks.md §6)."""
 
 
 class CapacityError(CompileError):
-    """Peak live bytes of a memory space exceed the arch's usable capacity (§6.5)."""
+    """Peak live bytes of a memory space exceed the arch's usable capacity (docs/design/checks.md
+    §7)."""
 
 
 class ArchSupportError(CompileError):
-    """Op, dtype or cast not available on the arch (§6.6)."""
+    """Op, dtype or cast not available on the arch (docs/design/checks.md §8)."""
 
 
 class DirectionError(CompileError):
-    """Argument directions violated (§6.7)."""
+    """Argument directions violated (docs/design/checks.md §9)."""
 
 
 class PlacementError(CompileError):
-    """An op in the wrong kind of function (§6.8)."""
+    """An op in the wrong kind of function (docs/design/checks.md §10)."""
 
 
 class UnsupportedFeatureError(CompileError, NotImplementedError):
-    """A Tier 3 construct: needs a real PyPTO installation (§6.9)."""
+    """A Tier 3 construct: needs a real PyPTO installation (docs/design/checks.md §11)."""
 
 
 # Run phase (simulator)

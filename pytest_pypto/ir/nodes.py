@@ -249,7 +249,8 @@ class Param(Node):
 
 @dataclass(eq=False)
 class Unsupported:
-    """The first Tier 3 construct met in a function: compiling raises for it (DSL §4.3)."""
+    """The first Tier 3 construct met in a function: compiling raises for it
+    (docs/design/language.md §22)."""
 
     construct: str
     reason: str

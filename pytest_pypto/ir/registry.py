@@ -18,7 +18,7 @@ Numpy semantics come in two forms (exactly one is set on an entry):
   converted to the tile dtype's category; static params come as keywords.  It
   returns the result's valid region, still wide.  The simulator rounds it once to
   the result dtype (RNE / two's-complement wrap) and places it in a fresh buffer
-  whose elements outside the valid region are poisoned (DSL.md §5).
+  whose elements outside the valid region are poisoned (docs/design/numerics.md).
 * ``execute(*operands, out, **attrs)`` for ops whose meaning is about memory
   (load, store, move, create_tile, in-place accumulate...).  Operands arrive as
   `TileValue`s (see `ir.values`), numpy views for tensors, Python scalars; ``out``
@@ -82,15 +82,15 @@ class OpRuleError(Exception):
 
 
 class OpTypeError(OpRuleError):
-    """A shape/dtype rule failed (DSL.md §6.3)."""
+    """A shape/dtype rule failed (docs/design/checks.md §5)."""
 
 
 class OpSpaceError(OpRuleError):
-    """A memory-space rule failed (DSL.md §6.2)."""
+    """A memory-space rule failed (docs/design/checks.md §4)."""
 
 
 class OpArchError(OpRuleError):
-    """The op or dtype is not available on this arch (DSL.md §6.6)."""
+    """The op or dtype is not available on this arch (docs/design/checks.md §8)."""
 
 
 @dataclass

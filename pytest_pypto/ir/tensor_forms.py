@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tensor-level forms of ops (DSL.md §1.7, §4 dispatch), derived from the tile entries.
+"""Tensor-level forms of ops (docs/design/language.md §10, §20 dispatch), derived from the tile
+entries.
 
 `pl.add(x, y)` on Tensors inside an InCore function is `tensor.add`: the same op as
 `tile.add`, applied to whole tensors and lowered by the compiler
@@ -99,7 +100,7 @@ def _derive(tile_spec: OpSpec) -> OpSpec:
         type_rule=_derived_rule(tile_spec, name),
         mem=MemRule(),
         doc=f"Tensor-level {short} inside InCore code: {tile_spec.doc} Lowered to tile ops "
-            "over tiles that fit the arch (DSL.md §1.7).",
+            "over tiles that fit the arch (docs/design/language.md §10).",
         spellings=(name,),
         scalar_form=f"tensor.{scalar.split('.', 1)[1]}" if scalar else None,
         execute=lowered_by_compiler,

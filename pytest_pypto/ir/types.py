@@ -1,4 +1,4 @@
-"""IR types (DSL.md §2): tensors in DDR, tiles on chip, scalars, tuples.
+"""IR types (docs/design/language.md §11): tensors in DDR, tiles on chip, scalars, tuples.
 
 Types are frozen and hashable, so they can key caches and be compared structurally.
 """
@@ -14,7 +14,8 @@ from pytest_pypto.ir.dtypes import DataType
 
 
 class MemorySpace(enum.Enum):
-    """Where a buffer lives (DSL.md §2.4); values are the names used in ArchSpec tables."""
+    """Where a buffer lives (docs/design/language.md §14); values are the names used in ArchSpec
+    tables."""
 
     DDR = "DDR"
     Vec = "Vec"
@@ -35,7 +36,7 @@ VECTOR_SPACES = frozenset({"Vec"})
 
 
 class Direction(enum.Enum):
-    """How a kernel parameter is accessed (DSL.md §1.2); drives task dependencies."""
+    """How a kernel parameter is accessed (docs/design/language.md §5); drives task dependencies."""
 
     IN = "In"
     OUT = "Out"

@@ -2,7 +2,7 @@
 
 A tile at run time is a `TileValue`: a numpy buffer of the tile's physical shape in
 the storage dtype, plus its valid region and memory space.  Elements outside the
-valid region are poisoned (DSL.md §5.5) unless the tile has a pad value, so a test
+valid region are poisoned (docs/design/numerics.md §6) unless the tile has a pad value, so a test
 that reads undefined memory fails loudly instead of passing by luck.
 
 Its numpy is `ir.lazy_numpy.np`: the op modules import these helpers and must import
@@ -52,7 +52,8 @@ def fill_value(dtype: DataType, pad: str | None = None) -> Any:
 
 
 def pad_value(dtype: DataType, pad: str) -> Any:
-    """`zero` -> 0; `min`/`max` -> -inf/+inf for floats, iinfo min/max for ints (§2.5)."""
+    """`zero` -> 0; `min`/`max` -> -inf/+inf for floats, iinfo min/max for ints
+    (docs/design/language.md §15)."""
     npd = dtype.np
     if pad == "zero":
         return np.zeros((), dtype=npd)[()]

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Annotations: `pl.Tensor[...]` & co. as IR types, and the consistency check (§6.1).
+"""Annotations: `pl.Tensor[...]` & co. as IR types, and the consistency check (docs/design/checks.md
+§3).
 
 An annotation is checked, never used to convert: kind, dtype, rank and every pair
 of static dims must equal the inferred type.  The parser evaluates an annotation to
@@ -362,7 +363,8 @@ def spelling(t: Type | None, *, space: bool = False) -> str:
 def check(
     ctx: FunctionContext, ann: Type, value: Type | None, subject: str, node: ast.AST
 ) -> None:
-    """Raise ParserTypeError unless ``value`` agrees with annotation ``ann`` (DSL §6.1)."""
+    """Raise ParserTypeError unless ``value`` agrees with annotation ``ann`` (docs/design/checks.md
+    §3)."""
     hint = f"annotate it as {spelling(value, space=isinstance(ann, TileType) and ann.space is not None)}"
     if value is None or ann.kind != value.kind:
         got = "nothing" if value is None else f"a {value.kind}"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Op calls: bind arguments to an op's ParamSpecs, dispatch, and type the result.
 
-`pl.X(...)` dispatches by operand kind (DSL.md §4): Tile operands select the tile
+`pl.X(...)` dispatches by operand kind (docs/design/language.md §20): Tile operands select the tile
 op, Tensor operands the tensor-level op (an explicit ``tensor.X`` entry, else the
 form derived from the tile entry: `ir.tensor_forms`), a number or Scalar as the
 right operand selects the `scalar_form`, and mixing Tensor and Tile operands is an
@@ -170,7 +170,7 @@ def op_call(
 ) -> Call:
     """Bind, dispatch and type one `pl.X(...)` / `pl.tile.X(...)` / `pl.tensor.X(...)` call.
 
-    `pl.X` on Tensor operands selects the tensor-level op (DSL.md §4 dispatch): an
+    `pl.X` on Tensor operands selects the tensor-level op (docs/design/language.md §20 dispatch): an
     explicit `tensor.X` entry or the form derived from the tile entry; a keyword of
     the other level raises unless it has its default value (PyPTO's rule).
     """
@@ -282,7 +282,7 @@ def _drop_tensor_only(
 ) -> tuple[dict[str, Arg], Any]:
     """Tensor-only keywords on a tile-level call: the default value is accepted and
     dropped; ``out_dtype`` is kept aside to be checked against the deduced dtype;
-    anything else raises (DSL.md §4 dispatch)."""
+    anything else raises (docs/design/language.md §20 dispatch)."""
     if tensor_spec is None:
         return kw, None
     names = {p.name for p in spec.params}

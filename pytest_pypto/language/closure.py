@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Closure constants (DSL.md §1.4): what a kernel body may capture from its caller.
+"""Closure constants (docs/design/language.md §7): what a kernel body may capture from its caller.
 
 Names not bound in the body resolve against the caller frame's globals overlaid
 with its locals.  Numbers, bools, strings, dtypes, enum members, dynamic dims and

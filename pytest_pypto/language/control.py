@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Loops and conditionals (DSL.md §3.2, §3.3), with carried values made explicit.
+"""Loops and conditionals (docs/design/language.md §17), with carried values made explicit.
 
 A name rebound inside a loop and defined before it is carried: the IR `For` gets
 an iteration variable initialised from the outer value, the body ends with a

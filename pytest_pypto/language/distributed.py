@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`pl.distributed` (PyPTO's ``pypto.language.distributed``): Tier 3 (DSL.md §4.3).
+"""`pl.distributed` (PyPTO's ``pypto.language.distributed``): Tier 3 (docs/design/language.md §22).
 
 Multi-chip programs need PyPTO's distributed runtime.  Every name here is an
 inert marker, so a module that imports and annotates with them

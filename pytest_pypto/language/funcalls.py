@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Calls between functions (DSL.md §1.3): checked calls, inlining and templates.
+"""Calls between functions (docs/design/language.md §6): checked calls, inlining and templates.
 
 ``self.f(args...)`` to an InCore function from orchestration is a task: arity, and
 per argument the kind, dtype, rank and static dims are checked against the

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`@pl.jit` and `@pl.jit.incore` / `.inline` / `.opaque` (DSL.md §4.2; `@pl.inline` is in
+"""`@pl.jit` and `@pl.jit.incore` / `.inline` / `.opaque` (docs/design/language.md §6; `@pl.inline`
+is in
 language/functions.py).
 
 A `@pl.jit` function is an orchestration body written without shapes: each call

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Outlined regions: `with pl.at(level=pl.Level.CORE_GROUP, ...)` (DSL.md §1.6).
+"""Outlined regions: `with pl.at(level=pl.Level.CORE_GROUP, ...)` (docs/design/language.md §9).
 
 The region's statements are parsed as the body of a new `InCore` function of the
 program, as if the user had written it: every compile check (memory spaces,

@@ -5,7 +5,7 @@ Bodies are parsed with `ast`, never run.  Signatures are parsed first (calls bet
 functions are checked against them); bodies follow in source order, a callee whose
 return type is not annotated being parsed on demand.  A Tier 3 construct is recorded
 in `Function.unsupported` and stops parsing that function, so decoration succeeds
-and compiling raises (DSL.md §4.3).
+and compiling raises (docs/design/language.md §22).
 """
 
 from __future__ import annotations

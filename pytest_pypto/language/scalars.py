@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Scalar arithmetic (DSL.md §3.5): typing, constant folding, literal constants.
+"""Scalar arithmetic (docs/design/language.md §19): typing, constant folding, literal constants.
 
 Operands must share a category (int or float); the wider width wins; BOOL takes
 no arithmetic.  Python literals adopt the dtype of the Scalar they meet (same
@@ -8,7 +8,7 @@ with the DSL's own semantics: `//` and `%` floor like Python, `/` on ints
 truncates toward zero like the generated C code.
 
 Folding has explicit limits, each a `ParserTypeError` at the user's line naming
-the limit and the expression (DSL.md §3.5): a folded integer's magnitude stays
+the limit and the expression (docs/design/language.md §19): a folded integer's magnitude stays
 below 2**MAX_FOLD_BITS (64 bits beyond the widest DSL integer type, INT64/UINT64:
 room for the product of two 64-bit values, while `1 << (1 << 40)` or repeated
 squaring cannot allocate gigabytes or run for minutes); a shift count is not

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Subscript sugar (DSL.md §3.4, PyPTO's numpy-style rules) and `pl.create_tensor`.
+"""Subscript sugar (docs/design/language.md §18, PyPTO's numpy-style rules) and `pl.create_tensor`.
 
 Reads: `x[i, j]` with every axis indexed is `pl.read`; anything else is `pl.slice`
 (a scalar index keeps a unit axis at that offset and drops it, missing trailing axes

@@ -15,7 +15,7 @@ from typing import Any
 
 
 class FunctionType(enum.Enum):
-    """PyPTO's function kinds (DSL.md §1.1); the value is the IR `Function.kind`."""
+    """PyPTO's function kinds (docs/design/language.md §4); the value is the IR `Function.kind`."""
 
     Opaque = "Opaque"
     Orchestration = "Orchestration"
@@ -54,7 +54,7 @@ class MaskPattern(enum.IntEnum):
 
 
 class PadValue(enum.Enum):
-    """Pad values of tiles (DSL.md §2.5); the IR records the value string."""
+    """Pad values of tiles (docs/design/language.md §15); the IR records the value string."""
 
     null = "null"
     zero = "zero"
@@ -81,7 +81,8 @@ class TileView:
     """`pl.TileView(...)` in a `pl.Tile[...]` annotation: an inert record of PyPTO's view.
 
     ``valid_shape`` (ints, or Scalars known at run time) and ``pad`` mean what they mean
-    on a tile (DSL.md §2.5): the annotation checks them against the value's type.  The
+    on a tile (docs/design/language.md §15): the annotation checks them against the value's type.
+    The
     layout keywords (``stride``, ``start_offset``, ``blayout``, ``slayout``, ``fractal``,
     ``compact``) describe the device's storage only; they are accepted and kept here.
     """

@@ -4,7 +4,7 @@
 A `Template` is a plain Python function's `def` read from its file (kept at its
 real line numbers, so diagnostics point at the user's lines) together with the
 namespace its body resolves names in (the function's globals overlaid with its
-closure cells, DSL.md §1.4).  Its parameters may be generic (a bare `pl.Tensor`,
+closure cells, docs/design/language.md §7).  Its parameters may be generic (a bare `pl.Tensor`,
 or unannotated for an inline function): the parser specialises the body per call
 site from the argument types (language/funcalls.py).
 

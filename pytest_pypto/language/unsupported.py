@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""PyPTO spellings the bundled toolchain names but does not implement (DSL.md §4.2, §4.3).
+"""PyPTO spellings the bundled toolchain names but does not implement (docs/design/language.md §21,
+§22).
 
 Tier 3 constructs are recorded by the parser (decoration succeeds, compiling
 raises `UnsupportedFeatureError`); Tier 2 and not-yet-built Tier 1 constructs
@@ -39,7 +40,8 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
 
 _TIER2: dict[str, str] = {}
 
-# Tier 1 in DSL.md but not built in this slice of the toolchain yet.
+# Part of the language (docs/design/language.md §22) but not built in this slice of the toolchain
+# yet.
 _NOT_YET: dict[str, str] = {}
 
 
@@ -57,7 +59,7 @@ def unsupported_names() -> dict[str, Unsupported]:
 
 
 def unsupported_message(marker: Unsupported) -> str:
-    """The user-facing sentence for a marker (DSL.md §6.9 wording)."""
+    """The user-facing sentence for a marker (docs/design/checks.md §11 wording)."""
     if marker.tier == 3:
         return (
             f"pl.{marker.name} is not supported by the bundled toolchain "

@@ -1,2 +1,2 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Lint checks shipped as collected pytest items (PLUGIN.md section 11)."""
+"""Lint checks shipped as collected pytest items (docs/design/plugin.md §14)."""

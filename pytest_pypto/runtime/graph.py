@@ -1,6 +1,6 @@
 """The task graph of one run: dependencies as the device runtime derives them, and dispatch.
 
-Dependencies (DSL.md §1.5): an In/InOut argument waits for the latest writer of
+Dependencies (docs/design/runtime.md §5): an In/InOut argument waits for the latest writer of
 every overlapping range (RAW); an Out/InOut argument becomes the new writer of its
 range, ordered after the previous writer (WAW).  Write-after-read is deliberately
 not tracked, because the device does not track it; with ``strict_war`` the graph
@@ -508,7 +508,7 @@ class TaskGraph:
                 result = task.fn(*task.call_args)
             else:
                 result = task.fn(*task.call_args, **task.kwargs)
-        except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, §6.4)
+        except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, docs/design/checks.md §6)
             kernel = self.kernels[task.kernel]
             tb = exc.__traceback__
             values = scalar_values(tb, kernel.path, kernel.scalars)

@@ -2,7 +2,7 @@
 
 Generated modules may carry a ``SPANS`` table (generated line -> (file, line, col)
 of the user's source, see `pytest_pypto.ir.artifact`).  When an op rule fails at
-run time (e.g. a dynamic window past a tensor's edge, DSL.md §6.4) or the
+run time (e.g. a dynamic window past a tensor's edge, docs/design/checks.md §6) or the
 orchestration misuses a tensor, the failing generated line is found in the
 traceback and mapped back, so the `SimulationError` shows the user's file:line.
 """

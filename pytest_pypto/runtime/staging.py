@@ -1,4 +1,4 @@
-"""Host staging at the entry boundary (DSL.md §1.5, §2.2).
+"""Host staging at the entry boundary (docs/design/runtime.md §4, docs/design/language.md §12).
 
 Arrays bind to the entry's parameters in declaration order; each is checked for
 kind, dtype, rank and static dims, and ``pl.dynamic`` dims bind from the actual

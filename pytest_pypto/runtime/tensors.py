@@ -317,7 +317,8 @@ def _first(entry: Entry) -> int:
 
 
 def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
-    """`pl.slice(t, shape, offsets)`: a window inside ``t`` (bounds checked, DSL §6.4)."""
+    """`pl.slice(t, shape, offsets)`: a window inside ``t`` (bounds checked, docs/design/checks.md
+    §6)."""
     shape = tuple(int(d) for d in shape)
     offsets = tuple(int(o) for o in offsets)
     if len(shape) != len(t.shape) or len(offsets) != len(t.shape):

@@ -285,7 +285,8 @@ class Worker:
                 key = signature(prepared.keyed, values)
                 schedule = schedules.get(key)
             # IEEE results (inf, NaN, poison propagation) are the defined numerics of the
-            # DSL (§5.1), not warnings; one errstate per run instead of one per op.
+            # DSL (docs/design/numerics.md §2), not warnings; one errstate per run instead of one
+            # per op.
             quiet = _quiet_floats()
             quiet_ops = QUIET_FLOATS.set(True)  # so the ops do not silence them again
             try:
@@ -327,7 +328,8 @@ class Worker:
                 PRECISE.reset(precise)
             if token is not None:
                 UNINITIALIZED.reset(token)
-        # Only a run that succeeded reaches the caller's staged Out/InOut arrays (DSL.md §1.5).
+        # Only a run that succeeded reaches the caller's staged Out/InOut arrays
+        # (docs/design/runtime.md §4).
         if copy_back:
             for caller, staged in copy_back:
                 np.copyto(caller, staged)

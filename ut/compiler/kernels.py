@@ -12,7 +12,7 @@ INOUT = Direction.INOUT
 
 
 def axpy(m: int = 128, n_: int = 64, tm: int = 32):
-    """DSL.md §1.8: out = cast(x) * alpha + y, row tiles of tm."""
+    """docs/design/language.md §3: out = cast(x) * alpha + y, row tiles of tm."""
     k = Fn("axpy", "InCore", 10, x=T(m, n_, dtype=FP16), y=T(m, n_), alpha=S(), out=(T(m, n_), OUT))
     with k.loop("r", 0, m, tm, 11, carry=(("o", "out"),), results=("out2",)):
         k.let("xh", "tile.load", 12, "x", ["r", 0], [tm, n_])

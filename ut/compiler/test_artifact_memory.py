@@ -80,7 +80,7 @@ def inputs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """FP32 add then multiply by 0.5, each rounded to FP32 (DSL.md §5)."""
+    """FP32 add then multiply by 0.5, each rounded to FP32 (docs/design/numerics.md)."""
     return ((x.astype(np.float64) + y).astype(np.float32).astype(np.float64) * 0.5).astype(
         np.float32)
 

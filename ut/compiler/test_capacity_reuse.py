@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841, B007  (kernel bodies are parsed, never run: their locals look unused)
-"""Buffer reuse in the capacity check (DSL.md §6.5), as PyPTO's memory planner does it.
+"""Buffer reuse in the capacity check (docs/design/checks.md §7), as PyPTO's memory planner does it.
 
 A statement reads its operands before it writes its result, so a result may take the
 buffer of an operand whose last use is that statement; an operand still needed later,
@@ -37,7 +37,8 @@ def config(arch: str) -> RunConfig:
 
 
 def vec_bytes(rows: int, cols: int, elem: int, arch: str) -> int:
-    """DSL.md §6.5 for Vec: raw bytes rounded up to the arch's Vec allocation alignment."""
+    """docs/design/checks.md §7 for Vec: raw bytes rounded up to the arch's Vec allocation
+    alignment."""
     align = spec(arch).alignment["Vec"]
     return math.ceil(rows * cols * elem / align) * align
 

@@ -1,4 +1,4 @@
-"""The compile-time checks of DSL.md §6: one negative test per check, plus positives."""
+"""The compile-time checks of docs/design/checks.md: one negative test per check, plus positives."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ A2A3 = RunConfig(platform="a2a3sim")
 A5 = RunConfig(platform="a5sim")
 
 
-# ------------------------------------------------------------------ capacity (§6.5)
+# ------------------------------------------------------------------ capacity (docs/design/checks.md
+# §7)
 
 
 def test_256x256_fp32_acc_fits_a5_only():
@@ -107,7 +108,8 @@ def test_tile_bytes_follow_the_arch_alignment(arch, tile, expected):
     assert tile_bytes(tile, spec(arch)) == expected
 
 
-# ------------------------------------------------------------------ bounds (§6.4)
+# ------------------------------------------------------------------ bounds (docs/design/checks.md
+# §6)
 
 
 def test_load_past_the_end_over_the_loop_range():
@@ -146,7 +148,8 @@ def test_in_bounds_loop_passes_and_clamped_load_passes(rows, clamp, valid_rows):
     assert ctx.kernels["ok"].peak == {"Vec": rows * 64 * 4}
 
 
-# ------------------------------------------------------------------ arch gates (§6.6)
+# ------------------------------------------------------------------ arch gates
+# (docs/design/checks.md §8)
 
 
 def test_cast_without_native_chain_is_an_arch_error_on_a2a3_only():
@@ -174,13 +177,14 @@ def test_cast_chain_is_recorded_for_the_listing():
     k.let("y2", "tile.store", 13, "c", [0, 0], "y")
     k.ret("y2", line=14)
     work, ctx = lower(program(k, orchestrate(k)), A5)
-    # ARCH.md §5: a5 INT32 -> FP16 = INT32 -> FP32 -> FP16
+    # docs/design/arch.md §6: a5 INT32 -> FP16 = INT32 -> FP32 -> FP16
     assert ctx.kernels["c16"].casts == [(12, "c", ("INT32", "FP32", "FP16"))]
     cast = [s.value for s in work.functions["c16"].body if isinstance(s, n.Assign)][1]
     assert tuple(cast.arg("chain")) == ("INT32", "FP32", "FP16")
 
 
-# ------------------------------------------------------------------ directions (§6.7)
+# ------------------------------------------------------------------ directions
+# (docs/design/checks.md §9)
 
 
 def _copy_kernel(y_dir, ret="y2", line=70):
@@ -236,7 +240,8 @@ def test_reading_a_pure_out_parameter_warns():
         lower(program(k2, orchestrate(k2)), A2A3)
 
 
-# ------------------------------------------------------------------ placement (§6.8) and entry
+# ------------------------------------------------------------------ placement
+# (docs/design/checks.md §10) and entry
 
 
 def test_tile_op_in_orchestration():

@@ -1,4 +1,5 @@
-"""Memory-space inference and move insertion (DSL.md §2.4, §6.2; ARCH.md §4)."""
+"""Memory-space inference and move insertion (docs/design/language.md §14, docs/design/checks.md §4;
+docs/design/arch.md §5)."""
 
 from __future__ import annotations
 

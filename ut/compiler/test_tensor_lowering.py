@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Tensor-level ops in InCore code (DSL.md §1.7, §4 dispatch): dispatch, the tiling plan
+"""Tensor-level ops in InCore code (docs/design/language.md §10, §20 dispatch): dispatch, the tiling
+plan
 per arch, the lowered IR, and the errors (class, message, the user's line).
 
-Expected tile sizes are computed here from the capacities in ARCH.md's table with the
-byte rule of DSL.md §6.5 written out (prod(shape) x element bytes, Acc M rounded up
+Expected tile sizes are computed here from the capacities of the arch table (docs/design/arch.md §3)
+with the
+byte rule of docs/design/checks.md §7 written out (prod(shape) x element bytes, Acc M rounded up
 to the Acc row alignment, then the space alignment), not taken from the planner.
 """
 
@@ -38,7 +40,8 @@ line_of = line_finder(__file__)
 
 
 def vec_bytes(shape, nbytes):
-    """DSL.md §6.5 for Vec: raw bytes rounded up to the 128-byte allocation alignment."""
+    """docs/design/checks.md §7 for Vec: raw bytes rounded up to the 128-byte allocation
+    alignment."""
     return math.ceil(math.prod(shape) * nbytes / 128) * 128
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tiling plans over `pl.dynamic` dims (compiler/tiling.py): a dynamic dim gets a tile
 extent from the static dims and the arch capacity, one run-time segment, and a
-dynamic reduced axis is reported.  Expected sizes follow DSL.md §6.5's byte rule
+dynamic reduced axis is reported.  Expected sizes follow docs/design/checks.md §7's byte rule
 (prod(shape) x element bytes, rounded up to Vec's 128-byte alignment), written here."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Ops come from the op registry (`pytest_pypto.ir.registry.REGISTRY`, Tier 1 only),
 intersected with the ops whose semantics `fuzz_ref` reproduces; dtype rules, cast
-chains and capacities are restated from DSL.md section 4.1 and ARCH.md.  A valid program
+chains and capacities are restated from docs/design/language.md §21 and docs/design/arch.md.  A
+valid program
 fits a2a3's usable Vec capacity even with every tile it allocates live at once (an
 upper bound of the compiler's peak), and never casts an inexact float value to an
 integer (its bits would not be defined).  Statements: loads (ragged blocks through
@@ -38,7 +39,7 @@ from hypothesis import strategies as st
 from pytest_pypto.ir.registry import REGISTRY
 
 KIB = 1024
-VEC_USABLE = {"a2a3": 184 * KIB, "a5": 240 * KIB}  # ARCH.md section 2
+VEC_USABLE = {"a2a3": 184 * KIB, "a5": 240 * KIB}  # docs/design/arch.md §3
 VEC_BUDGET = VEC_USABLE["a2a3"]  # the sum of all tiles: an upper bound of the peak
 ALIGN = 128  # Vec allocation alignment
 
@@ -48,7 +49,7 @@ def registered(op: str) -> bool:
     return spec is not None and spec.tier == 1
 
 
-DIV = ("INT16", "INT32", "FP16", "FP32")  # DSL.md 4.1 div row
+DIV = ("INT16", "INT32", "FP16", "FP32")  # docs/design/language.md §21, tile.div
 BINARY = {op: DIV if op == "div" else DTYPES
           for op in ("add", "sub", "mul", "div", "maximum", "minimum") if registered(op)}
 SCALAR = {op: dts for op, dts in BINARY.items() if registered(op + "s")}
@@ -80,7 +81,8 @@ CASTS = {(s, d) for s in DTYPES for d in DTYPES if s != d and _cast_ok(s, d)} if
     "cast") else set()
 
 # Scalars exactly representable in FP32, so the only rounding is to the tile dtype.
-# Toolchain bug (report: float literals): a float literal is FP32 (DSL.md 3.1), but a
+# Toolchain bug (report: float literals): a float literal is FP32 (docs/design/language.md §16), but
+# a
 # ``*s`` op on an FP16/BF16 tile converts it from float64 directly (pl.adds(fp16, v) with
 # v = 1 + 2**-11 + 2**-30 adds 1.001, via FP32 it is 1.0); FP32-exact literals avoid it.
 FLOAT_LITS = (0.5, -1.25, 3.0, 2.0, -0.0, 0.10000000149011612, 7.099999904632568, 1000.0,
@@ -290,7 +292,7 @@ EXPR_FLOATS, EXPR_INTS = (0.5, 2.0, 3.0, -1.25, 0.10000000149011612), (1, 2, 3, 
 def scalar_operands(draw: st.DrawFn, dtype: str, scalars: list[Param]) -> dict[str, object]:
     """The scalar operand of a ``*s`` op on a ``dtype`` tile: a literal, an entry scalar
     of the same category, scalar arithmetic on one (``(p op lit) op lit``, so its dtype
-    is FP32 or INDEX, DSL.md 3.5), or a typed ``pl.const``."""
+    is FP32 or INDEX, docs/design/language.md §19), or a typed ``pl.const``."""
     params = [p for p in scalars if is_float(p.dtype) == is_float(dtype)]
     kind = draw(st.sampled_from(("lit", "param", "expr", "const")))
     if kind in ("param", "expr") and params:

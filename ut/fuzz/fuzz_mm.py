@@ -1,7 +1,7 @@
 """Hypothesis strategies for matmul programs: Mat loads, moves to Left/Right, matmul
 and matmul_acc over K chunks (ragged M/N/K blocks through valid shapes), an optional
 Vec epilogue on the Acc result, and chains with a Vec kernel through a temporary.
-Sizes keep every cube buffer within both archs' capacities (ARCH.md section 2), except
+Sizes keep every cube buffer within both archs' capacities (docs/design/arch.md §3), except
 `big_acc`, whose FP32 Acc fits only a5's.
 """
 

@@ -1,7 +1,7 @@
 """Mutations: a valid generated program made invalid in one known way.
 
 Each mutation edits one statement (or inserts one), names it in ``Program.mut_sid``
-and sets ``Program.expect``: per arch, the designed error classes (DSL.md section 6)
+and sets ``Program.expect``: per arch, the designed error classes (docs/design/checks.md)
 one of which must be raised at that statement's line, or None where the mutated
 program is still valid on that arch (it must then run and match the reference).
 """
@@ -24,7 +24,7 @@ from fuzz_spec import Kernel, Program, Stmt
 from hypothesis import strategies as st
 
 BOUNDS = ("BoundsError", "SimulationError")  # compile time, or run time for dynamic dims
-TYPES = ("ParserTypeError", "ShapeError")  # DSL.md 6.3: parse where types decide
+TYPES = ("ParserTypeError", "ShapeError")  # docs/design/checks.md §5: parse where types decide
 BAD_SPACES = ("Left", "Right", "Acc", "Bias")  # never a load target, never reached from Vec
 
 

@@ -1,9 +1,10 @@
-"""Independent numpy reference of the fuzzer's `Program`s (DSL.md section 5, ARCH.md section 5).
+"""Independent numpy reference of the fuzzer's `Program`s (docs/design/numerics.md,
+docs/design/arch.md §6).
 
 It interprets the program description (never the simulator's code): each op widens
 floats to float32 (ints to int64), computes, and rounds once to the tile dtype
 (RNE / two's-complement wrap); casts run the arch's shortest chain of native hops
-(ARCH.md table, restated below), one rounding per hop.
+(the arch table's native casts, restated below), one rounding per hop.
 
 Where the DSL leaves bits open (summation order of reductions and matmul, numpy's
 transcendentals), a value also carries ``err``: a float64 bound on how far any
@@ -34,7 +35,7 @@ U32 = 2.0**-24
 TOLERANCE = {"FP32": (1e-5, 1e-5), "FP16": (1e-3, 1e-3), "BF16": (1e-2, 1e-2)}
 POISON64 = np.int64(np.frombuffer(b"\xa5" * 8, np.int64)[0])
 
-# ARCH.md section 5: native single-instruction casts (from -> to).
+# docs/design/arch.md §6: native single-instruction casts (from -> to).
 NATIVE = {
     "a2a3": {
         "FP32": ("FP16", "BF16", "INT16", "INT32", "INT64"),
@@ -59,7 +60,7 @@ NATIVE = {
 }
 
 
-# ARCH.md section 5 (PyPTO's legalization): an intermediate never holds fewer bits than the
+# docs/design/arch.md §6 (PyPTO's legalization): an intermediate never holds fewer bits than the
 # destination: no int before a float destination, no float with a shorter significand or
 # exponent than a float destination or than an int destination's value bits, no
 # narrower or unsigned-into-signed int.  (significand, exponent) / value bits:
@@ -191,7 +192,7 @@ def binary(op: str, a: Val, b: Val) -> Val:
 
 
 def scalar_operand(value: float | int, dtype: str) -> Val:
-    """A scalar operand, converted to the tile dtype first (DSL.md section 5.1)."""
+    """A scalar operand, converted to the tile dtype first (docs/design/numerics.md §2)."""
     with np.errstate(all="ignore"):
         if is_float(dtype):
             v = np.asarray(np.float32(value)).astype(NP[dtype]).reshape(1, 1)
@@ -223,7 +224,8 @@ def _int_op(op: str, a: int, b: int) -> int:
 
 def scalar_value(attrs: dict[str, Any], scalars: dict[str, Any]) -> float | int:
     """A scalar operand's value: literal, parameter, ``pl.const`` (rounded to its dtype),
-    or arithmetic on a parameter with literals (DSL.md 3.5: FP32 with a float literal,
+    or arithmetic on a parameter with literals (docs/design/language.md §19: FP32 with a float
+    literal,
     INDEX (int64, wrapping) with an int literal; ``//``/``%`` floor, int ``/`` truncates)."""
     if "const" in attrs:
         with np.errstate(all="ignore"):
@@ -349,7 +351,7 @@ def reduce(kind: str, op: str, a: Val) -> Val:
             n = a.v.shape[axis]
             w = np.sum(x, axis=axis, keepdims=True)
             # col_sum adds in the tile dtype, each addition rounded (the device's order,
-            # DSL.md 5.1 as amended for TCOLSUM); the rest accumulate in float32.
+            # docs/design/numerics.md §2: TCOLSUM's own order); the rest accumulate in float32.
             unit, top = U32, None
             if kind == "colred":
                 unit, top = EPS[a.dtype] / 2, float(ml_dtypes.finfo(NP[a.dtype]).max)
@@ -462,7 +464,7 @@ def run_kernel(k: Kernel, tensors: dict[str, Val], scalars: dict[str, Any], arch
 
 
 def poison(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """DSL.md section 5.5: NaN for floats, every byte 0xA5 for ints."""
+    """docs/design/numerics.md §6: NaN for floats, every byte 0xA5 for ints."""
     if is_float(dtype):
         return np.full(shape, np.nan, np.float32).astype(NP[dtype])
     return np.full(shape, POISON64).astype(NP[dtype])

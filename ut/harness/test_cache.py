@@ -205,7 +205,7 @@ def test_disabled_cache_compiles_every_time(tmp_path: Path) -> None:
 def test_onboard_lease_is_held_only_while_the_kernel_executes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PLUGIN.md §9: compiling happens outside the device lease, execute inside it."""
+    """docs/design/runtime.md §10: compiling happens outside the device lease, execute inside it."""
     import contextlib
 
     from pytest_pypto.runtime import registry

@@ -1,6 +1,6 @@
 """assert_close with NaN, inf and never-written (poisoned) elements in the actual output.
 
-The poison patterns are written here bit by bit (DSL.md §5.5: a quiet NaN for floats,
+The poison patterns are written here bit by bit (docs/design/numerics.md §6: a quiet NaN for floats,
 0xA5 bytes for ints), independently of `pytest_pypto.ir.values`.
 """
 

@@ -76,7 +76,7 @@ def test_mod_ops_are_exact(op, dt, seed, valid):
         fn = c_fmod if op == "fmod" else floor_mod
         exact = [[fn(float(a[i, j]), float(b[i, j])) for j in range(vc)] for i in range(vr)]
         # fmod is exact; the floored remainder's final "+ b" rounds: once to float32 (the
-        # DSL's compute precision, §5.1), then to the tile dtype
+        # DSL's compute precision, docs/design/numerics.md §2), then to the tile dtype
         want = np.array(exact, np.float64).astype(np.float32).astype(STORE[dt]).tolist()
     else:
         def fn(x, y):

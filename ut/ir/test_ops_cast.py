@@ -1,4 +1,4 @@
-"""Cast chains (ARCH.md §5) and cast numerics per mode (DSL.md §5.3)."""
+"""Cast chains (docs/design/arch.md §6) and cast numerics per mode (docs/design/numerics.md §4)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_every_native_pair_is_a_one_hop_chain(arch):
 
 
 VALUES = [2.5, -2.5, 3.5, -0.5, 0.5, 1.4999999, -1.5, 7.0]
-EXPECTED = {  # hand-computed per DSL §5.3
+EXPECTED = {  # hand-computed per docs/design/numerics.md §4
     "none": [2, -2, 3, 0, 0, 1, -1, 7],
     "rint": [2, -2, 4, 0, 0, 1, -2, 7],
     "round": [3, -3, 4, -1, 1, 1, -2, 7],
@@ -155,7 +155,8 @@ def test_int16_to_int32_on_a2a3_is_refused_with_the_exact_route_in_the_hint():
 
 
 def test_unreachable_pair_hint_names_only_archs_that_can_cast():
-    """a2a3 cannot reach FP32 -> FP8E4M3FN but a5 can (ARCH.md §5), so the hint offers a5;
+    """a2a3 cannot reach FP32 -> FP8E4M3FN but a5 can (docs/design/arch.md §6), so the hint offers
+    a5;
     nothing converts to UINT64 on either arch, so no arch is offered."""
     a2a3 = spec("a2a3")
     reachable = info("tile.cast", {"tile": tt((4, 4), D.FP32)}, {"target_type": D.FP8E4M3FN}, a2a3)

@@ -1,4 +1,4 @@
-"""cmp/cmps/sel/sels entries against an independent numpy reference (DSL.md §5.4)."""
+"""cmp/cmps/sel/sels entries against an independent numpy reference (docs/design/numerics.md §5)."""
 
 from __future__ import annotations
 

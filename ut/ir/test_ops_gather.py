@@ -1,5 +1,5 @@
 """Gather / scatter entries (gather, gather_mask, gatherb, gather_row, mgather, scatter,
-scatter_mask, scatter_update, mscatter) against plain numpy (DSL.md §4.2)."""
+scatter_mask, scatter_update, mscatter) against plain numpy (docs/design/language.md §21)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """matmul_bias, gemv/gemv_acc/gemv_bias, batch_matmul(_acc) and matmul_mx* entries against
-plain numpy references (DSL.md §4.1, §4.2, §5.2)."""
+plain numpy references (docs/design/language.md §21, docs/design/numerics.md §3)."""
 
 from __future__ import annotations
 

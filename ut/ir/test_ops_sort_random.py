@@ -1,4 +1,5 @@
-"""sort32 / mrgsort and the Philox random entry against plain numpy (DSL.md §4.2)."""
+"""sort32 / mrgsort and the Philox random entry against plain numpy (docs/design/language.md
+§21)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 """Precise mode (RunConfig.precise, --pypto-precise): BF16/FP16 chains without per-op rounding.
 
 The two references are written here from the definition, not from the toolchain:
-*per-op* rounds every op's result to the tile dtype (DSL.md §5: computed wide,
+*per-op* rounds every op's result to the tile dtype (docs/design/numerics.md: computed wide,
 rounded once per op, scalars converted to the tile dtype); *precise* computes the
 whole chain in FP32 from the inputs and rounds once, where the result is stored.
 """

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841, B007  (kernel bodies are parsed, never run: their locals look unused)
-"""The canonical Axpy example of DSL.md §1.8 parses to the expected IR shape."""
+"""The canonical Axpy example of docs/design/language.md §3 parses to the expected IR shape."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841, B007  (kernel bodies are parsed, never run: their locals look unused)
-"""Closure constants (DSL.md §1.4): module-level and get_program()-local captures fold."""
+"""Closure constants (docs/design/language.md §7): module-level and get_program()-local captures
+fold."""
 
 from __future__ import annotations
 

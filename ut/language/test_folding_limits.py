@@ -134,7 +134,7 @@ def test_closure_integer_too_large_for_a_float(line_of):
 
 
 def test_power_is_not_a_dsl_operator_so_it_cannot_hang(line_of):
-    # `10 ** 10**8` would be a 330-million-bit integer; `**` is not in DSL.md §3.5's
+    # `10 ** 10**8` would be a 330-million-bit integer; `**` is not in docs/design/language.md §19's
     # operator list, so it is refused before anything is computed.
     with pytest.raises(ParserSyntaxError) as ei:
         @pl.program

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
 """Inlining at parse time: `FunctionType.Inline`, `@pl.inline`, InCore -> InCore calls and
-Opaque functions called from orchestration are spliced at the call site (DSL.md §1.3,
-§4.2); diagnostics inside a spliced body point at the callee's lines."""
+Opaque functions called from orchestration are spliced at the call site (docs/design/language.md
+§6); diagnostics inside a spliced body point at the callee's lines."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""`@pl.jit` specialisation (DSL.md §4.2): parameter types from the arguments, shapes
+"""`@pl.jit` specialisation (docs/design/language.md §6): parameter types from the arguments, shapes
 folded into the body, dependencies specialised per argument signature, and the errors
 of bad arguments.  Only parsing here (`JITFunction.specialize`); running and the cache
 are in ut/pipeline/test_pipeline_jit.py."""

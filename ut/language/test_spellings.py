@@ -1,4 +1,5 @@
-"""PyPTO's keyword spellings parse, and DSL.md's older spelling means the same."""
+"""PyPTO's keyword spellings parse, and the older spelling means the same (docs/design/language.md
+§1)."""
 
 import numpy as np
 

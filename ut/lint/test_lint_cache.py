@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What invalidates a lint cache entry, and the glob fast path (PLUGIN.md section 11).
+"""What invalidates a lint cache entry, and the glob fast path (docs/design/plugin.md §14).
 
 A warm run reads one entry per check (keyed by every file's digest); these tests
 pin that this shortcut never outlives the per-file truth: edits, deletions, a new

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Lint checks as pytest items, end to end through pytester (PLUGIN.md section 11)."""
+"""Lint checks as pytest items, end to end through pytester (docs/design/plugin.md §14)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every test here builds a small DSL kernel, compiles it with the public
 `pytest_pypto.compile` and dispatches it with `pytest_pypto.run` on both sim
-platforms.  The references below follow DSL.md §5 independently of the toolchain:
+platforms.  The references below follow docs/design/numerics.md independently of the toolchain:
 floats are computed wide and rounded once to the tile dtype, ints in int64 then
 wrapped.  Nothing here imports the op registry's numerics.
 """
@@ -27,7 +27,7 @@ PLATFORMS = ("a2a3sim", "a5sim")
 FLOATS = (pl.FP32, pl.FP16, pl.BF16)
 INTS = (pl.INT32, pl.INT16, pl.INT8)
 NUMERIC = FLOATS + INTS
-DIV_DTYPES = (pl.FP32, pl.FP16, pl.INT32, pl.INT16)  # DSL.md §4.1 div row
+DIV_DTYPES = (pl.FP32, pl.FP16, pl.INT32, pl.INT16)  # docs/design/language.md §21, tile.div
 # (R, C, VR, VC) of the op sweeps: full tiles, and ragged ones (rows and cols at once).
 SHAPES = [(16, 32, 16, 32), (4, 64, 3, 33)]
 
@@ -37,7 +37,7 @@ STORAGE = {
 }
 # Ordering integers for ULP distances (same width as the float).
 _BITS = {"FP32": np.int32, "FP16": np.int16, "BF16": np.int16}
-# DSL.md §5.5: integer poison is every byte 0xA5.
+# docs/design/numerics.md §6: integer poison is every byte 0xA5.
 POISON_INT = {"INT8": -0x5B, "INT16": -0x5A5B, "INT32": -0x5A5A5A5B}
 # Initial contents of InOut outputs: what a ragged store must leave untouched.
 SENTINEL = {"FP32": -7.25, "FP16": -7.25, "BF16": -7.25, "INT8": -77, "INT16": -7777,
@@ -150,7 +150,7 @@ def round_to(values: Any, dtype: Any) -> np.ndarray:
 
 
 def f32_then(fn: Callable[..., Any], dtype: Any, *xs: np.ndarray) -> np.ndarray:
-    """DSL.md §5.1: widen to float32, compute in float32, round once to ``dtype``."""
+    """docs/design/numerics.md §2: widen to float32, compute in float32, round once to ``dtype``."""
     with np.errstate(all="ignore"):
         return round_to(fn(*(x.astype(np.float32) for x in xs)), dtype)
 
@@ -209,7 +209,7 @@ def assert_region(out: np.ndarray, region: tuple[int, ...], want: np.ndarray, in
 
 # ------------------------------------------------------------- kernel builders
 # One builder per op family: the op itself is a closure constant (a ``pl.*`` op
-# stub such as ``pl.add``, folded by the parser like the shapes, DSL.md §1.4).
+# stub such as ``pl.add``, folded by the parser like the shapes, docs/design/language.md §7).
 # Operands are loaded with the valid region [VR, VC]; the store writes that window.
 
 

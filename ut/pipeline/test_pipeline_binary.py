@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Binary tile ops through the whole pipeline (DSL.md §4.1 add/sub/mul/div/maximum/minimum).
+"""Binary tile ops through the whole pipeline (docs/design/language.md §21
+add/sub/mul/div/maximum/minimum).
 
 Same dtype on both sides, no promotion; floats are correctly rounded (+ - * /),
 ints wrap (add/sub/mul) or truncate toward zero (div).  Both operands are loaded
@@ -32,7 +33,8 @@ from pipeline_kit import (
 import pytest_pypto.language as pl
 from pytest_pypto.ir.errors import PyptoWarning
 
-# ARCH.md lists these combos as accepted but unvalidated on a2a3; the warning has its own test.
+# the arch table (docs/design/arch.md §7) lists these combos as accepted but unvalidated on a2a3;
+# the warning has its own test.
 pytestmark = pytest.mark.filterwarnings("ignore:.*not validated on 'a2a3':pytest_pypto.ir.errors.PyptoWarning")
 
 # ------------------------------------------------------------------ kernels
@@ -189,7 +191,7 @@ def test_int_div_truncates_toward_zero(platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_int_div_by_zero_is_poisoned_with_a_warning(platform):
-    """DSL.md §5.1: integer x/0 yields the poison pattern and a recorded warning."""
+    """docs/design/numerics.md §2: integer x/0 yields the poison pattern and a recorded warning."""
     x = np.array([[9, -9, 4, 0]], np.int32)
     y = np.array([[0, 3, 0, 2]], np.int32)
     out = sentinel(x.shape, pl.INT32)

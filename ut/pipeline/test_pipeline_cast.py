@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""tile.cast through the whole pipeline (DSL.md §4.1 cast row, §5.3) on both archs.
+"""tile.cast through the whole pipeline (docs/design/language.md §21, docs/design/numerics.md §4) on
+both archs.
 
 float -> int applies the mode (round = half away from zero, rint = half to even,
 odd = ties to odd, none = truncate); float -> float and int -> float round to
@@ -71,7 +72,7 @@ def _ties_to_odd(x):
     return np.where(tie, np.where(odd_floor, f, f + 1), np.rint(x))
 
 
-ROUND = {  # DSL.md §5.3 float -> int modes, on float64 values
+ROUND = {  # docs/design/numerics.md §4 float -> int modes, on float64 values
     "none": np.trunc,
     "rint": np.rint,
     "round": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)),
@@ -186,7 +187,8 @@ def test_int32_to_fp32_rounds_large_values_to_nearest_even(platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_out_of_range_float_to_int_clamps_with_a_warning(platform):
-    """DSL.md §5.3: the simulator clamps to the destination range, NaN -> 0, and warns."""
+    """docs/design/numerics.md §4: the simulator clamps to the destination range, NaN -> 0, and
+    warns."""
     x = np.array([[40000.0, -40000.0, np.nan, 12.5]], np.float32)
     out = sentinel(x.shape, pl.INT16)
     with warnings.catch_warnings(record=True) as seen:

@@ -1,7 +1,8 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
 """Compare/select, bitwise, fmod/rem, activations, three-input and partial ops through
-the whole pipeline on both sims, against numpy references written here (DSL.md §4.2,
-§5.4), plus the arch gates and type rules at the user's line."""
+the whole pipeline on both sims, against numpy references written here (docs/design/language.md §21,
+docs/design/numerics.md
+§5), plus the arch gates and type rules at the user's line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""`pl.dynamic` dims end to end (DSL.md §2.2, §6.0, §6.4) on both archs.
+"""`pl.dynamic` dims end to end (docs/design/language.md §12, docs/design/checks.md §1, §6) on both
+archs.
 
 One compiled artifact serves every size of a dynamic dim: the dims bind at run time
 from the actual arrays (kernels and orchestration read them from their tensor

@@ -1,6 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
 """Gather/scatter, sort, random and the matmul family through the whole pipeline on both
-sims, against numpy references written here (DSL.md §4.2)."""
+sims, against numpy references written here (docs/design/language.md §21)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""`@pl.jit` kernels and `CompiledProgram` calls end to end on both sims (DSL.md §4.2).
+"""`@pl.jit` kernels and `CompiledProgram` calls end to end on both sims (docs/design/language.md
+§6).
 
 A call specialises per argument shapes/dtypes (and platform), compiles once per
 specialisation (``kernel._cache``), runs in place with torch or numpy arguments and

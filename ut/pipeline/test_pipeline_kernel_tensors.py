@@ -20,7 +20,7 @@ from pytest_pypto.ir.errors import CapacityError, PlacementError, PyptoWarning
 from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
-POISON_INT32 = np.int32(-0x5A5A5A5B)  # every byte 0xA5 (DSL.md §5.5)
+POISON_INT32 = np.int32(-0x5A5A5A5B)  # every byte 0xA5 (docs/design/numerics.md §6)
 
 
 line_of = line_finder(__file__)

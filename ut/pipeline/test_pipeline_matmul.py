@@ -1,9 +1,10 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Cube ops through the whole pipeline: Mat -> Left/Right -> Acc (DSL.md §4.1, §5.2).
+"""Cube ops through the whole pipeline: Mat -> Left/Right -> Acc (docs/design/language.md §21,
+docs/design/numerics.md §3).
 
 Operands are loaded into Mat, moved to Left/Right, multiplied into Acc and stored
 from Acc.  FP32/FP16/BF16 accumulate in FP32, INT8 in INT32; numpy's summation
-order may differ from the simulator's, so float results get rtol 1e-4 (§5.2).
+order may differ from the simulator's, so float results get rtol 1e-4 (docs/design/numerics.md §3).
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ def test_matmul_ragged_m_k_n(dt, platform):
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("dt", [pl.FP16, pl.BF16])
 def test_acc_stored_into_a_low_precision_tensor_rounds_once(dt, platform):
-    """DSL.md §5.2: an Acc stored into an FP16/BF16 tensor rounds RNE once."""
+    """docs/design/numerics.md §3: an Acc stored into an FP16/BF16 tensor rounds RNE once."""
     M, K, N = 16, 32, 16
     a, b = operands(dt, M, K, N, 6)
     c = sentinel((M, N), dt)
@@ -273,7 +274,7 @@ def test_matmul_odd_m_and_ragged_acc_stored_at_offsets(key, platform):
     a, b = operands(dt, M, K, N, 23)
     c = np.full((CM, CN), 9.0, np.float32)
     want = c.astype(np.float64)
-    # lhs valid K bounds the sum: rows of b past VKL never contribute (DSL.md §4.1)
+    # lhs valid K bounds the sum: rows of b past VKL never contribute (docs/design/language.md §21)
     want[OM:OM + VM, ON:ON + VN] = mm_reference(a[:VM, :VKL], b[:VKL, :VN])
     run(k_matmul_at, key, platform, a, b, c)
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

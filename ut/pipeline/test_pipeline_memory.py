@@ -1,8 +1,10 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Memory ops through the whole pipeline: load/store windows, clamp, create, full (DSL.md
-§2.5, §4.1, §5.5) on both archs.
+"""Memory ops through the whole pipeline: load/store windows, clamp, create, full
+(docs/design/language.md
+§15, §21, docs/design/numerics.md §6) on both archs.
 
-Undefined memory is poisoned (§5.5): NaN for floats, bytes 0xA5 for ints.  A pure Out
+Undefined memory is poisoned (docs/design/numerics.md §6): NaN for floats, bytes 0xA5 for ints.  A
+pure Out
 tensor starts poisoned, so whatever a kernel does not store stays poisoned.
 """
 
@@ -29,7 +31,8 @@ import pytest_pypto.language as pl
 
 
 def k_tiled_neg(DT, M, N, TM):
-    """DSL.md §1.8's loop shape: row tiles at offsets [r, 0], each stored back at [r, 0]."""
+    """docs/design/language.md §3's loop shape: row tiles at offsets [r, 0], each stored back at [r,
+    0]."""
 
     @pl.program
     class TiledNeg:
@@ -156,7 +159,8 @@ def k_full(DT, R, C, V):
 
 def k_add_short_rhs(DT, R, C, VC_B):
     """lhs fully valid, rhs valid only on its first VC_B columns: the sum's valid region is
-    lhs's, and where rhs is undefined the poison propagates (DSL.md §2.5, §5.5)."""
+    lhs's, and where rhs is undefined the poison propagates (docs/design/language.md §15,
+    docs/design/numerics.md §6)."""
 
     @pl.program
     class AddShortRhs:

@@ -123,7 +123,7 @@ def test_a_store_statement_writes_through_the_outer_buffer(platform, rng):
 
 @pl.program
 class ShiftExp:
-    """Tensor-level code inside a region (DSL.md §1.8's canonical example)."""
+    """Tensor-level code inside a region (docs/design/language.md §3's canonical example)."""
 
     @pl.function(type=pl.FunctionType.Opaque)
     def main(self, x: pl.Tensor[[16, 64], pl.FP32],

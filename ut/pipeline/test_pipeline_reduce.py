@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Reductions and row broadcasts through the whole pipeline (DSL.md §4.1, §5.1).
+"""Reductions and row broadcasts through the whole pipeline (docs/design/language.md §21,
+docs/design/numerics.md §2).
 
 row_sum/row_max/row_min take a scratch tmp tile and reduce the valid columns into
 [R, 1] (valid [VR, 1]); col_sum/col_max/col_min reduce the valid rows into [1, C]
@@ -117,7 +118,7 @@ def k_softmax(DT, R, C, VR, VC):
 # --------------------------------------------------------------- references
 
 MANTISSA = {"FP32": 23, "FP16": 10, "BF16": 7}  # stored fraction bits
-ROW_MIN_DTYPES = (pl.INT32, pl.INT16, pl.FP32, pl.FP16)  # DSL.md §4.1 row_min
+ROW_MIN_DTYPES = (pl.INT32, pl.INT16, pl.FP32, pl.FP16)  # docs/design/language.md §21 row_min
 
 REDUCE = {  # name -> (builder, its leading key: the op stub), dtypes, axis, numpy reducer
     "row_sum": (k_row_reduce, (pl.row_sum,), NUMERIC, 1, np.sum),
@@ -192,7 +193,7 @@ E_CASES = [pytest.param(n, dt, id=f"{n}-{dt.name}") for n, row in EXPAND.items()
 
 
 def _expand_reference(name, x, v, dt):
-    if name == "row_expand_expdif":  # exp(a - v): float32 math, rounded once (§5.1)
+    if name == "row_expand_expdif":  # exp(a - v): float32 math, rounded once (docs/design/numerics.md §2)
         return f32_then(lambda a, b: np.exp(a - b), dt, x, v)
     with np.errstate(all="ignore"):
         if name == "row_expand_div":
@@ -248,7 +249,8 @@ def test_row_softmax_chain(dt, platform, shape):
     mask = np.ones((R, C), bool)
     mask[:VR, :VC] = False
     assert_exact(out[mask], init[mask], "outside the valid region")
-    # Step by step as DSL.md §5.1 defines it: each op computes in float32 and rounds to
+    # Step by step as docs/design/numerics.md §2 defines it: each op computes in float32 and rounds
+    # to
     # the tile dtype, and the row sum runs in numpy's order, so bit for bit.
     xs = x[:VR, :VC].astype(np.float32)
     m = xs.max(axis=1, keepdims=True)

@@ -327,7 +327,7 @@ def test_float_broadcasts(dt, platform):
     cv = data(rng, (1, C), dt, "nonzero")
     outs = [np.zeros((R, C), storage(dt)) for _ in range(3)]
     run(k_float_expand, (dt, R, C), platform, x, rv, cv, *outs)
-    f = lambda a: a.astype(np.float32)  # noqa: E731  (DSL.md §5.1: float32, rounded once)
+    f = lambda a: a.astype(np.float32)  # noqa: E731  (docs/design/numerics.md §2: float32, rounded once)
     assert_exact(outs[0], round_to(f(x) / f(cv), dt), "col_expand_div")
     for got, want in ((outs[1], np.exp(f(x) - f(rv))), (outs[2], np.exp(f(x) - f(cv)))):
         np.testing.assert_allclose(wide(got), wide(round_to(want, dt)),

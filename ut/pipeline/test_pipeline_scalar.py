@@ -2,7 +2,8 @@
 """Scalar forms through the whole pipeline: adds/subs/muls/divs/maximums/minimums.
 
 Each kernel spells the op twice, as users do: the dispatching `pl.add(t, 2.0)` and
-the explicit `pl.adds(t, 2.0)`; both must equal numpy.  DSL.md §4.1/§5.1: the scalar
+the explicit `pl.adds(t, 2.0)`; both must equal numpy.  docs/design/language.md §21,
+docs/design/numerics.md §2: the scalar
 is first converted to the tile dtype, then the op is computed wide and rounded once.
 """
 
@@ -33,7 +34,8 @@ import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import PyptoWarning
 
-# ARCH.md lists these combos as accepted but unvalidated on a2a3; the warning has its own test.
+# the arch table (docs/design/arch.md §7) lists these combos as accepted but unvalidated on a2a3;
+# the warning has its own test.
 pytestmark = pytest.mark.filterwarnings("ignore:.*not validated on 'a2a3':pytest_pypto.ir.errors.PyptoWarning")
 
 # ------------------------------------------------------------------ kernels
@@ -71,7 +73,8 @@ def k_scalar_spellings(DT, R, C):
 
 
 def k_axpy_scalar_param(DT, R, C):
-    """A run-time scalar (DSL.md §1.8 Axpy): the entry's FP32 Scalar reaches muls/adds."""
+    """A run-time scalar (docs/design/language.md §3 Axpy): the entry's FP32 Scalar reaches
+    muls/adds."""
 
     @pl.program
     class ScalarParam:
@@ -185,7 +188,8 @@ def test_runtime_scalar_parameter_reaches_the_kernel(dt, platform):
 
 @pytest.mark.filterwarnings("error")
 def test_subs_on_int8_warns_unvalidated_on_a2a3_only():
-    """ARCH.md: subs on INT8/BF16 is accepted but unvalidated on a2a3 (a warning, not an error)."""
+    """docs/design/arch.md §7: subs on INT8/BF16 is accepted but unvalidated on a2a3 (a warning, not
+    an error)."""
     prog = k_scalar(pl.sub, pl.subs, pl.INT8, 4, 32, 4, 32, 3)
     with pytest.warns(PyptoWarning, match="tile.subs on INT8 is not validated on 'a2a3'"):
         pytest_pypto.compile(prog, RunConfig(platform="a2a3sim"))

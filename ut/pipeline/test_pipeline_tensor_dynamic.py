@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Tensor-level ops on `pl.dynamic` dims (DSL.md §1.7, §2.2), parse -> compile -> both sims.
+"""Tensor-level ops on `pl.dynamic` dims (docs/design/language.md §10, §12), parse -> compile ->
+both sims.
 
 A tensor op whose tiled axis is dynamic lowers to a run-time loop over that dim with a
 partial last tile (loads read ``min(T, M - r)`` rows), so one compiled artifact serves

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Tensor-level ops in InCore code through the whole pipeline, both sims (DSL.md §1.7).
+"""Tensor-level ops in InCore code through the whole pipeline, both sims (docs/design/language.md
+§10).
 
 Shapes are chosen so the lowering has to split: 512x512 FP32 operands do not fit Vec
 whole on either arch, [46, 1000] leaves a tail tile on both (no divisor of 46 near the
 rows that fit), a 2^17-element row is reduced in chunks, and a 1 MiB FP32 accumulator
 is tiled over M and N.  References are numpy written here: floats computed wide and
-rounded once to the dtype (§5.1), matmuls in float64 (§5.2, rtol 1e-4 for FP32 sums).
+rounded once to the dtype (docs/design/numerics.md §2), matmuls in float64 (docs/design/numerics.md
+§3, rtol 1e-4 for FP32 sums).
 """
 
 from __future__ import annotations
@@ -143,7 +145,8 @@ def k_unary(name, DT, R, C):
     return Unary
 
 
-# name -> (reference, input kind, ULPs allowed: numpy's float32 exp is 1-2 ULP off, §5.1)
+# name -> (reference, input kind, ULPs allowed: numpy's float32 exp is 1-2 ULP off,
+# docs/design/numerics.md §2)
 UNARY = {"exp": (np.exp, "small", 2), "sqrt": (np.sqrt, "pos", 0), "abs": (np.abs, "any", 0),
          "neg": (np.negative, "any", 0)}
 

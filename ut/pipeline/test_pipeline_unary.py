@@ -1,5 +1,6 @@
 # ruff: noqa: F841  (kernel bodies are parsed, never run: their locals look unused)
-"""Unary tile ops through the whole pipeline (DSL.md §4.1 unary row, §5.1) vs numpy.
+"""Unary tile ops through the whole pipeline (docs/design/language.md §21, docs/design/numerics.md
+§2) vs numpy.
 
 Each kernel loads a [R, C] tile with valid [VR, VC], applies one op and stores the
 result into an InOut tensor: the stored window must equal numpy and everything
@@ -116,7 +117,8 @@ def _exact(fn):
 
 
 def _f32(fn):
-    """Transcendentals per DSL.md §5.1: numpy float32 math, rounded once to the tile dtype."""
+    """Transcendentals per docs/design/numerics.md §2: numpy float32 math, rounded once to the tile
+    dtype."""
     return lambda x, dt: f32_then(fn, dt, x)
 
 
@@ -127,7 +129,7 @@ def _ulps(fp32: int, low: int):
 EXACT = _ulps(0, 0)
 TRANSCENDENTAL = _ulps(2, 1)  # the brief: ~1-2 ULP at FP16/BF16; small FP32 drift
 
-# name -> (builder, its leading key: the op stub for k_unary), dtypes DSL.md allows,
+# name -> (builder, its leading key: the op stub for k_unary), dtypes the op allows (docs/ops.md),
 #         input kind, reference, ULP tolerance
 UNARY = {
     "exp": (k_unary, (pl.exp,), FLOATS, "small", _f32(np.exp), TRANSCENDENTAL),
@@ -175,7 +177,7 @@ def test_unary_op_ragged_16x32_valid_16x20(name, dt, platform):
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("dt", INTS)
 def test_abs_and_neg_wrap_at_the_int_minimum(dt, platform):
-    """DSL.md §5.1: ints compute in int64 then wrap, so abs(MIN) = neg(MIN) = MIN."""
+    """docs/design/numerics.md §2: ints compute in int64 then wrap, so abs(MIN) = neg(MIN) = MIN."""
     lo = int(np.iinfo(storage(dt)).min)
     x = np.array([[lo, lo + 1, -1, 0, 1, 5, -5, 127]], dtype=storage(dt))
     for op in (pl.abs, pl.neg):

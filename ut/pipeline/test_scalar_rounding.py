@@ -1,4 +1,4 @@
-"""Float Scalars hold values of their dtype (DSL.md §3.5): staged arguments, typed
+"""Float Scalars hold values of their dtype (docs/design/language.md §19): staged arguments, typed
 constants and FP32 scalar arithmetic are rounded, not carried as the host's float64.
 (Found by the in-repository fuzzer, ut/fuzz.)"""
 

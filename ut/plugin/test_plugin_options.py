@@ -198,7 +198,8 @@ def test_help_lists_options_even_with_a_bad_env(pytester: pytest.Pytester, monke
 
 
 def test_only_built_options_are_registered(pytester: pytest.Pytester) -> None:
-    """Every option of PLUGIN.md §3 with machinery behind it is offered, with its ini key."""
+    """Every option of docs/design/plugin.md §3 with machinery behind it is offered, with its ini
+    key."""
     result = pytester.runpytest("--help")
     out = result.stdout.str()
     built = (

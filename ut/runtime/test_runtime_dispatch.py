@@ -71,4 +71,4 @@ def test_onboard_run_compiles_then_refuses_to_dispatch(compiles):
     with pytest.raises(DeviceFailure, match="no available runtime serves a2a3.*Ascend NPU"):
         pytest_pypto.run(Double, np.zeros((R, C), np.float32), np.zeros((R, C), np.float32),
                          config=RunConfig(platform="a2a3"))
-    assert compiles == ["a2a3"]  # compile checks still apply onboard (DSL.md §7)
+    assert compiles == ["a2a3"]  # compile checks still apply onboard (docs/design/numerics.md §1)

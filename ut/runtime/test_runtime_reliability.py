@@ -38,7 +38,8 @@ F = [16, 32]
 
 
 class _Reference:
-    """The task graph's semantics the plain way (DSL.md §1.5): every writer and reader kept
+    """The task graph's semantics the plain way (docs/design/runtime.md §5): every writer and reader
+    kept
     in a list, ready tasks listed in id order and picked with ``rng.choice``, steps as sets
     of busy slots scanned from the earliest step."""
 
@@ -499,4 +500,4 @@ def test_nan_or_inf_reaching_an_int_tile_is_a_run_time_error(value):
     assert f"s = {value!r}" in err.message and err.file == __file__
     np.testing.assert_array_equal(out, 5)
     pytest_pypto.run(IntAdds, x, 2.75, out, config=RunConfig(platform="a2a3sim"))
-    np.testing.assert_array_equal(out, 2)  # a finite float truncates as a C cast (DSL §5.1)
+    np.testing.assert_array_equal(out, 2)  # a finite float truncates as a C cast (docs/design/numerics.md §2)

@@ -105,7 +105,7 @@ def test_default_core_counts_come_from_the_arch_table(artifact, core_type, per_s
     x = np.zeros([8 * n, 16], np.float32)
     run = Worker("a5sim").run(_mix(artifact, n, core_type, "a5sim"), x, np.zeros_like(x))
     steps = [t["step"] for t in run.tasks]
-    assert steps.count(0) == per_step  # ARCH §3: 8 clusters = 8 AIC + 16 AIV
+    assert steps.count(0) == per_step  # docs/design/arch.md §4: 8 clusters = 8 AIC + 16 AIV
     assert all(len(t["slots"]) == (3 if core_type == "mix" else 1) for t in run.tasks)
 
 

@@ -26,7 +26,8 @@ NUMERIC_DTYPES = (
 
 
 class OpBoundsError(OpRuleError):
-    """A load/store window reaches past its tensor (DSL.md §6.4); the caller adds the span."""
+    """A load/store window reaches past its tensor (docs/design/checks.md §6); the caller adds the
+    span."""
 
 
 # ------------------------------------------------------------------ accessors
@@ -222,7 +223,7 @@ def broadcast_result(info: CallInfo, a: TileType, b: TileType) -> TileType:
 
 
 def require_arch_dtype(arch: Any, info: CallInfo, family: str, dt: DataType) -> None:
-    """The arch's vector instruction for ``family`` takes ``dt`` (ARCH.md §6,
+    """The arch's vector instruction for ``family`` takes ``dt`` (docs/design/arch.md §7,
     `ArchSpec.vec_op_dtypes`); otherwise an OpArchError naming the arch, the dtypes it
     takes and the archs that take ``dt``."""
     allowed = arch.vec_op_dtypes.get(family)
@@ -241,7 +242,8 @@ def require_arch_dtype(arch: Any, info: CallInfo, family: str, dt: DataType) -> 
 
 
 def warn_unvalidated(arch: Any, info: CallInfo, key: str, what: str) -> None:
-    """ARCH §6: combinations PyPTO accepts but has validated only on a5 warn, not fail."""
+    """docs/design/arch.md §7: combinations PyPTO accepts but has validated only on a5 warn, not
+    fail."""
     if key in arch.unvalidated_combos:
         info.warnings.append(
             f"The operator {info.op} {what} is not validated on '{arch.name}' hardware"
@@ -276,7 +278,8 @@ def check_window(
     info: CallInfo, param: str, extents: Sequence[int | None], tensor_shape: Sequence[Any],
     *, verb: str, whose: str,
 ) -> None:
-    """Static bounds of a load/store window (DSL.md §6.4), using CallInfo.bounds at compile.
+    """Static bounds of a load/store window (docs/design/checks.md §6), using CallInfo.bounds at
+    compile.
 
     Bounds are a compile-time check (BoundsError): at parse time (no arch) it is skipped.
     """

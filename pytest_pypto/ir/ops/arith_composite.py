@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Composite elementwise arithmetic (DSL.md §4.2): fmod/fmods, rem/rems, lrelu, prelu, the
+"""Composite elementwise arithmetic (docs/design/language.md §21): fmod/fmods, rem/rems, lrelu,
+prelu, the
 three-input addc/subc/addsc/subsc and the partial combines part_add/mul/max/min.
 
 Numerics, each pinned to what the device computes (pto-isa):
@@ -177,7 +178,8 @@ def _part_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _by_zero(result: Any, b: Any, op: str) -> Any:
-    """Integer x / 0 leaves the poison pattern (§5.1) and a recorded warning."""
+    """Integer x / 0 leaves the poison pattern (docs/design/numerics.md §2) and a recorded
+    warning."""
     zero = np.asarray(b) == 0
     if not zero.any():
         return result

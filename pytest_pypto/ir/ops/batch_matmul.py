@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Batched cube ops: tile.batch_matmul and tile.batch_matmul_acc (DSL.md §4.2, §5.2).
+"""Batched cube ops: tile.batch_matmul and tile.batch_matmul_acc (docs/design/language.md §21,
+docs/design/numerics.md §3).
 
 Operands are ``[...batch, M, K]`` and ``[...batch, K, N]`` tiles (rank >= 2); the batch
 dims broadcast right-aligned as numpy's do, and each batch element is one matmul over

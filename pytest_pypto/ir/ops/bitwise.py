@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Integer bitwise ops (DSL.md §4.2): and_/or_/xor/not_/shl/shr and the scalar forms
+"""Integer bitwise ops (docs/design/language.md §21): and_/or_/xor/not_/shl/shr and the scalar forms
 ands/ors/xors/shls/shrs.
 
 PyPTO's op names are ``tile.and``/``tile.or``/``tile.not`` (spelled ``pl.and_``,

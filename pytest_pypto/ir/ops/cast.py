@@ -1,4 +1,5 @@
-"""tile.cast: dtype conversion with a rounding mode, legalized per arch (DSL.md §5.3).
+"""tile.cast: dtype conversion with a rounding mode, legalized per arch (docs/design/numerics.md
+§4).
 
 The compiler fills the static ``chain`` attr with the arch's chain of native hops
 (`ir.casts.cast_chain`); the simulator rounds once per hop.  Cast is an ``execute``

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Ops that combine or re-present tiles (DSL.md §4.2): concat, extract, reinterpret_view.
+"""Ops that combine or re-present tiles (docs/design/language.md §21): concat, extract,
+reinterpret_view.
 
 * ``concat(src0, src1)``: TCONCAT, column-wise.  2-D, one dtype, equal rows; the
   result is ``[R, C0 + C1]`` and fully valid, as PyPTO types it.  The device packs

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Compare and select: cmp, cmps, sel, sels (DSL.md §4.1 rows, packed masks §5.4).
+"""Compare and select: cmp, cmps, sel, sels (docs/design/language.md §21, packed masks
+docs/design/numerics.md §5).
 
 ``cmp``/``cmps`` write a packed predicate mask: UINT8 ``[..., R, roundup(ceil(C/8), 32)]``
 with valid ``[..., vR, ceil(vC/8)]``; element ``(i, j)`` of the source valid region is
@@ -176,7 +177,7 @@ _PREDICATES = ("equal", "not_equal", "less", "less_equal", "greater", "greater_e
 
 
 def _pack(pred: Any, src: Any, out: TileType | None) -> Any:
-    """The predicate packed into a zero-filled mask tile (§5.4)."""
+    """The predicate packed into a zero-filled mask tile (docs/design/numerics.md §5)."""
 
     shape, _ = mask_layout(src.shape, src.valid)
     data = np.zeros(shape, dtype=np.uint8)
@@ -281,7 +282,7 @@ register(OpSpec(
     mem=MemRule(operands={"mask": ("Vec",), "lhs": ("Vec",), "rhs": ("Vec",), "tmp": ("Vec",)},
                 result="Vec"),
     doc="where(mask bit, lhs, rhs) over lhs's valid region (rhs may broadcast where a dim is "
-        "1); the bits are read from the raw bytes of each mask row (§5.4), any 8/16/32-bit "
+        "1); the bits are read from the raw bytes of each mask row (docs/design/numerics.md §5), any 8/16/32-bit "
         "integer mask dtype; lhs/rhs of one 2- or 4-byte dtype; tmp is scratch (UINT8 "
         "[1, 32] suffices) and is not read.",
     spellings=("sel",),
@@ -297,7 +298,7 @@ register(OpSpec(
     mem=MemRule(operands={"mask": ("Vec",), "src": ("Vec",), "tmp": ("Vec",)}, result="Vec"),
     doc="where(mask bit, src, scalar) over src's valid region; the scalar is converted to "
         "src's dtype (an unsigned src keeps the scalar's bit pattern); rank-2 mask/src/tmp; "
-        "src dtypes per arch (ARCH.md §6: INT8/UINT8 on a5 only); tmp is scratch.",
+        "src dtypes per arch (docs/design/arch.md §7: INT8/UINT8 on a5 only); tmp is scratch.",
     spellings=("sels",),
     arch_rule=_sels_arch,
     execute=_sels_execute,

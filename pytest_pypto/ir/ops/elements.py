@@ -19,7 +19,7 @@ from pytest_pypto.ir.types import ScalarType, TileType
 
 
 def element_index(op: str, indices: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Run-time indices, bounds-checked (DSL.md §6.4)."""
+    """Run-time indices, bounds-checked (docs/design/checks.md §6)."""
     idx = tuple(int(i) for i in indices)
     for d, (i, n) in enumerate(zip(idx, shape)):
         if not 0 <= i < n:

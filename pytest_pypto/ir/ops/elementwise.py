@@ -1,4 +1,5 @@
-"""Binary elementwise ops and their scalar forms (DSL.md §4.1, numerics §5.1).
+"""Binary elementwise ops and their scalar forms (docs/design/language.md §21,
+docs/design/numerics.md §2).
 
 ``pl.add(tile, tile)`` is tile.add; ``pl.add(tile, 2.0)`` dispatches through
 ``scalar_form`` to tile.adds.  Computes get wide arrays (float32 / int64) and

@@ -1,4 +1,4 @@
-"""Broadcast ops (DSL.md §4.1, §4.2): a row vector along each row, a column vector
+"""Broadcast ops (docs/design/language.md §21): a row vector along each row, a column vector
 along each column, or a scalar over a whole tile.
 
 * ``row_expand_{add,sub,mul,div,max,min,expdif}(tile, row_vec)``: ``tile op row_vec``

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fill and generator ops (DSL.md §2.5, §4.1, §4.2): fillpad, fillpad_inplace,
+"""Fill and generator ops (docs/design/language.md §15, §21): fillpad, fillpad_inplace,
 fillpad_expand, tri, ci/arange.
 
 fillpad* write the pad value everywhere outside the source's valid region and make

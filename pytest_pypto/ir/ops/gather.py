@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gather ops (DSL.md §4.2): tile.gather, gather_mask, gatherb, gather_row and mgather.
+"""Gather ops (docs/design/language.md §21): tile.gather, gather_mask, gatherb, gather_row and
+mgather.
 
 * ``gather(src, indices, tmp)``: ``dst[i, j] = src.flat[indices[i, j]]`` (flat over src's
   physical buffer, as the device's TGATHER index form); the result has the indices'

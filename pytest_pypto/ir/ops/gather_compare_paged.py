@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gathers by compare and through a page table (DSL.md §4.2): tile.gather_compare
+"""Gathers by compare and through a page table (docs/design/language.md §21): tile.gather_compare
 (also the compare form of tensor.gather) and tensor.paged_gather.
 
 * ``tile.gather_compare(src, kvalue, tmp, *, cmp_mode="eq", offset=0, out_cols,
@@ -17,7 +17,7 @@
   max_indices]`` with is_trans), rows past the indices undefined.  PyPTO places it
   on-chip; the simulator keeps it as a kernel-local tensor (the lowering checks that it
   fits the space) that pl.matmul / pl.load read.
-An index outside its source is a `SimulationError` naming the index (§4.2).
+An index outside its source is a `SimulationError` naming the index (docs/design/language.md §21).
 """
 
 from __future__ import annotations

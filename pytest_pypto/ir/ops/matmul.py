@@ -1,5 +1,5 @@
-"""Cube ops: tile.matmul, matmul_acc, matmul_bias and the GEMV forms (DSL.md §4.1, §4.2,
-numerics §5.2).
+"""Cube ops: tile.matmul, matmul_acc, matmul_bias and the GEMV forms (docs/design/language.md §21,
+docs/design/numerics.md §3).
 
 Operands are widened exactly (floats to float32; INT8 through float64, where every
 partial sum of int8 products is exact) and multiplied over the valid M/K/N; the

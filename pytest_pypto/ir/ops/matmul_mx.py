@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""MX block-scale matmul: tile.matmul_mx, matmul_mx_acc, matmul_mx_bias (a5 only; DSL.md
-§4.2, ARCH.md §6).
+"""MX block-scale matmul: tile.matmul_mx, matmul_mx_acc, matmul_mx_bias (a5 only;
+docs/design/language.md
+§21, docs/design/arch.md §7).
 
 Data tiles are FP8E4M3FN (an FP4 lhs is cast to FP8E4M3FN first, as PyPTO requires);
 scales are FP8E8M0 powers of two, one per 32 consecutive K elements: lhs_scale is

@@ -1,4 +1,5 @@
-"""Memory ops: tile.load, tile.store, tile.move, tile.create, tile.full (DSL.md §4.1, §2.5).
+"""Memory ops: tile.load, tile.store, tile.move, tile.create, tile.full (docs/design/language.md
+§21, §15).
 
 Their numpy semantics are about buffers (windows, valid regions, poison, in-place
 tensor writes), so they use ``execute`` rather than ``compute``.
@@ -94,7 +95,8 @@ def _load_arch(arch: Any, info: CallInfo) -> None:
 
 
 def _runtime_window(op: str, verb: str, whose: str, offsets, extents, size, clamp: bool):
-    """Per-dim extents actually covered, raising on out-of-range windows (run-time §6.4)."""
+    """Per-dim extents actually covered, raising on out-of-range windows (run-time
+    docs/design/checks.md §6)."""
     cut = []
     for d, (o, e, n) in enumerate(zip(offsets, extents, size)):
         o, e = int(o), int(e)
@@ -170,7 +172,8 @@ register(OpSpec(
         ParamSpec("tensor", "tensor"),
         ParamSpec("offsets", "index_list"),
         ParamSpec("shapes", "shape"),
-        # PyPTO spells it valid_shapes; DSL.md's valid_shape is accepted too.
+        # PyPTO spells it valid_shapes; the older valid_shape is accepted too
+        # (docs/design/language.md §1).
         ParamSpec("valid_shapes", "index_list", default=None, aliases=("valid_shape",)),
         ParamSpec("target_memory", "space", default=None),
         ParamSpec("clamp", "bool", default=False),
@@ -429,7 +432,7 @@ register(OpSpec(
     arch_rule=_create_arch,
     execute=_create_execute,
     spellings=("create_tile", "tile.create"),
-    doc="Allocate a new tile whose contents are undefined (poisoned, DSL.md §5.5); "
+    doc="Allocate a new tile whose contents are undefined (poisoned, docs/design/numerics.md §6); "
         "target_memory=None means Vec unless the consumers demand another space.",
 ))
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Counter-based random numbers: tile.random (TRANDOM, a5 only; DSL.md §4.2).
+"""Counter-based random numbers: tile.random (TRANDOM, a5 only; docs/design/language.md §21).
 
 The generator is Philox4x32 with PyPTO's keywords: a 64-bit key ``(key0, key1)``, a
 128-bit counter ``(counter0..counter3)`` and ``rounds`` (7 or 10).  Element ``p`` of

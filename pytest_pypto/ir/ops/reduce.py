@@ -1,4 +1,4 @@
-"""Reductions (DSL.md §4.1, §4.2): row_* over the last axis, col_* over the rows.
+"""Reductions (docs/design/language.md §21): row_* over the last axis, col_* over the rows.
 
 row_sum/row_max/row_min/row_prod and col_max/col_min/col_prod accumulate wide
 (float32, int64 for ints) over the valid region and round once; a tmp_tile is

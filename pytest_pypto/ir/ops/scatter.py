@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Scatter ops (DSL.md §4.2): tile.scatter, tile.scatter_mask, tile.scatter_update,
+"""Scatter ops (docs/design/language.md §21): tile.scatter, tile.scatter_mask, tile.scatter_update,
 tile.mscatter, and tensor.scatter_update (tile.scatter_update on whole tensors).
 
 * ``scatter(dst, src, indexes)``: ``dst.flat[indexes[i, j]] = src[i, j]`` over src's valid
@@ -13,7 +13,8 @@ tile.mscatter, and tensor.scatter_update (tile.scatter_update on whole tensors).
 * ``mscatter(src, idx, output_tensor)`` (a5 only): ``output_tensor.flat[idx[i, j]] =
   src[i, j]``, a scatter-store to DDR; returns the tensor (rebind it).
 
-An index outside its destination is a `SimulationError` naming the index (§4.2).
+An index outside its destination is a `SimulationError` naming the index (docs/design/language.md
+§21).
 """
 
 from __future__ import annotations

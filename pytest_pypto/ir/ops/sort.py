@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Sorting (DSL.md §4.2): tile.sort32 and tile.mrgsort, PyPTO's TSORT32 / TMRGSORT.
+"""Sorting (docs/design/language.md §21): tile.sort32 and tile.mrgsort, PyPTO's TSORT32 / TMRGSORT.
 
 Both work on (value, index) **pairs** stored interleaved in the value dtype: a pair of
 an FP32 tile is [value, index bits as UINT32] (two FP32 words), of an FP16 tile
@@ -14,7 +14,7 @@ an FP32 tile is [value, index bits as UINT32] (two FP32 words), of an FP16 tile
   pair lists merge into one, of tmp's shape.
 
 Ties keep their input order (earlier block or list first); PyPTO's goldens use
-distinct values, and DSL.md leaves tie order unspecified.
+distinct values, and docs/design/numerics.md §2 leaves tie order unspecified.
 """
 
 from __future__ import annotations

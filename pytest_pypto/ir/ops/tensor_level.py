@@ -1,11 +1,12 @@
-"""Explicit tensor-level entries (DSL.md §1.7, §4.1 last row): what a tile form lacks.
+"""Explicit tensor-level entries (docs/design/language.md §10, §21): what a tile form lacks.
 
 Vector ops get their tensor forms derived from the tile entries (`ir.tensor_forms`).
 These are the tensor ops with facts of their own:
 
 * ``tensor.matmul`` / ``tensor.matmul_acc``: ``a_trans``/``b_trans`` (an operand
   stored transposed), ``out_dtype`` (the result tensor's dtype: the accumulator is
-  rounded once to it at the store, §5.2), ``c_matrix_nz`` (accepted, a layout flag),
+  rounded once to it at the store, docs/design/numerics.md §3), ``c_matrix_nz`` (accepted, a layout
+  flag),
   and batch dims that broadcast numpy-style.  The 2-D product rule is tile.matmul's,
   run on the operands' matrix shapes.
 * ``tensor.full``: a whole tensor of one value.
@@ -264,7 +265,7 @@ register(OpSpec(
     mem=MemRule(),
     execute=_local_execute,
     doc="Compiler-internal: a kernel-local DDR tensor holding a tensor-level op's result "
-        "(its elements start poisoned, DSL.md §5.5).",
+        "(its elements start poisoned, docs/design/numerics.md §6).",
 ))
 
 

@@ -2,8 +2,9 @@
 """Scalar access to DDR tensors: `pl.tensor.read`, `pl.tensor.write`, `pl.tensor.dim`.
 
 In orchestration these are blocking: the generated code calls the runtime (`rt.read`
-waits for every pending producer of the tensor, `rt.write` also for its readers, DSL.md
-§1.5), so a value read from a tensor can drive `if`s, loop bounds and kernel Scalars.
+waits for every pending producer of the tensor, `rt.write` also for its readers,
+docs/design/runtime.md
+§7), so a value read from a tensor can drive `if`s, loop bounds and kernel Scalars.
 Inside an InCore kernel they read and write the tensor argument directly.  Types follow
 PyPTO: `read` gives a Scalar of the tensor's dtype, `dim` an INDEX Scalar (negative axes
 count from the end), `write` hands back the tensor.  Index count must equal the rank;

@@ -1,6 +1,7 @@
-"""Unary elementwise ops (DSL.md §4.1): exp, log, sqrt, rsqrt, recip, abs, neg, relu,
+"""Unary elementwise ops (docs/design/language.md §21): exp, log, sqrt, rsqrt, recip, abs, neg,
+relu,
 sin, cos.  Transcendentals are numpy's float32 results rounded once to the tile
-dtype, not the device's approximations (§5.1).
+dtype, not the device's approximations (docs/design/numerics.md §2).
 
 ``log``/``recip(high_precision=True)`` (FP16/FP32 only) and ``rsqrt(tile, tmp)`` select
 the device's high-precision templates; the simulator's float32 result is already at

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Views of tiles: slice, reshape, transpose, transpose_view, set_validshape, assemble
-(DSL.md §2.5, §4.1 view rows).
+(docs/design/language.md §15, §21).
 
 PyPTO's views are zero-copy, so these share the source buffer where PyPTO's do
 (``slice``, ``reshape``, ``transpose_view``, ``set_validshape``); ``transpose``
@@ -66,7 +66,8 @@ def pad_name(info: CallInfo, value: Any) -> str | None:
 def check_inside(
     info: CallInfo, param: str, extents: Sequence[int | None], size: Sequence[Any], whose: str,
 ) -> None:
-    """Static bounds of a window (DSL.md §6.4): offset >= 0 and offset + extent <= size.
+    """Static bounds of a window (docs/design/checks.md §6): offset >= 0 and offset + extent <=
+    size.
 
     Uses interval bounds of dynamic offsets at compile time; skipped at parse time.
     """
@@ -167,7 +168,7 @@ def drop_axes(info: CallInfo, shape: Sequence[Any], valid: Sequence[Any], drop: 
 
 def reshape_valid(op: str, shape: Sequence[int], valid: Sequence[Any], target: Sequence[int]
                   ) -> tuple[Any, ...]:
-    """Map a valid region through a reshape without widening it (DSL.md §2.5).
+    """Map a valid region through a reshape without widening it (docs/design/language.md §15).
 
     Fully valid stays fully valid; empty stays empty; adding or dropping unit axes keeps
     the rectangle; a region that is a row-major prefix maps to the same prefix when that
@@ -344,7 +345,7 @@ register(OpSpec(
     execute=_reshape_execute,
     spellings=("reshape",),
     doc="The same elements in a new static shape (same element count), zero-copy; the valid "
-        "region maps without widening (DSL.md §2.5) or the call is an error asking for "
+        "region maps without widening (docs/design/language.md §15) or the call is an error asking for "
         "pl.fillpad first.",
 ))
 
