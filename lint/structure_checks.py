@@ -39,7 +39,9 @@ LAYERS: Mapping[str, tuple[str, ...]] = {
 BASE_MODULES = ("arch", "config", "_version")
 FACE_MODULES = ("__main__",)
 FLAVOUR_ROOMS = ("compat", "runtimes")  # where modules may be named after PyPTO
-_REF = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.md|(?:[\w.-]+/)+[\w.-]+\.py)\b")
+# A .md file, or a folder/file.py path; one followed by ':' is a location in an example
+# (``tests/t.py::x``, ``--> tests/k.py:3:5``), not a citation.
+_REF = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.md|(?:[\w.-]+/)+[\w.-]+\.py)\b(?!:)")
 _URL = re.compile(r"\w+://\S+")
 
 

@@ -9,7 +9,7 @@ PyPTO suite"; the import rule maps ``pypto.<path>`` to
 ``pytest_pypto.compat.pypto.<path>`` and ``harness.core.harness`` to
 ``pytest_pypto.compat.harness``).
 
-What carries over from PyPTO's ``tests/st/conftest.py``:
+What carries over from the conftest of PyPTO's system tests:
 
 - ``test_config`` and ``test_runner`` are **session-scoped**, as PyPTO's are, so a
   suite's own session or module fixture may request them.  ``test_config`` is the

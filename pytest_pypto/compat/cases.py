@@ -1,4 +1,4 @@
-"""PyPTO's case semantics (its ``tests/st/harness/core/harness.py``), on our runner.
+"""PyPTO's case semantics (its test harness, ``harness.core.harness``), on our runner.
 
 `pytest_pypto.harness.cases` is the native flavour: numpy goldens, seeded random
 inputs, per-dtype tolerances.  A PyPTO suite's cases expect PyPTO's contract

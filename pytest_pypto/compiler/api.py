@@ -32,7 +32,8 @@ from pytest_pypto.compiler import (
     tensor_lowering,
     typecheck,
 )
-from pytest_pypto.compiler.codegen import kernel_source, orchestration_source
+from pytest_pypto.compiler.codegen import kernel_source
+from pytest_pypto.compiler.codegen_orchestration import orchestration_source
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.listing import (
     header,

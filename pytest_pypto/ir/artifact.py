@@ -324,7 +324,7 @@ Text = str | Callable[[], str]
 class ArtifactInMemory:
     """One artifact's files held in memory (see the module docstring).
 
-    ``texts`` maps relative posix paths (``kernels/k.py``, ``orchestration.txt``...) to
+    ``texts`` maps relative posix paths (``kernels/<kernel>.py``, ``orchestration.txt``...) to
     their text or a renderer; the manifest's text is made on first use too.  ``home``
     is the directory the files are in (``on_disk``) or would be written to: code is
     compiled under ``home/<path>`` and registered with `linecache` there.  ``built`` is

@@ -13,30 +13,30 @@ compiler and simulator.
 
 What the adapter uses of PyPTO 0.1 (read in PyPTO's repository, facts only):
 
-* ``pypto.__version__`` (``python/pypto/__init__.py``; the same string as
-  ``version`` in ``pyproject.toml``), checked against `SUPPORTED`.
+* ``pypto.__version__`` (the same string as the
+  ``version`` of PyPTO's ``pyproject.toml``), checked against `SUPPORTED`.
 * ``pypto.language`` with ``@pl.program``, which parses a class into an
   ``ir.Program`` from its source: the decorator reads the class with
-  ``inspect``/``linecache`` (``language/parser/source_lookup.py``) and resolves
-  names in the caller frame's globals and locals (``language/parser/decorator.py``).
+  ``inspect``/``linecache`` (``pypto.language.parser.source_lookup``) and resolves
+  names in the caller frame's globals and locals (``pypto.language.parser.decorator``).
   `pypto_source.rebuild_program` feeds it our program's class statement.
 * ``pypto.backend.BackendType.Ascend910B`` / ``.Ascend950``: the codegen backend
-  (``python/pypto/backend/__init__.py``, ``pypto_core/backend.pyi``); PyPTO's
+  (``pypto.backend``, ``pypto_core/backend.pyi``); PyPTO's
   ``RunConfig`` derives it from the platform (``a5*`` -> Ascend950),
-  ``python/pypto/runtime/runner.py``, and ``ir.compile`` lets ``platform=`` pick it
-  (``python/pypto/ir/compile.py``: ``_select_backend``).
+  ``pypto.runtime.runner``, and ``ir.compile`` lets ``platform=`` pick it
+  (``pypto.ir.compile``: ``_select_backend``).
 * ``pypto.ir.compile(program, output_dir=..., dump_passes=..., backend_type=...,
-  platform=...)`` -> ``CompiledProgram`` (``python/pypto/ir/compile.py``; called
-  the same way by ``pypto.runtime.run`` and by ``tests/st/runtime/
-  framework_and_models/test_benchmark_st.py``).
+  platform=...)`` -> ``CompiledProgram`` (``pypto.ir.compile``; called
+  the same way by ``pypto.runtime.run`` and by PyPTO's
+  ``test_benchmark_st``).
 * ``CompiledProgram.platform`` and ``CompiledProgram(*args, config=RunConfig)``:
   the in-place calling convention (every parameter given: torch tensors for
   tensors, Python scalars for scalars; results land in the passed tensors; returns
   None), run on ``config.platform`` with ``config.device_id``
-  (``python/pypto/ir/compiled_program.py``: ``__call__`` and ``_invoke_compiled``;
-  ``tests/st/runtime/framework_and_models/test_compiled_program.py``).
+  (``pypto.ir.compiled_program``: ``__call__`` and ``_invoke_compiled``;
+  PyPTO's ``test_compiled_program``).
 * ``pypto.runtime.RunConfig(platform=..., device_id=...)``; its platforms are
-  ``a2a3sim``, ``a2a3``, ``a5sim``, ``a5`` (``python/pypto/runtime/runner.py``).
+  ``a2a3sim``, ``a2a3``, ``a5sim``, ``a5`` (``pypto.runtime.runner``).
 * Failures are plain Python exceptions (``RuntimeError`` from the runtime,
   ``TypeError``/``ValueError`` for bad arguments, ``pypto.Error``): PyPTO does not
   tell a failing kernel from a failing device, so every execution failure becomes

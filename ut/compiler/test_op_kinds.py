@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_pypto.compiler import tensor_lowering
-from pytest_pypto.compiler.codegen import RT_METHODS
+from pytest_pypto.compiler.codegen_orchestration import RT_METHODS
 from pytest_pypto.compiler.lowering_hooks import HOOKS, hook
 from pytest_pypto.compiler.structure import CREATE_TENSOR_OPS
 from pytest_pypto.ir.registry import REGISTRY

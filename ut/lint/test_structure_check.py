@@ -134,7 +134,7 @@ def test_an_unknown_room_is_flagged(checks: ModuleType, tmp_path: Path) -> None:
 def test_docstrings_cite_only_files_in_the_repository(checks: ModuleType,
                                                       tmp_path: Path) -> None:
     files = {**BASE, "docs/design/runtime.md": "# Runtime\n", "pkg/ir/graph.py": "",
-             "pkg/ir/a.py": '"""See docs/design/runtime.md §2 and ir/graph.py.\n\n'
+             "pkg/ir/a.py": '"""See docs/design/runtime.md §2 and ir/graph.py, not tests/t.py::x.\n\n'
                             'Also https://example.org/x/README.md, then\nDSL.md §4.\n"""\n'
                             'def f():\n    """As in ../shared/design/ARCH.md."""\n'}
     found = run(checks, tmp_path, files)
@@ -143,3 +143,10 @@ def test_docstrings_cite_only_files_in_the_repository(checks: ModuleType,
         "pkg/ir/a.py:7: docstring cites shared/design/ARCH.md, which is not in the repository",
     ]
 
+
+def test_this_repository_keeps_its_structure() -> None:
+    """The manifest enables the check on this repository (a pass is asserted by the lint
+    item itself; here: it is enabled, so it cannot silently drop out)."""
+    manifest = (REPO / "lint" / "lint.toml").read_text()
+    assert "structure_checks.py" in manifest
+    assert "[checks.import-structure]" in manifest

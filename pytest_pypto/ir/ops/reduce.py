@@ -5,7 +5,7 @@ row_sum/row_max/row_min/row_prod and col_max/col_min/col_prod accumulate wide
 scratch and never changes their result.
 
 col_sum on floats follows the device's order instead, because PyPTO's goldens
-encode it (tests/st/runtime/ops/test_col_reduction.py): TCOLSUM adds rows in the
+encode it (its column-reduction system tests): TCOLSUM adds rows in the
 tile dtype, rounding every addition, either one row after another (no tmp_tile)
 or as a binary tree when a tmp_tile is passed (pairs (0,1), (2,3), ... halve the
 row count each step; an odd last row is folded into row 0).  Integer col_sum
