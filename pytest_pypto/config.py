@@ -9,15 +9,15 @@ The dataclass is mutable, as PyPTO's is: PyPTO test cases tune their tolerances
 with ``self.config.rtol = 1e-4``.  The axes are re-validated on every assignment.
 
 PyPTO's other RunConfig fields (DFX switches, ring sizes, planner and strategy
-selections, ...) are accepted and kept; the ones the simulator does not model have
-no effect on it (README, "Migrating a PyPTO suite").
+selections, ...) belong to PyPTO's flavour: `pytest_pypto.compat.runconfig.RunConfig`
+adds them to this class, and `accepted_without_effect` is where a subclass reports
+the selections the bundled toolchain records without modelling.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pytest_pypto.arch import (
@@ -28,16 +28,10 @@ from pytest_pypto.arch import (
     platform_string,
 )
 
-__all__ = ["BackendType", "ExecutionMode", "RunConfig"]
+__all__ = ["BackendType", "ExecutionMode", "RunConfig", "accept_platform_keywords"]
 
 UNINITIALIZED_CHOICES = ("poison", "zero")
 
-# Marks PyPTO's RunConfig fields that select something the bundled toolchain does not
-# model: accepted, stored, recorded where they would apply, no effect on the simulator.
-_ACCEPTED = {"pypto_only": True}
-
-# Older PyPTO spellings of the same fields.
-_ALIASES = {"enable_l2_swimlane": "enable_chip_swimlane", "dump_args": "enable_dump_args"}
 
 
 @dataclass(kw_only=True)
@@ -75,26 +69,10 @@ class RunConfig:
     timeout: float | None = None
     trace: bool = False
     runtime: str | None = None
-    # PyPTO's dependency capture: the simulator always records its task graph (deps.json).
-    enable_dep_gen: bool = False
-    # Accepted without effect on the simulator (compat/session.py PYPTO_ONLY_FIELDS).
-    strategy: Any = field(default=None, metadata=_ACCEPTED)
-    memory_planner: Any = field(default=None, metadata=_ACCEPTED)
-    enable_chip_swimlane: int = field(default=0, metadata=_ACCEPTED)
-    enable_dump_args: int = field(default=0, metadata=_ACCEPTED)
-    enable_pmu: int = field(default=0, metadata=_ACCEPTED)
-    enable_scope_stats: bool = field(default=False, metadata=_ACCEPTED)
-    compile_profiling: bool = field(default=False, metadata=_ACCEPTED)
-    diagnostic_phase: Any = field(default=None, metadata=_ACCEPTED)
-    disabled_diagnostics: Any = field(default=None, metadata=_ACCEPTED)
-    golden_data_dir: str | None = field(default=None, metadata=_ACCEPTED)
-    aicpu_thread_num: int | None = field(default=None, metadata=_ACCEPTED)
-    ring_task_window: Any = field(default=None, metadata=_ACCEPTED)
-    ring_heap: Any = field(default=None, metadata=_ACCEPTED)
-    ring_dep_pool: Any = field(default=None, metadata=_ACCEPTED)
-    distributed_config: Any = field(default=None, metadata=_ACCEPTED)
-    analyze_auto_scopes_for_deps: bool = field(default=False, metadata=_ACCEPTED)
-    dump_ptoas_passes: bool = field(default=False, metadata=_ACCEPTED)
+    # The on-chip addresses are planned by the backend's assembler, not the compiler:
+    # declared pl.MemRef slots that would need distinct addresses are refused
+    # (compiler/memref_slots.py; PyPTO's MemoryPlanner.PTOAS sets it through compat).
+    assembler_plans_memory: bool = False
 
     def __post_init__(self) -> None:
         if (self.rtol is None) != (self.atol is None):
@@ -157,24 +135,9 @@ class RunConfig:
         return self.execution_mode is ExecutionMode.SIM
 
     def accepted_without_effect(self) -> dict[str, Any]:
-        """PyPTO-only selections that differ from their defaults (recorded in artifacts)."""
-        return {
-            name: _plain(getattr(self, name))
-            for name, default in _pypto_only_defaults()
-            if getattr(self, name) != default
-        }
-
-
-@functools.lru_cache(maxsize=1)
-def _pypto_only_defaults() -> tuple[tuple[str, Any], ...]:
-    """(name, default) of RunConfig's PyPTO-only fields (asked on every compile)."""
-    return tuple((f.name, f.default) for f in fields(RunConfig) if f.metadata.get("pypto_only"))
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-friendly form of a selection (enum members by name)."""
-    name = getattr(value, "name", None)
-    return name if isinstance(name, str) else value
+        """Selections recorded in the artifact without effect on the toolchain (JSON-ready
+        values).  None here; a subclass that accepts foreign fields names them."""
+        return {}
 
 
 def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
@@ -186,36 +149,40 @@ def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
     return parse_platform(platform)
 
 
-_dataclass_init = RunConfig.__init__
+def accept_platform_keywords(cls: type[RunConfig], aliases: dict[str, str] | None = None) -> None:
+    """Give the dataclass ``cls`` (RunConfig or a subclass) an ``__init__`` that also takes
+    ``platform=`` (sets both axes) and ``backend_type=`` (the arch), and renames the
+    keywords in ``aliases`` (old spelling -> field)."""
+    dataclass_init = cls.__init__
+    renames = dict(aliases or {})
 
+    def __init__(
+        self: RunConfig,
+        *,
+        platform: str | None = None,
+        backend_type: BackendType | None = None,
+        **kwargs: Any,
+    ) -> None:
+        for old, new in renames.items():
+            if old in kwargs:
+                kwargs.setdefault(new, kwargs.pop(old))
+        if platform is not None:
+            kwargs["arch"], kwargs["execution_mode"] = _parse(platform)
+        elif backend_type is not None:
+            kwargs["arch"] = backend_type
+        dataclass_init(self, **kwargs)
 
-def _init(
-    self: RunConfig,
-    *,
-    platform: str | None = None,
-    backend_type: BackendType | None = None,
-    **kwargs: Any,
-) -> None:
-    for old, new in _ALIASES.items():
-        if old in kwargs:
-            kwargs.setdefault(new, kwargs.pop(old))
-    if platform is not None:
-        kwargs["arch"], kwargs["execution_mode"] = _parse(platform)
-    elif backend_type is not None:
-        kwargs["arch"] = backend_type
-    _dataclass_init(self, **kwargs)
-
-
-def _signature() -> inspect.Signature:
-    params = list(inspect.signature(_dataclass_init).parameters.values())
+    params = list(inspect.signature(dataclass_init).parameters.values())
     extra = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ann)
         for name, ann in (("platform", "str | None"), ("backend_type", "BackendType | None"))
     ]
-    return inspect.Signature([*params, *extra], return_annotation=None)
+    __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*params, *extra], return_annotation=None
+    )
+    __init__.__doc__ = dataclass_init.__doc__
+    __init__.__qualname__ = f"{cls.__name__}.__init__"
+    cls.__init__ = __init__  # type: ignore[method-assign]
 
 
-_init.__signature__ = _signature()  # type: ignore[attr-defined]
-_init.__doc__ = _dataclass_init.__doc__
-_init.__qualname__ = "RunConfig.__init__"
-RunConfig.__init__ = _init  # type: ignore[method-assign]
+accept_platform_keywords(RunConfig)

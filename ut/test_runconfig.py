@@ -143,17 +143,12 @@ def test_mutable_like_pypto_and_axes_stay_consistent() -> None:
     assert cfg.platform == "a2a3"  # a refused assignment changes nothing
 
 
-def test_pypto_fields_accepted_and_reported() -> None:
-    cfg = RunConfig(
-        platform="a5sim", device_id=3, enable_dep_gen=True, enable_l2_swimlane=2, dump_args=1,
-        enable_pmu=4, memory_planner=None, aicpu_thread_num=2,
-    )
-    assert (cfg.enable_chip_swimlane, cfg.enable_dump_args, cfg.enable_pmu) == (2, 1, 4)
-    assert cfg.enable_dep_gen and cfg.device_id == 3
-    assert cfg.accepted_without_effect() == {
-        "enable_chip_swimlane": 2, "enable_dump_args": 1, "enable_pmu": 4, "aicpu_thread_num": 2,
-    }
+def test_pypto_only_fields_are_compat_s() -> None:
+    """Our RunConfig holds our fields only; PyPTO's DFX/planner fields are compat's."""
+    with pytest.raises(TypeError, match="enable_pmu"):
+        RunConfig(platform="a5sim", enable_pmu=4)
     assert RunConfig().accepted_without_effect() == {}
+    assert RunConfig().assembler_plans_memory is False
 
 
 def test_backend_type_keyword_sets_the_arch_unless_platform_given() -> None:

@@ -37,8 +37,8 @@ import pytest
 
 from pytest_pypto.arch import PLATFORMS as _PLATFORM_TABLE
 from pytest_pypto.arch import BackendType, ExecutionMode, parse_platform
+from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.selections import OptimizationStrategy
-from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import cases as _native
 from pytest_pypto.harness.tensors import torch_to_numpy
 from pytest_pypto.ir.dtypes import dtype_by_name

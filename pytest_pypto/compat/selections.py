@@ -5,8 +5,8 @@ The bundled toolchain has one pipeline and one planner (capacity checked by
 liveness, docs/design/checks.md), so these selections are accepted, recorded in the
 artifact's manifest (``extra["accepted_without_effect"]``) and change nothing else,
 except that ``MemoryPlanner.PTOAS`` refuses the declared allocations (`pl.MemRef`)
-PyPTO cannot lower under it (compiler/memref_slots.py, which reads the selection's
-value from ``RunConfig.memory_planner``).
+PyPTO cannot lower under it (compat/runconfig.py turns it into our
+``RunConfig.assembler_plans_memory``, which compiler/memref_slots.py reads).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_pypto.arch import BackendType, ExecutionMode
-from pytest_pypto.config import RunConfig
+from pytest_pypto.compat.runconfig import RunConfig
 
 __all__ = [
     "LogLevel",

@@ -8,14 +8,13 @@ per cell, and the per-test runner a ``test_runner.run(case)`` call uses.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from pytest_pypto.arch import MODE_NAMES, PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.compat.runconfig import PYPTO_ONLY_FIELDS, RunConfig
 from pytest_pypto.compat.selections import MemoryPlanner
-from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cells import needs_cells
 from pytest_pypto.plugin.devices import onboard_missing
 from pytest_pypto.plugin.fixtures import config_of, runner_of
@@ -29,13 +28,6 @@ __all__ = [
     "session_config",
     "wants_cells",
 ]
-
-# RunConfig's fields that select something only PyPTO's own toolchain models: accepted,
-# stored, recorded where they would apply (the artifact), no effect on the simulator.
-PYPTO_ONLY_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(RunConfig) if f.metadata.get("pypto_only")
-)
-
 
 def apply_pypto_options(
     config: pytest.Config, values: Mapping[str, str], switches: Mapping[str, str]
@@ -106,7 +98,7 @@ def case_platform(case: Any, item: Any, fallback: str) -> str:
 def session_config(pconfig: pytest.Config, platform: str, dfx: Mapping[str, str]) -> Any:
     """PyPTO's session ``test_config``: the cell's RunConfig with the session's options
     and PyPTO's DFX switches (``--enable-dep-gen``, ...) in their fields."""
-    config = config_of(pconfig, None, platform)
+    config = RunConfig.from_config(config_of(pconfig, None, platform))
     for option, field in dfx.items():
         value = getattr(pconfig.option, option, None)
         if value:
@@ -138,7 +130,7 @@ def runner_for_case(
         if missing:
             pytest.skip(f"onboard platform {platform}: {missing}")
     node = item if item is not None else _SessionNode()
-    config = config_of(pconfig, node, platform)
+    config = RunConfig.from_config(config_of(pconfig, node, platform))
     for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen"):
         setattr(config, name, getattr(session, name))
     planner = case.get_memory_planner() if hasattr(case, "get_memory_planner") else None

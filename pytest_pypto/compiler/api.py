@@ -109,7 +109,7 @@ def lower(
         arch=spec(config.arch),
         registry=registry if registry is not None else REGISTRY.as_dict(),
         source_lines=tuple(program.source_lines),
-        memory_planner=config.memory_planner,
+        assembler_plans_memory=config.assembler_plans_memory,
     )
     work = PassManager(PASSES).run(
         clone_program(program), ctx, dump_dir=dump_dir, printer=ir_printer()

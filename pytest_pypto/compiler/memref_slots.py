@@ -7,7 +7,8 @@ refuses what PyPTO refuses, at the binding's line:
 
 * every planner: references to one allocation agree on its slot count and memory
   space; two tiles on the same constant slot are not live at the same time;
-* ``memory_planner=PTOAS`` (ptoas plans the addresses): a single-slot declaration
+* when the assembler plans the addresses (``RunConfig.assembler_plans_memory``, set by
+  PyPTO's ``memory_planner=PTOAS``): a single-slot declaration
   is refused; a multi-slot one must lower to one ptoas multi-buffer region, which
   needs every binding to select a slot, at most 16 uniform slots (shape, dtype,
   memory space, static and equal valid shapes) in Vec, Mat or Acc, no slot
@@ -44,14 +45,9 @@ class Bound:
     span: n.Span | None
 
 
-def is_ptoas(planner: object) -> bool:
-    """True for PyPTO's ``MemoryPlanner.PTOAS`` (the enum or its value)."""
-    return str(getattr(planner, "value", planner)).lower() == "ptoas"
-
-
 def check_memref_slots(program: n.Program, ctx: PassContext) -> n.Program:
     """Refuse the declared allocations PyPTO refuses (module docstring); IR unchanged."""
-    ptoas = is_ptoas(getattr(ctx, "memory_planner", None))
+    ptoas = ctx.assembler_plans_memory
     for fn in program.functions.values():
         if not _declares_memrefs(fn.body):
             continue  # no declared allocation (most functions): nothing to check

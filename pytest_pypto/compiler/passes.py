@@ -49,7 +49,7 @@ class PassContext:
     registry: Mapping[str, OpSpec]
     source_lines: tuple[str, ...] = ()
     entry: str | None = None
-    memory_planner: Any = None  # PyPTO's MemoryPlanner selection (compiler/memref_slots.py)
+    assembler_plans_memory: bool = False  # RunConfig's switch (compiler/memref_slots.py)
     kernels: dict[str, KernelFacts] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # id() of the window calls whose type rules check_types_for_arch already ran with the

@@ -125,9 +125,11 @@ def _keyed(
         "batch_loops": bool(batch_loops),
         "version": __version__,
     }
-    planner = getattr(config, "memory_planner", None)
-    if planner is not None:  # PTOAS refuses some pl.MemRef programs (compiler/memref_slots.py)
-        parts["memory_planner"] = str(getattr(planner, "value", planner))
+    if config.assembler_plans_memory:  # refuses some pl.MemRef programs (memref_slots.py)
+        parts["assembler_plans_memory"] = True
+    accepted = config.accepted_without_effect()
+    if accepted:  # recorded in the artifact's manifest
+        parts["accepted_without_effect"] = {k: repr(v) for k, v in accepted.items()}
     return _sha(json.dumps(parts, sort_keys=True).encode()), parts
 
 

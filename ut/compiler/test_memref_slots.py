@@ -10,9 +10,9 @@ import pytest
 
 import pytest_pypto
 import pytest_pypto.language as pl
-from pytest_pypto import RunConfig
 from pytest_pypto.compat.pypto.backend.pto_backend import PartialCodegenError
 from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
+from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.selections import ir_compile
 from pytest_pypto.ir.errors import CompileError
 from ut.helpers import line_finder

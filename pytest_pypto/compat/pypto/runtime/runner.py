@@ -1,7 +1,7 @@
 """``pypto.runtime.runner``: RunConfig (PyPTO's fields accepted), RunResult, run."""
 
+from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.selections import compile_program
-from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cases import RunResult
 from pytest_pypto.harness.dispatch import run
 
