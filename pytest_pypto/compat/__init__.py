@@ -47,6 +47,7 @@ from pytest_pypto.compat.session import (
     wants_cells,
 )
 from pytest_pypto.harness.cells import CELL_FIXTURE
+from pytest_pypto.plugin.cells import add_cell_naming_fixtures
 from pytest_pypto.plugin.devices import onboard_status
 from pytest_pypto.plugin.failures import note_failure_class
 from pytest_pypto.plugin.options import settings
@@ -107,8 +108,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Map PyPTO's option spellings onto ours (before the plugin resolves them)."""
+    """Map PyPTO's option spellings onto ours (before the plugin resolves them); a test
+    using ``test_runner``/``test_config`` with a ``platform`` parameter (PyPTO's
+    ``PLATFORMS``) names its cell by that parameter."""
     apply_pypto_options(config, _VALUE_OPTIONS, _SWITCHES)
+    add_cell_naming_fixtures(config, "test_runner", "test_config")
 
 
 @pytest.hookimpl(trylast=True)

@@ -17,9 +17,10 @@ from pytest_pypto.arch import ARCH_CHOICES, PLATFORMS, ExecutionMode, parse_plat
 
 # Fixtures whose value depends on the cell; requesting any of them multiplies the test.
 # Add a fixture here when it becomes platform-bound.  A fixture that *requests* one of
-# these is platform-bound through its closure and needs no entry: pytest_pypto.compat's
-# ``test_runner``/``test_config`` are deliberately absent, so a suite with its own
-# ``test_runner`` fixture (a common name) is not multiplied per cell.
+# these is platform-bound through its closure and needs no entry.  Another plugin's
+# fixtures are deliberately absent (a suite may have its own fixture of the same name,
+# which must not be multiplied per cell); such a plugin names its fixtures at configure
+# time instead (`naming_fixtures` of `cell_of`, plugin/cells.py).
 PLATFORM_BOUND_FIXTURES: tuple[str, ...] = (
     "pypto_config",
     "pypto_runner",
@@ -64,6 +65,7 @@ __all__ = [
     "MARKERS",
     "ONBOARD_MARKER_REASON",
     "PLATFORM_BOUND_FIXTURES",
+    "PLATFORM_PARAMETER",
     "Constraints",
     "cell_of",
     "chooses_own_cells",
@@ -76,20 +78,23 @@ __all__ = [
 ]
 
 
-# PyPTO's kernel fixtures (pytest_pypto.compat): a test using one of them with a
-# ``platform`` parameter names its cell by that parameter.
-PYPTO_STYLE_FIXTURES: tuple[str, ...] = ("test_runner", "test_config")
+# The parameter a test may name its cell by instead of the cell fixture.
+PLATFORM_PARAMETER = "platform"
 
 
-def cell_of(params: dict[str, object], fixturenames: Iterable[str] = ()) -> str | None:
-    """The cell of a collected item: its cell parameter, or (PyPTO's style) a
-    ``platform`` parameter naming a platform in a test that runs kernels
-    (``@pytest.mark.parametrize("platform", PLATFORMS)`` with ``test_runner``), so
+def cell_of(
+    params: dict[str, object],
+    fixturenames: Iterable[str] = (),
+    naming_fixtures: Iterable[str] = (),
+) -> str | None:
+    """The cell of a collected item: its cell parameter, or a ``platform`` parameter
+    naming a platform in a test that runs kernels (one using a platform-bound fixture,
+    or one of ``naming_fixtures``, the kernel fixtures other plugins registered), so
     markers, onboard skips and the ledger treat both alike."""
     cell = params.get(CELL_FIXTURE)
     names = set(fixturenames)
-    if cell is None and any(n in names for n in (*PLATFORM_BOUND_FIXTURES, *PYPTO_STYLE_FIXTURES)):
-        cell = params.get("platform")
+    if cell is None and any(n in names for n in (*PLATFORM_BOUND_FIXTURES, *naming_fixtures)):
+        cell = params.get(PLATFORM_PARAMETER)
     return cell if isinstance(cell, str) and cell in PLATFORMS else None
 
 

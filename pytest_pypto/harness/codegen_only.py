@@ -8,8 +8,8 @@ does after it dispatches reads the kernel's outputs: a README-style test (``run`
 ``assert_close``) would otherwise compare uninitialised memory and fail as a mismatch,
 and a pass would claim a check that never happened.  A test that only compiles
 (``pypto_runner.compile``) passes; a compile error fails it (``compile-error``).
-PyPTO's ``test_runner.run(case)`` returns a passing ``RunResult`` after compiling, as
-PyPTO's harness does under ``--codegen-only``.
+The compat runner's ``run(case)`` (PyPTO's test runner) returns a passing ``RunResult``
+after compiling, as PyPTO's harness does under ``--codegen-only``.
 
 The gate has one door, `held`, and one caller of it, the dispatch
 (`pytest_pypto.harness.dispatch.dispatch`): ``pypto_runner.run``/``check``,
@@ -60,7 +60,7 @@ def held(compiled: Any, config: Any = None, *, ends_test: bool = True) -> bool:
     """Whether a dispatch of ``compiled`` is held back, i.e. nothing is run.
 
     Inside a test of a ``--pypto-codegen-only`` session this does not return (unless
-    ``ends_test`` is False: PyPTO's ``test_runner.run``): the test ends as a skip
+    ``ends_test`` is False: the compat runner's ``run(case)``): the test ends as a skip
     (`skip_reason`).  Elsewhere it is True in such a session (nothing is ever
     dispatched under the switch) or when ``config.codegen_only``; the caller then
     returns its codegen-only value.  False: dispatch.

@@ -110,8 +110,8 @@ def dispatch(
     """`run` with the arrays as one sequence: the door every dispatch passes.
 
     Returns the `CompiledProgram` when the codegen-only gate holds the run back
-    (`codegen_only.held`; ``ends_test`` False: never as a skip, PyPTO's
-    ``test_runner.run``), else the runtime's `Execution`.
+    (`codegen_only.held`; ``ends_test`` False: never as a skip, the compat runner's
+    ``run(case)``), else the runtime's `Execution`.
     """
     __tracebackhide__ = True
     runtime: Any = None

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_pypto.ir.errors import ParserSyntaxError
 from pytest_pypto.language.context import SourceMap
 
-__all__ = ["current_lines", "source_of"]
+__all__ = ["current_lines", "source_of", "statement_lines"]
 
 
 def current_lines(file: str) -> list[str]:
@@ -26,6 +26,13 @@ def current_lines(file: str) -> list[str]:
     The list object stays the same while the file does, so callers key caches on it."""
     linecache.checkcache(file)
     return linecache.getlines(file)
+
+
+def statement_lines(node: ast.ClassDef | ast.FunctionDef) -> tuple[int, int]:
+    """(first, last) line of a class or function statement, its decorators included:
+    the lines that execute it again."""
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    return first, node.end_lineno or node.lineno
 
 
 def source_of(obj: Any, node_type: type[ast.AST], what: str, noun: str, owner: str,

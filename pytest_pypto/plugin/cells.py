@@ -2,6 +2,11 @@
 platform-bound fixture, and the skips of cells a test's markers or this host rule out
 (the rules are harness/cells.py).
 
+Another plugin whose fixtures run kernels (the compat plugin's) registers them with
+`add_cell_naming_fixtures` at configure time: a test using one of them with a
+``platform`` parameter then names its cell by that parameter, as one using a
+platform-bound fixture does.
+
 PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
 
@@ -20,9 +25,15 @@ from pytest_pypto.harness.cells import (
     requires_of,
 )
 from pytest_pypto.plugin.devices import onboard_missing
-from pytest_pypto.plugin.keys import CELL_PROPERTY
+from pytest_pypto.plugin.keys import CELL_NAMING_KEY, CELL_PROPERTY
 from pytest_pypto.plugin.options import settings
 from pytest_pypto.plugin.runtimes import requires_skip
+
+
+def add_cell_naming_fixtures(config: pytest.Config, *names: str) -> None:
+    """Let a test using one of the fixtures ``names`` name its cell by its ``platform``
+    parameter (for markers, onboard skips and the ledger); it is not multiplied per cell."""
+    config.stash.setdefault(CELL_NAMING_KEY, set()).update(names)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,16 +54,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # pypto_runner): pull the cell fixture into the closure so the id still shows it.
         metafunc.fixturenames.append(CELL_FIXTURE)
     cells = settings(metafunc.config).cells
-    # Session scope: a suite's session fixture may depend on the cell (PyPTO's
-    # test_config is session-scoped); pytest then groups the items by cell.
+    # Session scope: a suite's session fixture may depend on the cell (the compat
+    # plugin's config fixture is session-scoped); pytest then groups the items by cell.
     metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     requested = settings(config).cells
+    naming = tuple(config.stash.get(CELL_NAMING_KEY, ()))
     for item in items:
         callspec = getattr(item, "callspec", None)
-        cell = cell_of(callspec.params, item.fixturenames) if callspec is not None else None
+        params = callspec.params if callspec is not None else None
+        cell = cell_of(params, item.fixturenames, naming) if params is not None else None
         if cell is not None:
             item.user_properties.append((CELL_PROPERTY, cell))
         reason = item_skip_reason(

@@ -22,6 +22,7 @@ __all__ = [
     "CACHE_KEY",
     "CACHE_OUTPUT",
     "CACHE_REMOTE_KEY",
+    "CELL_NAMING_KEY",
     "CELL_PROPERTY",
     "COMPILED_OUTPUT",
     "CONTEXT_KEY",
@@ -44,6 +45,7 @@ SETTINGS_KEY = pytest.StashKey[Settings]()  # the resolved options (plugin/optio
 CONTEXT_KEY = pytest.StashKey[Any]()  # the harness's SessionContext (plugin/context.py)
 CACHE_KEY = pytest.StashKey[Any]()  # this process's CompileCache (plugin/cache.py)
 CACHE_REMOTE_KEY = pytest.StashKey[dict]()  # controller: the workers' cache counts, places
+CELL_NAMING_KEY = pytest.StashKey[set]()  # other plugins' kernel fixtures (plugin/cells.py)
 ONBOARD_KEY = pytest.StashKey[Any]()  # NPUs and onboard runtimes found (plugin/devices.py)
 KEEP_OFF_KEY = pytest.StashKey[str]()  # why failing tests keep no artifacts (plugin/paths.py)
 KEPT_KEY = pytest.StashKey[list]()  # directories tests kept artifacts in (plugin/remote.py)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.arch import ONBOARD_PLATFORMS
 from pytest_pypto.runtime.registry import default_registry
 
 DEV_ROOT_ENV = "PYPTO_DEV_ROOT"
@@ -140,12 +140,11 @@ class RuntimeCensus(NamedTuple):
 def onboard_runtimes() -> RuntimeCensus:
     """Which available runtimes serve each onboard platform (loads the runtimes)."""
     registry = default_registry()
-    onboard = [p for p in PLATFORMS if parse_platform(p)[1] is not ExecutionMode.SIM]
     listing = ", ".join(
         i.name if i.status == "ok" else f"{i.name} ({i.status})" for i in registry.installed()
     )
     return RuntimeCensus(
-        serving={p: tuple(registry.serving(p)) for p in onboard},
+        serving={p: tuple(registry.serving(p)) for p in ONBOARD_PLATFORMS},
         broken=tuple(i.name for i in registry.broken_third_party()),
         installed=listing,
     )

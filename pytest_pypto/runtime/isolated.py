@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_pypto._version import __version__
-from pytest_pypto.arch import PLATFORMS, ExecutionMode, parse_platform
+from pytest_pypto.arch import SIM_PLATFORMS
 from pytest_pypto.ir.artifact import MANIFEST_NAME, CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime.child import (
@@ -223,9 +223,7 @@ class IsolatedRuntime:
 
     def __init__(self, *, start_method: str = START_METHOD) -> None:
         self.version: str = __version__
-        self.platforms: tuple[str, ...] = tuple(
-            p for p in PLATFORMS if parse_platform(p)[1] is ExecutionMode.SIM
-        )
+        self.platforms: tuple[str, ...] = SIM_PLATFORMS
         self.start_method = start_method  # multiprocessing's: "fork", "forkserver", "spawn"
         self._lock = threading.Lock()
         self._child: _Child | None = None

@@ -50,17 +50,17 @@ class RecordedRun:
             self._deps_path = path
         return self._deps_path
 
-    @property
     def run_dir(self) -> Path:
+        """This run's directory (made, with deps.json, on the first call)."""
         return self.deps_path().parent
 
-    @property
     def trace_path(self) -> Path:
         """Path of this run's trace.json (Chrome trace-event JSON, `runtime.trace`), written
-        next to deps.json on first use (with schedule.png when matplotlib is installed)."""
-        path = self.run_dir / "trace.json"
+        next to deps.json on the first call (with schedule.png when matplotlib is installed)."""
+        run_dir = self.run_dir()
+        path = run_dir / "trace.json"
         if not path.is_file():
-            write_trace(self.record, self.run_dir)
+            write_trace(self.record, run_dir)
         return path
 
     def deps(self) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class SimRun(RecordedRun):
 
     The executed task graph is kept in memory and written to ``deps.json`` in the
     run directory when the run saves kernels, or else the first time ``deps_path()``,
-    ``run_dir``, ``tasks`` or ``deps()`` is asked for: file-system work stays off
+    ``run_dir()``, ``tasks`` or ``deps()`` is asked for: file-system work stays off
     the dispatch path of runs nobody inspects.
     """
 
@@ -350,7 +350,7 @@ class Worker:
         if cfg.save_kernels or cfg.trace:
             result.deps_path()  # kept runs are written now
             if cfg.trace:
-                result.trace_path  # noqa: B018
+                result.trace_path()
         return result
 
 

@@ -34,6 +34,7 @@ import types
 from typing import Any
 
 from pytest_pypto.language.parser import program_namespace
+from pytest_pypto.language.sources import current_lines, statement_lines
 
 __all__ = ["RebuildError", "rebuild_program", "swap_names"]
 
@@ -87,8 +88,7 @@ def rebuild_program(program: Any, language: types.ModuleType) -> Any:
 
 def _class_source(file: str, name: str, line: int | None) -> tuple[int, str]:
     """(first line, dedented text) of the class statement ``name`` at ``line`` of ``file``."""
-    linecache.checkcache(file)
-    lines = linecache.getlines(file)
+    lines = current_lines(file)
     if not lines:
         raise RebuildError(f"cannot rebuild program '{name}': its source file {file} is unreadable")
     try:
@@ -103,9 +103,7 @@ def _class_source(file: str, name: str, line: int | None) -> tuple[int, str]:
     found = exact or candidates[:1]
     if not found:
         raise RebuildError(f"cannot rebuild program '{name}': no class '{name}' in {file}")
-    node = found[0]
-    start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-    end = node.end_lineno or node.lineno
+    start, end = statement_lines(found[0])
     return start, textwrap.dedent("".join(lines[start - 1:end]))
 
 

@@ -49,6 +49,33 @@ def test_platform_parametrized_tests_run_once_per_requested_cell(suite: pytest.P
     assert "a2a3sim-a2a3sim" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("load", ["conftest", "--pypto-alias"])
+def test_a_platform_parameter_names_the_cell_of_a_kernel_fixture_test(
+    suite: pytest.Pytester, load: str
+) -> None:
+    # test_runner with a platform parameter: the parameter is the cell (not multiplied), so
+    # the cell property and the markers see it (the plugin's cells never name them).
+    suite.makepyfile(
+        test_n="""
+        import pytest
+
+        @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+        @pytest.mark.pypto_arch("a5")
+        def test_cell(test_runner, platform, request):
+            assert dict(request.node.user_properties)["pypto_platform"] == platform
+        """
+    )
+    args = ["--pypto-arch=all", "-v", "-rs"]
+    if load != "conftest":  # the alias loads the compat plugin at configure time
+        suite.makeconftest("")
+        args.append(load)
+    result = suite.runpytest(*args)
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines_random(
+        ["*test_cell[[]a5sim[]] PASSED*", "*runs only on a5 (pypto_arch marker)*cell a2a3sim*"]
+    )
+
+
 def test_session_scoped_runner_serves_suite_fixtures(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_s="""

@@ -5,6 +5,7 @@ parsed again, and a program decorated many times gets the same result every time
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -17,6 +18,7 @@ import pytest_pypto.language as pl
 from pytest_pypto.ir import dtypes
 from pytest_pypto.ir.errors import ParserSyntaxError
 from pytest_pypto.ir.types import TensorType
+from pytest_pypto.language.sources import statement_lines
 
 KERNEL = """\
 import pytest_pypto.language as pl
@@ -117,3 +119,12 @@ def test_classes_of_the_same_name_in_one_file_are_told_apart_by_line(line_of) ->
     assert nested.functions["k"].params[0].type == TensorType((8, 16), dtypes.FP32)
     assert Factory.span.line == line_of("later-factory")
     assert Factory.functions["k"].params[0].type == TensorType((4, 16), dtypes.FP32)
+
+
+def test_statement_lines_span_the_decorators_to_the_last_line() -> None:
+    tree = ast.parse(
+        "x = 1\n\n@a\n@b(\n    c)\nclass K:\n    y = 2\n\n    def f(self):\n        pass\n"
+    )
+    cls = tree.body[1]
+    assert statement_lines(cls) == (3, 10)
+    assert statement_lines(cls.body[1]) == (9, 10)  # undecorated: its own first line

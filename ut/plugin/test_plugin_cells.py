@@ -314,3 +314,37 @@ def test_stacked_arch_markers_intersect(pytester: pytest.Pytester, skip_reasons)
     )
     reprec = pytester.inline_run("--pypto-arch=all")
     assert list(skip_reasons(reprec)) == ["test_m.py::test_x[a2a3sim]"]
+
+
+NAMING_TEST = """
+import pytest
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_x(my_runner, platform, request):
+    cell = dict(request.node.user_properties).get("pypto_platform")
+    assert cell == ({expected}), cell
+"""
+
+
+@pytest.mark.parametrize("registered", [True, False])
+def test_a_registered_naming_fixture_names_the_cell_by_platform(
+    pytester: pytest.Pytester, registered: bool
+) -> None:
+    # Another plugin's kernel fixture (the compat plugin's test_runner, here a stand-in):
+    # registered, a test using it names its cell by its platform parameter; otherwise the
+    # test is a plain parametrized one.  Neither is multiplied per cell.
+    register = "    add_cell_naming_fixtures(config, 'my_runner')\n" if registered else "    pass\n"
+    pytester.makeconftest(
+        "import pytest\n"
+        "from pytest_pypto.plugin.cells import add_cell_naming_fixtures\n"
+        "def pytest_configure(config):\n"
+        + register
+        + "@pytest.fixture\ndef my_runner():\n    return 1\n"
+    )
+    expected = "platform" if registered else "None"
+    pytester.makepyfile(NAMING_TEST.format(expected=expected))
+    result = pytester.runpytest("-v", "--pypto-arch=all")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(
+        ["*test_x[[]a2a3sim[]] PASSED*", "*test_x[[]a5sim[]] PASSED*"]
+    )

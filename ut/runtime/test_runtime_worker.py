@@ -64,7 +64,7 @@ def test_a5sim_runs_its_own_artifact_and_records_the_platform(artifact, rng):
     assert (run.platform, run.sim_backend) == ("a5sim", "numpy-functional")
     deps = run.deps()
     assert (deps["platform"], deps["arch"]) == ("a5sim", "a5")
-    assert run.deps_path().name == "deps.json" and run.deps_path().parent == run.run_dir
+    assert run.deps_path().name == "deps.json" and run.deps_path().parent == run.run_dir()
     assert run.kernel_seconds > 0.0
 
 
@@ -359,7 +359,7 @@ def test_save_kernels_keeps_run_records_under_the_kernels_dir(artifact, tmp_path
     run = Worker("a2a3sim").run(_copy(artifact), np.zeros(F, np.float32),
                                 np.zeros(F, np.float32), config=cfg)
     assert run.deps_path().is_file()
-    assert (tmp_path / "keep" / "runs") in run.run_dir.parents
+    assert (tmp_path / "keep" / "runs") in run.run_dir().parents
 
 
 def test_run_time_bounds_error_points_at_the_users_line(artifact, tmp_path):

@@ -198,9 +198,9 @@ def test_a_traced_run_writes_trace_json_next_to_deps(tmp_path):
     out = np.zeros((16, 32), np.float32)
     cfg = RunConfig(platform="a2a3sim", trace=True, save_kernels_dir=str(tmp_path))
     run = pytest_pypto.run(prog, x, x, out, config=cfg)
-    assert run.trace_path.parent == run.deps_path().parent
-    assert tmp_path in run.trace_path.parents  # under the kept directory, not a temp dir
-    trace = json.loads(run.trace_path.read_text())
+    assert run.trace_path().parent == run.deps_path().parent
+    assert tmp_path in run.trace_path().parents  # under the kept directory, not a temp dir
+    trace = json.loads(run.trace_path().read_text())
     assert [e["name"] for e in trace["traceEvents"] if e["ph"] == "X"] == [
         t["kernel"] for t in run.deps()["tasks"]]
 
