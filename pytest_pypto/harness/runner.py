@@ -70,6 +70,10 @@ class Runner:
         # Onboard: a context manager factory leasing a device (yields its id) held only
         # while a kernel executes (docs/design/runtime.md §10); compiles happen outside it.
         self._lease = lease
+        # Whether a dispatch held back under codegen-only ends the test (a skip); False
+        # while `run_case` runs, whose RunResult reports it instead.  An attribute, not a
+        # parameter of `_execute`, so the case path keeps one signature ``(case)``.
+        self._ends_test = True
 
     @property
     def platform(self) -> str:
@@ -211,8 +215,9 @@ class Runner:
     def run_case(self, case: Any) -> Any:
         """Like `check`, but failures come back in the `RunResult` instead of raising
         (under ``--pypto-codegen-only``: a passing one once compiled, as PyPTO's)."""
+        self._ends_test = False
         try:
-            return self._execute(case, ends_test=False)
+            return self._execute(case)
         except Exception as exc:  # noqa: BLE001  (reported, not swallowed)
             return RunResult(
                 passed=False,
@@ -222,8 +227,10 @@ class Runner:
                 platform=self.platform,
                 seed=self.config.seed,
             )
+        finally:
+            self._ends_test = True
 
-    def _execute(self, case: Any, *, ends_test: bool = True) -> Any:
+    def _execute(self, case: Any) -> Any:
         __tracebackhide__ = True
         rng = self._rng_factory()
         specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)
@@ -239,7 +246,7 @@ class Runner:
         args = [tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs]
         try:
             ran = self._dispatch(
-                compiled, args, outputs_in=case.outputs_in, ends_test=ends_test
+                compiled, args, outputs_in=case.outputs_in, ends_test=self._ends_test
             )
         except Exception as exc:
             kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": tensors})

@@ -189,3 +189,25 @@ def test_an_out_tensor_starts_with_its_init_value(platform: str) -> None:
     result = _runner(platform).run(_HalfWriteCase())
     assert result.passed, result.error
     assert (result.outputs["c"][8:] == 3.0).all()
+
+
+def test_every_case_path_goes_through_execute_with_the_case_alone(monkeypatch) -> None:
+    """`check` and `run_case` both call ``Runner._execute(case)``: the one seam an observer
+    (PyPTO's system tests under a measuring conftest) wraps to see each case's outcome."""
+    seen: list[tuple[str, bool]] = []
+    original = Runner._execute
+
+    def observed(self: Runner, case: object) -> object:  # exactly one argument
+        try:
+            result = original(self, case)
+        except Exception:
+            seen.append((type(case).__name__, False))
+            raise
+        seen.append((type(case).__name__, True))
+        return result
+
+    monkeypatch.setattr(Runner, "_execute", observed)
+    assert _runner().check(TorchAdd()).passed
+    assert not _runner().run_case(TorchAdd(off=5e-4)).passed
+    assert _runner().run_case(TorchAdd()).passed
+    assert seen == [("TorchAdd", True), ("TorchAdd", False), ("TorchAdd", True)]
