@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_pypto.arch import PLATFORMS as _PLATFORM_TABLE
-from pytest_pypto.arch import BackendType, ExecutionMode, parse_platform
+from pytest_pypto import arch
+from pytest_pypto.arch import BackendType, parse_platform
 from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.selections import OptimizationStrategy
 from pytest_pypto.harness import cases as _native
@@ -64,12 +64,9 @@ __all__ = [
 PYPTO_TOLERANCE = 1e-5
 TORCH_EXTRA = "pip install 'pytest-pypto[torch]'"
 
-SIM_PLATFORM_IDS: tuple[str, ...] = tuple(
-    p for p, (_, mode) in _PLATFORM_TABLE.items() if mode is ExecutionMode.SIM
-)
-ONBOARD_PLATFORM_IDS: tuple[str, ...] = tuple(
-    p for p, (_, mode) in _PLATFORM_TABLE.items() if mode is ExecutionMode.ONBOARD
-)
+# (the module's SIM_PLATFORMS / ONBOARD_PLATFORMS are PyPTO's pytest.param lists, below)
+SIM_PLATFORM_IDS: tuple[str, ...] = arch.SIM_PLATFORMS
+ONBOARD_PLATFORM_IDS: tuple[str, ...] = arch.ONBOARD_PLATFORMS
 ALL_PLATFORM_IDS: tuple[str, ...] = (*SIM_PLATFORM_IDS, *ONBOARD_PLATFORM_IDS)
 
 # The cells the running session requested (the plugin sets them at configure time);
