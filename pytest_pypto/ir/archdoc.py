@@ -61,8 +61,8 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("gm_granularity_bytes", "global-memory access granularity (performance hints only)"),
     )),
     ("Dtypes and casts", (
-        ("native_casts", "single-instruction casts (from: to); other pairs run as the "
-                         "shortest chain of these hops, one rounding per hop"),
+        ("native_casts", "single-instruction casts (from: to); another pair compiles only "
+                         "through PyPTO's cast legalization (below), one rounding per hop"),
         ("incore_4bit_dtypes", "4-bit dtypes a kernel may hold in a tile"),
         ("fp8_casts", "whether casts to and from the FP8 formats exist"),
     )),
@@ -96,6 +96,21 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
+
+
+# docs/design/arch.md §6; the rule is `pytest_pypto.ir.casts.cast_chain`.
+_LEGALIZATION = (
+    "Casts: only pairs PyPTO's cast legalization accepts compile. A native pair is one "
+    "instruction; another pair compiles to the shortest chain of native hops that never "
+    "passes an intermediate dtype narrower than the destination (any integer before a "
+    "float destination; a float with a shorter significand or exponent before a float one; "
+    "a float whose significand is shorter than an integer destination's value bits; an "
+    "integer with fewer value bits than an integer destination, or an unsigned integer "
+    "before a signed one). A pair with no such chain is a compile error, "
+    "never a lossy chain, even when a chain of hops exists: INT8 -> FP32 is refused on "
+    "both archs (every route passes FP16 or an integer); cast in two steps, e.g. "
+    "`pl.cast(pl.cast(x, pl.FP16), pl.FP32)`. The simulator rounds once per hop."
+)
 
 
 def _row(archs: list[Any], field: str, use: str) -> str:
@@ -158,7 +173,7 @@ def arch_markdown() -> str:
             described.add(field)
             out.append(_row(archs, field, use))
         if title == "Dtypes and casts":
-            out += ["", "Native casts by source dtype:", ""] + _casts(archs)
+            out += ["", _LEGALIZATION, "", "Native casts by source dtype:", ""] + _casts(archs)
     others = [f.name for f in fields(ArchSpec) if f.name not in described]
     if others:
         out += ["", "## Other facts", "", head, rule]
