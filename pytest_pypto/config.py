@@ -17,6 +17,8 @@ the selections the bundled toolchain records without modelling.
 from __future__ import annotations
 
 import inspect
+import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,10 +30,59 @@ from pytest_pypto.arch import (
     platform_string,
 )
 
-__all__ = ["BackendType", "ExecutionMode", "RunConfig", "accept_platform_keywords"]
+__all__ = [
+    "ISOLATED_TIMEOUT",
+    "MAX_TIMEOUT",
+    "BackendType",
+    "ExecutionMode",
+    "RunConfig",
+    "accept_platform_keywords",
+]
 
 UNINITIALIZED_CHOICES = ("poison", "zero")
 
+# Seconds an isolated run (runtime "isolated") may take when no timeout is given
+# (--pypto-isolate-timeout): a kernel looping forever then fails only its test.
+ISOLATED_TIMEOUT = 600.0
+# The largest timeout (seconds, about 11.6 days).  The tightest limit of the timeout
+# machinery is the isolated runtime's wait for its child: a pipe poll whose timeout, in
+# milliseconds, must fit a C int (2**31 - 1 ms, about 24.8 days), with a grace period of
+# 10 % + 2 s on top of the timeout; the in-process alarm (setitimer) takes far more.
+MAX_TIMEOUT = 1_000_000.0
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# Field -> (is the type right, is the value in range, what is accepted); None always passes.
+_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], bool], str]] = {
+    "device_id": (_whole, lambda v: v >= 0, "a device id, an int >= 0"),
+    "seed": (_whole, lambda v: v >= 0, "an int >= 0"),
+    "schedule_seed": (_whole, lambda v: v >= 0, "an int >= 0"),
+    "rtol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
+    "atol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
+    "timeout": (
+        _real, lambda v: 0 < v <= MAX_TIMEOUT,
+        f"a number of seconds > 0 and at most {MAX_TIMEOUT:.0f}",
+    ),
+}
+
+
+def _check_field(name: str, value: Any) -> None:
+    """TypeError / ValueError naming the field, the value and what it accepts."""
+    check = _FIELD_CHECKS.get(name)
+    if check is None or value is None:
+        return
+    right_type, in_range, accepted = check
+    if not right_type(value):
+        raise TypeError(f"RunConfig({name}={value!r}): expected {accepted}, or None")
+    if not in_range(value):
+        raise ValueError(f"RunConfig({name}={value!r}): must be {accepted}")
 
 
 @dataclass(kw_only=True)
@@ -85,12 +136,11 @@ class RunConfig:
                 f"RunConfig(uninitialized={self.uninitialized!r}): expected one of "
                 f"{', '.join(UNINITIALIZED_CHOICES)}"
             )
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"RunConfig(timeout={self.timeout!r}): must be > 0 seconds")
         if self.sim_clusters is not None and self.sim_clusters < 1:
             raise ValueError(f"RunConfig(sim_clusters={self.sim_clusters!r}): must be >= 1")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        _check_field(name, value)
         if name == "arch" and not isinstance(value, BackendType):
             raise TypeError(
                 f"RunConfig(arch={value!r}): arch must be a BackendType "

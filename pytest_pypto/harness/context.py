@@ -111,6 +111,10 @@ def run_config(
     # "isolated" for a sim cell under --pypto-isolate or the pypto_isolate marker,
     # else the --pypto-runtime choice (None: the registry's default for the platform).
     isolated = (settings.isolate or isolate) and parse_platform(platform)[1] is ExecutionMode.SIM
+    runtime = "isolated" if isolated else settings.runtime
+    timeout = settings.timeout
+    if timeout is None and runtime == "isolated":  # a hang fails only the test
+        timeout = settings.isolate_timeout
     return RunConfig(
         platform=platform,
         seed=seed,
@@ -122,7 +126,7 @@ def run_config(
         schedule_seed=settings.shuffle,
         strict_war=settings.strict_war,
         precise=settings.precise,
-        timeout=settings.timeout,
+        timeout=timeout,
         trace=settings.trace,
-        runtime="isolated" if isolated else settings.runtime,
+        runtime=runtime,
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from pytest_pypto.arch import ARCH_CHOICES, MODE_CHOICES, MODE_NAMES, PLATFORMS, parse_platform
+from pytest_pypto.config import ISOLATED_TIMEOUT, MAX_TIMEOUT
 
 __all__ = [
     "OPTIONS",
@@ -79,13 +80,14 @@ def parse_path(raw: str) -> str:
 
 
 def parse_timeout(raw: str) -> float:
-    """Seconds (a positive number) a kernel run may take before it fails."""
+    """Seconds a kernel run may take before it fails: > 0 and at most `MAX_TIMEOUT`
+    (the limit of the timeout machinery, pytest_pypto/config.py)."""
     try:
         value = float(str(raw).strip())
     except ValueError:
         raise ValueError("not a number of seconds") from None
-    if not value > 0:
-        raise ValueError("must be > 0")
+    if not 0 < value <= MAX_TIMEOUT:  # NaN and inf fail too
+        raise ValueError(f"out of range: must be > 0 and at most {MAX_TIMEOUT:.0f}")
     return value
 
 
@@ -149,6 +151,7 @@ class Option(NamedTuple):
 
 
 _CELLS = ", ".join(PLATFORMS)
+_SECONDS = f"a number of seconds > 0 and at most {MAX_TIMEOUT:.0f}"
 _SWITCH = "a switch (env/ini: 1, true, yes, on or 0, false, no, off)"
 
 OPTIONS: tuple[Option, ...] = (
@@ -264,9 +267,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "timeout",
         "SECONDS",
-        "fail a kernel run that takes longer than this",
+        "fail a kernel run that takes longer than this (without it, an in-process run has "
+        "no limit: a kernel looping forever hangs the session; an isolated run stops after "
+        "--pypto-isolate-timeout)",
         parse=parse_timeout,
-        choices="a positive number of seconds",
+        choices=_SECONDS,
     ),
     Option(
         "trace",
@@ -283,6 +288,15 @@ OPTIONS: tuple[Option, ...] = (
         parse=parse_bool,
         choices=_SWITCH,
         switch=True,
+    ),
+    Option(
+        "isolate-timeout",
+        "SECONDS",
+        "fail an isolated run (--pypto-isolate, pypto_isolate, runtime isolated) that "
+        "takes longer than this when --pypto-timeout is not given",
+        parse=parse_timeout,
+        default=f"{ISOLATED_TIMEOUT:g}",
+        choices=_SECONDS,
     ),
     Option(
         "runtime",
@@ -322,6 +336,7 @@ class Settings(NamedTuple):
     timeout: float | None = None
     trace: bool = False
     isolate: bool = False
+    isolate_timeout: float = ISOLATED_TIMEOUT
     runtime: str | None = None
 
     @property

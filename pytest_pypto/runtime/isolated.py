@@ -11,7 +11,8 @@ time (``runtime/child.py``).  What changes against the in-process simulator:
   killer) fails only that run: `RuntimeFailure` (``runtime-error``) saying how it
   died (exit code or signal) and which kernel was running, at the ``file:line`` of
   its first statement; the next run gets a fresh child;
-* ``--pypto-timeout``: the child stops a kernel looping in Python at its loop's
+* ``--pypto-timeout`` (without it, ``--pypto-isolate-timeout`` or `ISOLATED_TIMEOUT`,
+  600 s, for a config with none): the child stops a kernel looping in Python at its loop's
   ``file:line`` (`deadline`); a child that does not answer within the timeout plus a
   grace period (stuck in native code) is killed and the run fails "timed out";
   either way the next run gets a fresh child;
@@ -30,6 +31,7 @@ the pipe: the child sees them as distinct buffers.
 from __future__ import annotations
 
 import atexit
+import copy
 import mmap
 import multiprocessing
 import os
@@ -45,6 +47,7 @@ from typing import Any
 
 from pytest_pypto._version import __version__
 from pytest_pypto.arch import SIM_PLATFORMS
+from pytest_pypto.config import ISOLATED_TIMEOUT
 from pytest_pypto.ir.artifact import MANIFEST_NAME, CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime.child import (
@@ -59,7 +62,7 @@ from pytest_pypto.runtime.protocol import RuntimeFailure, compiled_for_another_p
 from pytest_pypto.runtime.records import RecordedRun
 from pytest_pypto.runtime.timeout import RunTimedOut
 
-__all__ = ["IsolatedRun", "IsolatedRuntime"]
+__all__ = ["IsolatedRun", "IsolatedRuntime", "bounded"]
 
 NAME = "isolated"
 START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -73,6 +76,16 @@ _SIGNAL_MEANING = {
     "SIGKILL": "killed: the kernel's OOM killer when memory runs out, or another process",
     "SIGTERM": "terminated by another process",
 }
+
+
+def bounded(config: Any) -> Any:
+    """``config``, or a copy with the default limit `ISOLATED_TIMEOUT` when it has no
+    timeout: a kernel looping forever fails its run instead of hanging the caller."""
+    if config.timeout is not None:
+        return config
+    config = copy.copy(config)
+    config.timeout = ISOLATED_TIMEOUT
+    return config
 
 
 def _grace(timeout: float) -> float:
@@ -250,6 +263,7 @@ class IsolatedRuntime:
 
         directory, manifest = _artifact_of(artifact)
         self._refuse_other_platforms(manifest, config)
+        config = bounded(config)
         arrays = tuple(arrays)
         params = manifest.entry_args
         sent = list(arrays)
