@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from pytest_pypto.arch import (
@@ -90,9 +90,13 @@ class RunConfig:
     """How to compile and run one kernel: the cell's axes plus harness options.
 
     ``arch`` and ``execution_mode`` are stored; ``platform`` is derived from them.
-    Passing ``platform=`` sets both axes and wins over ``arch=``/``execution_mode=``
-    (so ``dataclasses.replace(cfg, platform="a5")`` works); PyPTO's ``backend_type=``
-    is accepted as the arch when no platform is given.
+    Passing ``platform=`` sets both axes; an ``arch=``, ``execution_mode=`` or
+    ``backend_type=`` given with it must agree with it (ValueError naming both), except
+    in ``dataclasses.replace(cfg, platform="a5")``, which passes the old axes along and
+    moves the config to the new cell.  PyPTO's ``backend_type=`` is accepted as the arch
+    when no platform is given.  Fields are checked on every assignment: ``device_id``,
+    ``seed`` and ``schedule_seed`` are ints >= 0, ``rtol``/``atol`` numbers >= 0,
+    ``timeout`` seconds in (0, `MAX_TIMEOUT`] (TypeError / ValueError naming the field).
     """
 
     __test__: ClassVar[bool] = False
@@ -199,6 +203,23 @@ def _parse(platform: Any) -> tuple[BackendType, ExecutionMode]:
     return parse_platform(platform)
 
 
+def _refuse_disagreement(
+    platform: str,
+    axes: tuple[BackendType, ExecutionMode],
+    kwargs: dict[str, Any],
+    backend_type: BackendType | None,
+) -> None:
+    """ValueError when an axis given next to ``platform=`` names another cell's axis."""
+    given = (("arch", kwargs.get("arch"), axes[0]), ("backend_type", backend_type, axes[0]),
+             ("execution_mode", kwargs.get("execution_mode"), axes[1]))
+    for keyword, value, implied in given:
+        if value is not None and value is not implied:
+            raise ValueError(
+                f"RunConfig(platform={platform!r}, {keyword}={value}): platform {platform!r} "
+                f"means {keyword}={implied}; give one of them"
+            )
+
+
 def accept_platform_keywords(cls: type[RunConfig], aliases: dict[str, str] | None = None) -> None:
     """Give the dataclass ``cls`` (RunConfig or a subclass) an ``__init__`` that also takes
     ``platform=`` (sets both axes) and ``backend_type=`` (the arch), and renames the
@@ -217,10 +238,25 @@ def accept_platform_keywords(cls: type[RunConfig], aliases: dict[str, str] | Non
             if old in kwargs:
                 kwargs.setdefault(new, kwargs.pop(old))
         if platform is not None:
-            kwargs["arch"], kwargs["execution_mode"] = _parse(platform)
+            axes = _parse(platform)
+            if not _replacing(kwargs):
+                _refuse_disagreement(platform, axes, kwargs, backend_type)
+            kwargs["arch"], kwargs["execution_mode"] = axes
         elif backend_type is not None:
+            if "arch" in kwargs and kwargs["arch"] is not backend_type:
+                raise ValueError(
+                    f"RunConfig(arch={kwargs['arch']}, backend_type={backend_type}): two "
+                    f"different architectures; give one of them"
+                )
             kwargs["arch"] = backend_type
         dataclass_init(self, **kwargs)
+
+    init_fields = [f.name for f in fields(cls) if f.init]
+
+    def _replacing(kwargs: dict[str, Any]) -> bool:
+        # dataclasses.replace(cfg, platform=...) passes every init field: the platform
+        # then moves the config to its cell (the axes passed along are the old ones).
+        return all(name in kwargs for name in init_fields)
 
     params = list(inspect.signature(dataclass_init).parameters.values())
     extra = [

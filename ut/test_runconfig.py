@@ -46,9 +46,10 @@ def test_keyword_only() -> None:
         RunConfig(BackendType.Ascend950)  # type: ignore[misc]
 
 
-def test_platform_wins_over_axes() -> None:
-    cfg = RunConfig(arch=BackendType.Ascend910B, execution_mode=ExecutionMode.SIM, platform="a5")
-    assert (cfg.arch, cfg.execution_mode) == (BackendType.Ascend950, ExecutionMode.ONBOARD)
+def test_platform_that_disagrees_with_the_axes_is_an_error() -> None:
+    """Issue 26 item 13: no longer silently 'platform wins' (ut/test_runconfig_checks.py)."""
+    with pytest.raises(ValueError, match="platform='a5', arch=BackendType.Ascend910B"):
+        RunConfig(arch=BackendType.Ascend910B, execution_mode=ExecutionMode.SIM, platform="a5")
 
 
 def test_replace_with_platform() -> None:
@@ -153,4 +154,5 @@ def test_pypto_only_fields_are_compat_s() -> None:
 
 def test_backend_type_keyword_sets_the_arch_unless_platform_given() -> None:
     assert RunConfig(backend_type=BackendType.Ascend950).platform == "a5sim"
-    assert RunConfig(platform="a2a3", backend_type=BackendType.Ascend950).platform == "a2a3"
+    with pytest.raises(ValueError, match="platform='a2a3', backend_type=BackendType.Ascend950"):
+        RunConfig(platform="a2a3", backend_type=BackendType.Ascend950)
