@@ -16,6 +16,7 @@ from pytest_pypto.arch import MODE_NAMES, PLATFORMS, ExecutionMode, parse_platfo
 from pytest_pypto.compat.runconfig import PYPTO_ONLY_FIELDS, RunConfig
 from pytest_pypto.compat.selections import MemoryPlanner
 from pytest_pypto.harness.cells import needs_cells
+from pytest_pypto.harness.settings import option_named
 from pytest_pypto.plugin.devices import onboard_missing
 from pytest_pypto.plugin.fixtures import config_of, runner_of
 from pytest_pypto.plugin.options import refresh
@@ -36,18 +37,16 @@ def apply_pypto_options(
     ours were not given; ``--platform a2a3sim,a5sim`` selects those archs and modes."""
     opt = config.option
     raw = getattr(opt, "platform", None)
-    if raw:
-        try:
-            parsed = [parse_platform(p.strip()) for p in raw.split(",") if p.strip()]
-        except ValueError as exc:
-            raise pytest.UsageError(
-                f"--platform: invalid value {raw!r}: {exc}. Valid values: a comma list of "
-                f"{', '.join(PLATFORMS)}."
-            ) from None
+    if raw is not None:
+        parsed = _parse_platforms(raw)
+        archs = ",".join(dict.fromkeys(b.arch_name for b, _ in parsed))
+        modes = ",".join(dict.fromkeys(MODE_NAMES[m] for _, m in parsed))
+        _agree(raw, "arch", "architectures", archs, getattr(opt, "pypto_arch", None))
+        _agree(raw, "mode", "modes", modes, getattr(opt, "pypto_mode", None))
         if getattr(opt, "pypto_arch", None) is None:
-            opt.pypto_arch = ",".join(dict.fromkeys(b.arch_name for b, _ in parsed))
+            opt.pypto_arch = archs
         if getattr(opt, "pypto_mode", None) is None:
-            opt.pypto_mode = ",".join(dict.fromkeys(MODE_NAMES[m] for _, m in parsed))
+            opt.pypto_mode = modes
     for theirs, ours in values.items():
         value = getattr(opt, theirs, None)
         if value is not None and getattr(opt, ours, None) is None:
@@ -56,6 +55,38 @@ def apply_pypto_options(
         if getattr(opt, theirs, False) and getattr(opt, ours, None) is None:
             setattr(opt, ours, True)
     refresh(config)  # when loaded after the plugin resolved (--pypto-alias)
+
+
+def _parse_platforms(raw: str) -> list[tuple[Any, ExecutionMode]]:
+    """``--platform``'s comma list; a usage error for an empty list or entry, or an
+    unknown platform."""
+    valid = f"Valid values: a comma list of {', '.join(PLATFORMS)}."
+    parts = [p.strip() for p in raw.split(",")]
+    if not any(parts) or not all(parts):
+        what = "empty" if not any(parts) else "an empty entry"
+        raise pytest.UsageError(f"--platform: invalid value {raw!r}: {what}. {valid}")
+    try:
+        return [parse_platform(p) for p in parts]
+    except ValueError as exc:
+        raise pytest.UsageError(f"--platform: invalid value {raw!r}: {exc}. {valid}") from None
+
+
+def _agree(raw: str, name: str, what: str, implied: str, given: str | None) -> None:
+    """A usage error when ``--pypto-<name>`` was given on the command line and selects
+    other ``what`` than PyPTO's ``--platform`` does."""
+    if given is None:
+        return
+    parse = option_named(name).parse
+    try:
+        same = set(parse(given)) == set(parse(implied))
+    except ValueError:
+        return  # a bad --pypto-<name> value: the option check reports it
+    if not same:
+        raise pytest.UsageError(
+            f"--platform {raw} selects the {what} {', '.join(parse(implied))}, but "
+            f"--pypto-{name} {given} selects {', '.join(parse(given))}; give one of them "
+            f"(--platform is PyPTO's spelling of --pypto-arch and --pypto-mode)"
+        )
 
 
 def _parametrizes_platform(definition: Any) -> bool:

@@ -78,6 +78,9 @@ __all__ = [
 ]
 
 
+# Markers that take no arguments (a given argument would be ignored: an error instead).
+_NO_ARGUMENTS = ("pypto_onboard", "pypto_sim", "pypto_isolate")
+
 # The parameter a test may name its cell by instead of the cell fixture.
 PLATFORM_PARAMETER = "platform"
 
@@ -164,6 +167,14 @@ def constraints_of(node: object) -> Constraints:
             except ValueError as exc:
                 raise ValueError(f"@pytest.mark.platforms: {exc}") from None
         platforms = set(given) if platforms is None else platforms & set(given)  # type: ignore[arg-type]
+    for name in _NO_ARGUMENTS:
+        for mark in node.iter_markers(name):  # type: ignore[attr-defined]
+            if mark.args or mark.kwargs:
+                given = [repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()]
+                raise ValueError(
+                    f"@pytest.mark.{name} takes no arguments, but got ({', '.join(given)}); "
+                    f"write @pytest.mark.{name}"
+                )
     onboard = node.get_closest_marker("pypto_onboard") is not None  # type: ignore[attr-defined]
     sim = node.get_closest_marker("pypto_sim") is not None  # type: ignore[attr-defined]
     if onboard and sim:

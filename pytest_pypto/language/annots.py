@@ -95,6 +95,9 @@ def _dtype(ctx: FunctionContext, value: Any, node: ast.AST) -> DataType:
     return value
 
 
+_MAX_DIM = 2**63 - 1  # shapes, offsets and element counts are int64 at run time
+
+
 def _dims(ctx: FunctionContext, value: Any, node: ast.AST, *, static: bool) -> tuple[Any, ...]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ctx.error(
@@ -110,6 +113,13 @@ def _dims(ctx: FunctionContext, value: Any, node: ast.AST, *, static: bool) -> t
             # create_tensor / slice result): a dim known only when the program runs.
             dims.append(DynVar(getattr(d, "name", "dim")))
         elif isinstance(d, int) and not isinstance(d, bool) and d > 0:
+            if d > _MAX_DIM:
+                raise ctx.error(
+                    ParserTypeError,
+                    f"dimension {d} does not fit int64: a dimension is at most {_MAX_DIM} "
+                    f"(2**63 - 1)",
+                    node,
+                )
             dims.append(d)
         elif isinstance(d, DynVar):
             raise ctx.error(

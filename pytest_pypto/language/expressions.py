@@ -373,6 +373,7 @@ class ExprParser:
                 node,
             )
         if dtype.is_float:
+            scalars.check_float_fits(value, dtype, self.ctx.span(node))
             value = round_float(float(value), dtype.name)  # the constant its dtype holds
         elif dtype.kind == "bool":
             value = bool(value)

@@ -25,7 +25,7 @@ import operator
 from typing import Any
 
 from pytest_pypto.ir import dtypes
-from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.dtypes import DataType, round_float
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import BinOp, Compare, Const, DynDim, Expr, ScalarCast, UnaryOp
 from pytest_pypto.ir.types import (
@@ -66,8 +66,41 @@ def category(dtype: DataType) -> str:
     return "float" if dtype.is_float else "int"
 
 
+# Largest finite value of the float dtypes a literal constant can take (FP32 for a
+# Python float; FP16 / BF16 by adopting a Scalar's dtype or through pl.const).
+_FLOAT_MAX = {"FP32": 3.4028234663852886e38, "FP16": 65504.0, "BF16": 3.3895313892515355e38}
+
+
+def check_float_fits(value: Any, dtype: DataType, span: Any = None) -> None:
+    """ParserTypeError at ``span`` when the finite ``value`` would become inf in the float
+    ``dtype`` (1e40 as FP32): an overflow is an error, never a silent inf.  An explicit
+    infinity or NaN, and a value rounding onto the dtype's largest one, pass."""
+    limit = _FLOAT_MAX.get(dtype.name)
+    if limit is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond every float
+        x = math.inf
+    else:
+        if not math.isfinite(x) and isinstance(value, float):
+            return  # math.inf / nan: an IEEE value the user asked for
+        if abs(x) <= limit or math.isfinite(round_float(x, dtype.name)):
+            return
+    raise ParserTypeError(
+        f"the constant {value!r} does not fit {dtype.name} (largest finite value "
+        f"{limit!r}): {dtype.name} would hold inf",
+        span,
+        hint=f"use a value within {dtype.name}'s range, a wider dtype, or math.inf if an "
+        "infinity is meant",
+    )
+
+
 def make_const(value: Any, dtype: DataType | None = None, span: Any = None) -> Const:
-    return Const(value, type=ScalarType(dtype or literal_dtype(value)), span=span)
+    dtype = dtype or literal_dtype(value)
+    if dtype.is_float:
+        check_float_fits(value, dtype, span)
+    return Const(value, type=ScalarType(dtype), span=span)
 
 
 def is_number(value: Any) -> bool:

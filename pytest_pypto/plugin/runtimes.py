@@ -48,7 +48,8 @@ def cell_runtime(config: pytest.Config, node: Any, platform: str) -> Any:
 
 def check_runtime_option(config: pytest.Config) -> None:
     """Start the session with the installed runtimes read afresh (pytester runs
-    sessions in one process), and refuse an unknown ``--pypto-runtime`` NAME."""
+    sessions in one process), and refuse an unknown ``--pypto-runtime`` NAME or one
+    that serves none of the requested cells it would run."""
     registry = sys.modules.get(_REGISTRY)
     if registry is not None:
         registry.refresh()
@@ -63,6 +64,33 @@ def check_runtime_option(config: pytest.Config) -> None:
             f"--pypto-runtime: no runtime named {name!r} is installed; installed runtimes: "
             f"{', '.join(installed) or 'none'} (entry-point group pytest_pypto.runtimes)"
         )
+    _check_serves_a_cell(config, name)
+
+
+def _check_serves_a_cell(config: pytest.Config, name: str) -> None:
+    """A usage error when runtime ``name`` would run some requested cells but serves
+    none of them (every test on them would fail).  Cells that run elsewhere (sim cells
+    under --pypto-isolate) and --pypto-codegen-only (nothing runs) need nothing."""
+    s = settings(config)
+    if s.codegen_only:
+        return
+    cells = [cell for cell in s.cells if run_config(s, cell).runtime == name]
+    if not cells:
+        return
+    from pytest_pypto.runtime.registry import default_registry  # lazy: plugin import cost
+
+    info = default_registry().info(name)
+    if set(info.platforms) & set(cells):
+        return
+    serves = (
+        f"serves {', '.join(info.platforms)}, none of the"
+        if info.platforms
+        else f"serves no cell ({info.status}: {info.reason});"
+    )
+    raise pytest.UsageError(
+        f"--pypto-runtime: runtime {name!r} {serves} requested cells {', '.join(cells)} "
+        f"(choose the cells with --pypto-arch / --pypto-mode, or another runtime)"
+    )
 
 
 def requires_skip(item: Any) -> str | None:
