@@ -92,3 +92,11 @@ def test_good_fields_are_accepted(cls) -> None:
     cfg.rtol, cfg.atol = np.float32(1e-3), 1e-5
     cfg.device_id = None
     assert (cfg.seed, cfg.schedule_seed, cfg.timeout) == (0, 5, 1)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_arch_and_backend_type_that_disagree_are_refused(cls) -> None:
+    with pytest.raises(ValueError, match="arch=BackendType.Ascend950, backend_type="
+                                         "BackendType.Ascend910B.*give one of them"):
+        cls(arch=BackendType.Ascend950, backend_type=BackendType.Ascend910B)
+    assert cls(arch=BackendType.Ascend950, backend_type=BackendType.Ascend950).platform == "a5sim"
