@@ -34,7 +34,7 @@ import numpy as np
 from pytest_pypto.harness.tensors import to_numpy
 from pytest_pypto.harness.tolerance import DEFAULT_TOLERANCES, default_tolerance, explicit
 from pytest_pypto.ir.dtypes import ALL_DTYPES
-from pytest_pypto.ir.values import poison_value
+from pytest_pypto.ir.values import poison_is_distinct, poison_value
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -338,13 +338,15 @@ def _fits(x: np.ndarray) -> bool:
 
 def _poisoned(a: np.ndarray) -> np.ndarray:
     """Where ``a`` holds, bit for bit, the simulator's value for never-written memory
-    (`pytest_pypto.ir.values.poison_value`: a NaN for floats, 0xA5.. bytes for ints).
+    (`pytest_pypto.ir.values.poison_value`: a NaN of its own payload for floats, so an
+    ordinary NaN is not counted; 0xA5.. bytes for ints).
 
-    BOOL poison is ``True``, indistinguishable from data: never reported.  A dtype the
-    DSL does not store (float64 goldens) has no pattern.
+    BOOL poison is ``True``, indistinguishable from data, and FP8E4M3FN / FP8E8M0 have
+    a single NaN encoding: never reported (`poison_is_distinct`).  A dtype the DSL does
+    not store (float64 goldens) has no pattern.
     """
     dt = next(
-        (d for d in ALL_DTYPES if d.storage == a.dtype.name and d.kind != "bool"), None
+        (d for d in ALL_DTYPES if d.storage == a.dtype.name and poison_is_distinct(d)), None
     )
     if dt is None or a.dtype.itemsize not in (1, 2, 4, 8):
         return np.zeros(a.shape, dtype=bool)

@@ -25,16 +25,40 @@ UNINITIALIZED: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 POISON_BYTE = 0xA5
 
+# Float poison: a quiet NaN whose payload repeats the 0xA5 bytes, so a NaN the program
+# computed or was given (np.nan, 0/0: the canonical payload) is never taken for memory
+# no store reached (docs/design/numerics.md §6).  Numpy copies and views keep the bits;
+# arithmetic on poison may give another NaN, which is then an ordinary one.
+NAN_POISON_BITS = {
+    "float32": 0x7FE5A5A5,
+    "float16": 0x7EA5,
+    "bfloat16": 0x7FE5,
+    "float8_e5m2": 0x7F,  # its canonical NaN is 0x7E
+}
+
 
 def poison_value(dtype: DataType) -> Any:
-    """The scalar an undefined element of ``dtype`` holds (NaN, 0xA5.. bytes, True)."""
+    """The scalar an undefined element of ``dtype`` holds (a NaN of its own payload,
+    0xA5.. bytes, True).  FP8E4M3FN and FP8E8M0 have one NaN encoding: their poison is
+    that NaN (`poison_is_distinct` is False for them)."""
     npd = dtype.np
     if dtype.name == "BOOL":
         return np.True_
+    bits = NAN_POISON_BITS.get(npd.name)
+    if bits is not None:
+        return np.array(bits, dtype=f"u{npd.itemsize}").view(npd)[()]
     if dtype.is_float and _has_nan(npd):
         return np.array(np.nan, dtype=np.float32).astype(npd)[()]
     raw = np.full(npd.itemsize, POISON_BYTE, dtype=np.uint8)
     return raw.view(npd)[0]
+
+
+def poison_is_distinct(dtype: DataType) -> bool:
+    """Whether ``dtype``'s poison bits tell never-written memory from a value: not for
+    BOOL (True) nor for a float whose only NaN is the poison (FP8E4M3FN, FP8E8M0)."""
+    if dtype.name == "BOOL":
+        return False
+    return not dtype.is_float or dtype.np.name in NAN_POISON_BITS or not _has_nan(dtype.np)
 
 
 def _has_nan(npd: np.dtype) -> bool:
