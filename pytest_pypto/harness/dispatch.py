@@ -15,6 +15,11 @@ On a platform that executes on an NPU, the device is leased exactly around the
 runtime's ``execute`` (unless ``config.device_id`` names one already), and an
 exception from the runtime that is not the toolchain's becomes a `DeviceFailure`
 naming the runtime, with the original as its cause.
+
+torch tensors cross as numpy views of their memory, so Out/InOut results land in
+them in place, behind autograd: a written tensor that requires grad is refused before
+the run (`ValueError` naming the argument), and every other written tensor's version
+counter is moved after it (docs/design/plugin.md §7).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import codegen_only
 from pytest_pypto.harness.compiling import compile_cached
 from pytest_pypto.harness.tensors import is_torch, torch_view
-from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.devices import DeviceLease, discover_npus
@@ -137,11 +142,19 @@ def dispatch(
         return compiled
     if unusable is not None:
         raise unusable
+    written: list[Any] = []
     for a in arrays:
         if a.__class__ not in _AS_GIVEN:  # torch tensors (or a class not seen yet)
+            written = _written_torch(compiled, arrays)
             arrays = tuple([_at_boundary(a) for a in arrays])
             break
-    return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+    try:
+        return execute(
+            runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease
+        )
+    finally:
+        if written:
+            _moved(written)
 
 
 def execute(
@@ -200,6 +213,59 @@ def _any_device(config: RunConfig) -> Any:
 
 
 _AS_GIVEN: set[type] = {int, float, bool}  # classes `_at_boundary` passes as they are
+
+
+def _written_torch(compiled: Any, arrays: Sequence[Any]) -> list[Any]:
+    """The torch tensors among ``arrays`` the run may write (Out/InOut; every tensor
+    when the directions are unknown).  One that requires grad is refused here, before
+    the run: the kernel writes it in place, behind autograd's back."""
+    params = _entry_args(compiled)
+    program = getattr(getattr(compiled, "manifest", None), "program", None) or "the program"
+    written = []
+    for i, value in enumerate(arrays):
+        if not is_torch(value) or not hasattr(value, "requires_grad"):
+            continue
+        param = params[i] if params is not None and i < len(params) else None
+        if param is not None and param.direction not in ("Out", "InOut"):
+            continue
+        if value.requires_grad:
+            what = (f"argument '{param.name}' ({param.direction})" if param is not None
+                    else f"argument {i}")
+            raise ValueError(
+                f"{what} of '{program}' is a torch tensor that requires grad: the kernel "
+                f"writes it in place, which autograd cannot see (a later backward would "
+                f"use wrong values); pass a tensor that does not require grad: a fresh "
+                f"one (torch.empty_like) or its .detach() to write into its data"
+            )
+        written.append(value)
+    return written
+
+
+def _entry_args(compiled: Any) -> list[Any] | None:
+    """The entry's parameters (ArgInfo: name, direction) of an artifact, or None."""
+    manifest = getattr(compiled, "manifest", None)
+    if manifest is None and isinstance(compiled, (str, os.PathLike)):
+        try:
+            manifest = read_manifest(compiled)
+        except Exception:  # noqa: BLE001  (the runtime reports a bad artifact)
+            return None
+    args = getattr(manifest, "entry_args", None)
+    return list(args) if args is not None else None
+
+
+def _moved(tensors: Sequence[Any]) -> None:
+    """Move the version counter of torch tensors the run wrote through numpy, as an
+    in-place torch op does: a graph that saved one then refuses its backward."""
+    import torch  # lazy: torch is optional; these tensors exist, so it is loaded
+
+    bump = getattr(torch.autograd.graph, "increment_version", None)
+    for t in tensors:
+        if t.is_inference():  # inference tensors have no version counter
+            continue
+        if bump is not None:
+            bump(t)
+        else:  # pragma: no cover  (torch < 2.1)
+            torch._C._increment_version(t)
 
 
 def _at_boundary(value: Any) -> Any:
