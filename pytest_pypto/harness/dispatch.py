@@ -27,10 +27,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import numbers
 import os
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pytest_pypto.arch import ExecutionMode
 from pytest_pypto.config import RunConfig
@@ -41,13 +45,13 @@ from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.devices import DeviceLease, discover_npus
-from pytest_pypto.runtime.protocol import DeviceFailure
+from pytest_pypto.runtime.protocol import DeviceFailure, RuntimeFailure
 from pytest_pypto.runtime.simulator import SimRuntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_pypto.runtime.worker import SimRun, Worker
 
-__all__ = ["dispatch", "execute", "run", "worker_for"]
+__all__ = ["check_config", "check_program", "dispatch", "execute", "run", "worker_for"]
 
 _DEFAULT = RunConfig()
 _compiled: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledProgram]] = (
@@ -105,7 +109,55 @@ def run(
     a device (a context-manager factory yielding its id; default: any visible NPU).
     """
     __tracebackhide__ = True
+    check_program(program_or_compiled, "pytest_pypto.run()")
+    check_config(config, "run()")
     return dispatch(program_or_compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+
+
+PROGRAMS = (
+    "a program decorated with @pl.program, a CompiledProgram (pytest_pypto.compile(...)) "
+    "or an artifact directory"
+)
+
+
+def check_program(value: Any, call: str) -> None:
+    """A TypeError naming ``call``'s program argument when ``value`` is plainly no program
+    (None, a number, an array, a container, a bare class or function): the common slips.
+    Anything else goes on (a runtime that compiles takes its own program objects)."""
+    __tracebackhide__ = True
+    if value is None:
+        shown = "None"
+    elif isinstance(value, type):
+        shown = f"the class '{value.__name__}', which is not decorated with @pl.program"
+    elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        shown = (f"the function '{value.__name__}' (a @pl.program is a class; a @pl.jit "
+                 f"kernel is called directly)")
+    elif isinstance(value, np.ndarray) or is_torch(value):
+        shown = f"a {'numpy array' if isinstance(value, np.ndarray) else 'torch tensor'} " \
+            f"of shape {tuple(value.shape)} (the program comes first, then the arrays)"
+    elif isinstance(value, (numbers.Number, bytes, list, tuple, dict, set)):
+        shown = f"{_article(type(value).__name__)} ({value!r:.40})"
+    elif getattr(value, "__class__", None).__name__ == "JITFunction":
+        shown = f"the @pl.jit kernel '{getattr(value, '__name__', '?')}' (call it directly)"
+    else:
+        return
+    raise TypeError(f"{call}: program is {shown}; pass {PROGRAMS}")
+
+
+def check_config(config: Any, call: str) -> None:
+    """A TypeError when ``config`` is not a RunConfig (a platform string, most often)."""
+    __tracebackhide__ = True
+    if isinstance(config, RunConfig):
+        return
+    platform = config if isinstance(config, str) else "a2a3sim"
+    raise TypeError(
+        f"{call}: config must be a RunConfig, got {type(config).__name__} ({config!r:.40}); "
+        f"e.g. config=RunConfig(platform='{platform}')"
+    )
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def dispatch(
@@ -185,9 +237,16 @@ def _call(
             compiled, tuple(arrays), config=config, outputs_in=outputs_in, device=device
         )
     except Exception as exc:
+        name = getattr(runtime, "name", type(runtime).__name__)
+        if isinstance(exc, MemoryError):  # not a bug of the test: a runtime-error
+            raise RuntimeFailure(
+                f"runtime '{name}' ran out of memory on {config.platform}: "
+                f"{exc or 'MemoryError'}", runtime=name,
+                hint="a tensor too big for this host? the simulator holds every tensor in "
+                "host memory",
+            ) from exc
         if isinstance(exc, PyptoError) or not _on_device(config):
             raise  # the toolchain's own errors carry their class; the simulator's tracebacks help
-        name = getattr(runtime, "name", type(runtime).__name__)
         where = config.platform if device is None else f"{config.platform} (device {device})"
         raise DeviceFailure(
             f"runtime '{name}' failed on {where}: {type(exc).__name__}: {exc}", runtime=name

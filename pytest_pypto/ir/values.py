@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.lazy_numpy import np
 
 # "poison" (default) or "zero": how undefined memory reads (RunConfig.uninitialized).
@@ -88,9 +89,43 @@ def pad_value(dtype: DataType, pad: str) -> Any:
     return npd.type(info.min if pad == "min" else info.max)
 
 
-def new_buffer(shape: tuple[int, ...], dtype: DataType, pad: str | None = None) -> np.ndarray:
-    """A fresh buffer of ``shape`` filled with the undefined-memory value."""
-    return np.full(shape, fill_value(dtype, pad), dtype=dtype.np)
+def new_buffer(
+    shape: tuple[int, ...], dtype: DataType, pad: str | None = None, *,
+    name: str | None = None, value: Any = None,
+) -> np.ndarray:
+    """A fresh buffer of ``shape`` filled with ``value`` (default: the undefined-memory
+    value).  One this process cannot allocate is a `SimulationError` naming the tensor
+    (``name``), its shape, dtype and size, not a bare ``MemoryError``."""
+    fill = fill_value(dtype, pad) if value is None else value
+    try:
+        return np.full(shape, fill, dtype=dtype.np)
+    except (MemoryError, ValueError) as exc:
+        if isinstance(exc, ValueError) and "too big" not in str(exc):
+            raise
+        raise too_big(shape, dtype, name) from None
+
+
+def too_big(shape: tuple[int, ...], dtype: DataType, name: str | None = None) -> Exception:
+    """The error of a buffer this process cannot allocate (a runtime-error)."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    what = f"tensor '{name}'" if name else "a buffer"
+    return SimulationError(
+        f"cannot allocate {what}: {list(shape)} {dtype.name} needs "
+        f"{_size_text(count * dtype.np.itemsize)}, more memory than this process can get",
+        hint="make the tensor smaller (the simulator holds every tensor in host memory)",
+    )
+
+
+def _size_text(nbytes: int) -> str:
+    """``4.00 TiB``: bytes in binary units, as numpy's allocation errors say it."""
+    size, unit = float(nbytes), "bytes"
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024 or unit == "EiB":
+            break
+        size /= 1024
+    return f"{int(size)} bytes" if unit == "bytes" else f"{size:.2f} {unit}"
 
 
 def valid_slices(valid: tuple[int, ...]) -> tuple[slice, ...]:
