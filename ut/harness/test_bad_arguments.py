@@ -143,6 +143,21 @@ def test_a_platform_string_as_config_is_a_type_error(call) -> None:
     assert "RunConfig(platform='a5sim')" in text
 
 
+@pl.jit
+def copy_jit(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], out)
+    return out
+
+
+def test_a_platform_string_as_config_of_a_jit_call_is_a_type_error() -> None:
+    with pytest.raises(TypeError) as info:
+        copy_jit(*_data(), config="a5sim")
+    text = str(info.value)
+    assert text.startswith("config= must be a RunConfig, but got str ('a5sim')"), text
+    assert "RunConfig(platform='a5sim')" in text
+
+
 def test_a_tensor_too_big_to_allocate_is_a_runtime_error_naming_it() -> None:
     with pytest.raises(SimulationError) as info:
         pytest_pypto.run(Huge, *_data(), config=RunConfig(platform="a5sim"))
