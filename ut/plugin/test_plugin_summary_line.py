@@ -27,7 +27,7 @@ TESTS = '''
 import numpy as np
 import pytest_pypto
 import pytest_pypto.language as pl
-from kernels import M, N, Add
+from summary_line_kernels import M, N, Add
 
 
 def test_wrong(pypto_runner, pypto_rng):
@@ -56,7 +56,7 @@ def summary(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     for name in ("CI", "BUILD_NUMBER"):  # pytest prints whole messages on CI
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "80")
-    pytester.makepyfile(kernels=KERNELS, test_summary=TESTS)
+    pytester.makepyfile(summary_line_kernels=KERNELS, test_summary=TESTS)
     result = pytester.runpytest("-p", "no:randomly", "--pypto-arch=a5", "-rA",
                                 "--junitxml=out.xml")
     result.assert_outcomes(failed=3)
