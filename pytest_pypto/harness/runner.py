@@ -140,6 +140,8 @@ class Runner:
             if arrays:
                 raise TypeError("run(case) takes no arrays: the case defines its tensors")
             return self.run_case(program)
+        if isinstance(program, type) and issubclass(program, PTOTestCase):
+            _check_case(program, "pypto_runner.run()")
         check_program(program, "pypto_runner.run()")
         compiled = program
         if not _is_compiled(program) and not self._runtime_compiles():

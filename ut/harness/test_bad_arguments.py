@@ -126,6 +126,12 @@ def test_check_given_a_non_case_names_the_argument(value, shown, method) -> None
     assert "PTOTestCase" in text
 
 
+def test_run_given_a_case_class_asks_for_an_instance() -> None:
+    with pytest.raises(TypeError, match=r"^pypto_runner.run\(\): case is the class 'CopyCase'; "
+                       r"pass an instance: CopyCase\(\)"):
+        _runner().run(CopyCase)
+
+
 def test_check_still_runs_a_case() -> None:
     result = _runner().check(CopyCase())
     assert result.passed
