@@ -158,6 +158,12 @@ def compile(  # noqa: A001  (PyPTO's name)
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
     if config is None:
         config = RunConfig()
+    elif not isinstance(config, RunConfig):
+        platform = config if isinstance(config, str) else "a2a3sim"
+        raise TypeError(
+            f"compile(): config must be a RunConfig, got {type(config).__name__} "
+            f"({config!r:.40}); e.g. config=RunConfig(platform='{platform}')"
+        )
     home = Path(output_dir) if output_dir is not None else _scratch_dir(program)
     if write is None:
         write = output_dir is not None or bool(config.dump_passes)

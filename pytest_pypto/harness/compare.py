@@ -3,7 +3,11 @@
 An element passes when ``|actual - expected| <= atol + rtol * |expected|`` (numpy's
 ``isclose`` rule, evaluated in float64).  ``rtol`` and ``atol`` come as a pair or not
 at all; without them the tolerance of the output's dtype applies (the table and every
-path's rules are in harness/tolerance.py).
+path's rules are in harness/tolerance.py).  Two integer (or bool) arrays compare in
+exact integer arithmetic, tolerance included, so int64/uint64 values past 2**53 that
+differ never pass; complex arrays compare both parts (``|actual - expected|`` is the
+modulus of the complex difference).  Anything that is not numbers (strings, bytes,
+object arrays) is a ``TypeError`` naming the argument.
 
 NaN and infinities: a NaN where a NaN is expected matches, and an infinity matches
 the same infinity.  With ``equal_nan=True`` a NaN in the expected value is a
@@ -21,6 +25,7 @@ a pytest-pypto test the plugin appends the test's platform, seed and repro comma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -29,7 +34,7 @@ import numpy as np
 from pytest_pypto.harness.tensors import to_numpy
 from pytest_pypto.harness.tolerance import DEFAULT_TOLERANCES, default_tolerance, explicit
 from pytest_pypto.ir.dtypes import ALL_DTYPES
-from pytest_pypto.ir.values import poison_value
+from pytest_pypto.ir.values import poison_is_distinct, poison_value
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -160,6 +165,10 @@ def _num(value: Any) -> str:
         return str(bool(value))
     if isinstance(value, (int, np.integer)):
         return str(int(value))
+    if isinstance(value, (complex, np.complexfloating)):
+        z = complex(value)
+        sign = "-" if z.imag < 0 or (z.imag == 0 and math.copysign(1, z.imag) < 0) else "+"
+        return f"{_num(z.real)}{sign}{_num(abs(z.imag))}j"
     v = float(value)
     if v.is_integer() and abs(v) < 1e16:
         return str(int(v))
@@ -191,9 +200,9 @@ def find_mismatch(
     first: int = FIRST_MISMATCHES,
 ) -> OutputMismatch | None:
     """Compare one output; None when it is close enough, else what is wrong."""
-    a = _to_numpy(actual)
-    e = _to_numpy(expected)
-    rt, at = explicit(rtol, atol, a, e)
+    a = _operand(actual, "actual")
+    e = _operand(expected, "expected")
+    rt, at = explicit(rtol, atol, _part(a), _part(e))
     dtype = a.dtype.name
     if a.shape != e.shape:
         return OutputMismatch(
@@ -209,9 +218,11 @@ def find_mismatch(
             shape_error=f"shape {a.shape} differs from the expected shape {e.shape}",
         )
     exact = a.dtype.kind in "biu" and e.dtype.kind in "biu"
-    a64, e64 = a.astype(np.float64), e.astype(np.float64)
-    if exact and rt == 0 and at == 0:
-        ok = a == e
+    wide = np.complex128 if "c" in (a.dtype.kind, e.dtype.kind) else np.float64
+    a64, e64 = a.astype(wide), e.astype(wide)
+    exact_diff = None
+    if exact:  # integers: exact integer arithmetic, whatever the magnitude
+        ok, exact_diff = _ints_close(a, e, rt, at)
     else:
         with np.errstate(invalid="ignore", over="ignore"):
             ok = (np.abs(a64 - e64) <= at + rt * np.abs(e64)) & np.isfinite(e64)
@@ -223,7 +234,7 @@ def find_mismatch(
     if mismatched == 0:
         return None
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        diff = np.abs(a64 - e64)
+        diff = np.abs(a64 - e64) if exact_diff is None else exact_diff.astype(np.float64)
         allowed = at + rt * np.abs(e64)
         rel = diff / np.abs(e64)
         allowed_rel = np.where(allowed == 0, 0.0, allowed / np.abs(e64))
@@ -232,13 +243,14 @@ def find_mismatch(
         a_finite = np.isfinite(a64)
         diff_finite = np.where(a_finite, diff, np.nan)
         rel_finite = np.where(a_finite, rel, np.nan)
-    max_abs = _extreme(diff_finite, allowed)
+    max_abs = _extreme(diff_finite, allowed, exact_diff)
     max_rel = _extreme(rel_finite, allowed_rel)
     flat = np.flatnonzero(bad)[:first]
     rows = []
     for f in flat:
         index = tuple(int(i) for i in np.unravel_index(f, a.shape)) if a.ndim else ()
-        rows.append((index, a[index].item(), e[index].item(), float(diff[index])))
+        d = int(exact_diff[index]) if exact_diff is not None else float(diff[index])
+        rows.append((index, a[index].item(), e[index].item(), d))
     nan = int((bad & np.isnan(a64)).sum())
     inf = int((bad & np.isinf(a64)).sum())
     poisoned_at = bad & _poisoned(a)
@@ -253,15 +265,88 @@ def find_mismatch(
     )
 
 
+_ACCEPTED = "numbers: a numpy array, a torch tensor, a number or a nested list of numbers"
+
+
+def _operand(value: Any, which: str) -> np.ndarray:
+    """``value`` as a numeric ndarray; a TypeError naming the argument (``which``)
+    for strings, bytes, objects and ragged lists."""
+    try:
+        array = _to_numpy(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"assert_close(): {which} is {_describe(value)}, which is not an array of "
+            f"numbers ({exc}); pass {_ACCEPTED}"
+        ) from None
+    dt = array.dtype
+    if dt.kind not in "biufc" and not dt.type.__module__.startswith("ml_dtypes"):
+        raise TypeError(
+            f"assert_close(): {which} is {_describe(value)} (dtype {dt}); pass {_ACCEPTED}"
+        )
+    return array
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _part(a: np.ndarray) -> np.ndarray:
+    """What picks the default tolerance: a complex array's real part (complex64 gets
+    float32's), any other array itself."""
+    return a.real if a.dtype.kind == "c" else a
+
+
+def _ints_close(
+    a: np.ndarray, e: np.ndarray, rtol: float, atol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ok, |a - e|) for integer arrays, in exact integer arithmetic: int64 when every
+    value is within +-2**62, else Python ints.  A tolerance is applied exactly too:
+    a float is a ratio of integers, so ``|a - e| <= atol + rtol * |e|`` is decided
+    on integers (no float64 rounding, which would pass int64 values past 2**53 that
+    differ)."""
+    if _fits(a) and _fits(e):
+        wa, we = a.astype(np.int64), e.astype(np.int64)
+    else:
+        wa, we = a.astype(object), e.astype(object)
+    diff = np.abs(wa - we)
+    ok = np.asarray(diff == 0, dtype=bool)
+    if (rtol == 0 and atol == 0) or ok.all():
+        return ok, diff
+    if not (math.isfinite(rtol) and math.isfinite(atol)):  # inf passes all, NaN none
+        with np.errstate(invalid="ignore"):
+            ok |= diff.astype(np.float64) <= atol + rtol * np.abs(we).astype(np.float64)
+        return ok, diff
+    rn, rd = float(rtol).as_integer_ratio()
+    an, ad = float(atol).as_integer_ratio()
+    where = np.flatnonzero(~ok)
+    d = diff.reshape(-1)[where].astype(object)
+    m = np.abs(we.reshape(-1)[where]).astype(object)
+    flat = ok.reshape(-1)
+    flat[where] = np.asarray(d * (ad * rd) <= an * rd + m * (rn * ad), dtype=bool)
+    return flat.reshape(ok.shape), diff
+
+
+def _fits(x: np.ndarray) -> bool:
+    """Whether int64 holds ``x`` and the difference of two such values exactly."""
+    if x.dtype.itemsize < 8 or x.size == 0:
+        return True
+    return -(2**62) <= int(x.min()) and int(x.max()) <= 2**62
+
+
 def _poisoned(a: np.ndarray) -> np.ndarray:
     """Where ``a`` holds, bit for bit, the simulator's value for never-written memory
-    (`pytest_pypto.ir.values.poison_value`: a NaN for floats, 0xA5.. bytes for ints).
+    (`pytest_pypto.ir.values.poison_value`: a NaN of its own payload for floats, so an
+    ordinary NaN is not counted; 0xA5.. bytes for ints).
 
-    BOOL poison is ``True``, indistinguishable from data: never reported.  A dtype the
-    DSL does not store (float64 goldens) has no pattern.
+    BOOL poison is ``True``, indistinguishable from data, and FP8E4M3FN / FP8E8M0 have
+    a single NaN encoding: never reported (`poison_is_distinct`).  A dtype the DSL does
+    not store (float64 goldens) has no pattern.
     """
     dt = next(
-        (d for d in ALL_DTYPES if d.storage == a.dtype.name and d.kind != "bool"), None
+        (d for d in ALL_DTYPES if d.storage == a.dtype.name and poison_is_distinct(d)), None
     )
     if dt is None or a.dtype.itemsize not in (1, 2, 4, 8):
         return np.zeros(a.shape, dtype=bool)
@@ -270,8 +355,11 @@ def _poisoned(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(bits) == pattern
 
 
-def _extreme(values: np.ndarray, allowed: np.ndarray) -> Extreme | None:
-    """The greatest non-NaN entry of ``values`` (first on ties), or None when all are NaN."""
+def _extreme(
+    values: np.ndarray, allowed: np.ndarray, exact: np.ndarray | None = None
+) -> Extreme | None:
+    """The greatest non-NaN entry of ``values`` (first on ties), or None when all are NaN;
+    its value taken from ``exact`` (integer differences) when given."""
     if values.size == 0:
         return None
     masked = np.where(np.isnan(values), -np.inf, values)
@@ -279,7 +367,8 @@ def _extreme(values: np.ndarray, allowed: np.ndarray) -> Extreme | None:
     if np.isnan(values.flat[flat]):
         return None
     index = tuple(int(i) for i in np.unravel_index(flat, values.shape)) if values.ndim else ()
-    return Extreme(float(values.flat[flat]), index, float(allowed.flat[flat]))
+    value = int(exact.flat[flat]) if exact is not None else float(values.flat[flat])
+    return Extreme(value, index, float(allowed.flat[flat]))
 
 
 def assert_close(

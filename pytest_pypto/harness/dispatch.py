@@ -15,6 +15,11 @@ On a platform that executes on an NPU, the device is leased exactly around the
 runtime's ``execute`` (unless ``config.device_id`` names one already), and an
 exception from the runtime that is not the toolchain's becomes a `DeviceFailure`
 naming the runtime, with the original as its cause.
+
+torch tensors cross as numpy views of their memory, so Out/InOut results land in
+them in place, behind autograd: a written tensor that requires grad is refused before
+the run (`ValueError` naming the argument), and every other written tensor's version
+counter is moved after it (docs/design/plugin.md §7).
 """
 
 from __future__ import annotations
@@ -22,27 +27,31 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import numbers
 import os
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pytest_pypto.arch import ExecutionMode
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import codegen_only
 from pytest_pypto.harness.compiling import compile_cached
 from pytest_pypto.harness.tensors import is_torch, torch_view
-from pytest_pypto.ir.artifact import CompiledProgram
+from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.devices import DeviceLease, discover_npus
-from pytest_pypto.runtime.protocol import DeviceFailure
+from pytest_pypto.runtime.protocol import DeviceFailure, RuntimeFailure
 from pytest_pypto.runtime.simulator import SimRuntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_pypto.runtime.worker import SimRun, Worker
 
-__all__ = ["dispatch", "execute", "run", "worker_for"]
+__all__ = ["check_config", "check_program", "dispatch", "execute", "run", "worker_for"]
 
 _DEFAULT = RunConfig()
 _compiled: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledProgram]] = (
@@ -100,7 +109,55 @@ def run(
     a device (a context-manager factory yielding its id; default: any visible NPU).
     """
     __tracebackhide__ = True
+    check_program(program_or_compiled, "pytest_pypto.run()")
+    check_config(config, "run()")
     return dispatch(program_or_compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+
+
+PROGRAMS = (
+    "a program decorated with @pl.program, a CompiledProgram (pytest_pypto.compile(...)) "
+    "or an artifact directory"
+)
+
+
+def check_program(value: Any, call: str) -> None:
+    """A TypeError naming ``call``'s program argument when ``value`` is plainly no program
+    (None, a number, an array, a container, a bare class or function): the common slips.
+    Anything else goes on (a runtime that compiles takes its own program objects)."""
+    __tracebackhide__ = True
+    if value is None:
+        shown = "None"
+    elif isinstance(value, type):
+        shown = f"the class '{value.__name__}', which is not decorated with @pl.program"
+    elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        shown = (f"the function '{value.__name__}' (a @pl.program is a class; a @pl.jit "
+                 f"kernel is called directly)")
+    elif isinstance(value, np.ndarray) or is_torch(value):
+        shown = f"a {'numpy array' if isinstance(value, np.ndarray) else 'torch tensor'} " \
+            f"of shape {tuple(value.shape)} (the program comes first, then the arrays)"
+    elif isinstance(value, (numbers.Number, bytes, list, tuple, dict, set)):
+        shown = f"{_article(type(value).__name__)} ({value!r:.40})"
+    elif getattr(value, "__class__", None).__name__ == "JITFunction":
+        shown = f"the @pl.jit kernel '{getattr(value, '__name__', '?')}' (call it directly)"
+    else:
+        return
+    raise TypeError(f"{call}: program is {shown}; pass {PROGRAMS}")
+
+
+def check_config(config: Any, call: str) -> None:
+    """A TypeError when ``config`` is not a RunConfig (a platform string, most often)."""
+    __tracebackhide__ = True
+    if isinstance(config, RunConfig):
+        return
+    platform = config if isinstance(config, str) else "a2a3sim"
+    raise TypeError(
+        f"{call}: config must be a RunConfig, got {type(config).__name__} ({config!r:.40}); "
+        f"e.g. config=RunConfig(platform='{platform}')"
+    )
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def dispatch(
@@ -137,11 +194,19 @@ def dispatch(
         return compiled
     if unusable is not None:
         raise unusable
+    written: list[Any] = []
     for a in arrays:
         if a.__class__ not in _AS_GIVEN:  # torch tensors (or a class not seen yet)
+            written = _written_torch(compiled, arrays)
             arrays = tuple([_at_boundary(a) for a in arrays])
             break
-    return execute(runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease)
+    try:
+        return execute(
+            runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease
+        )
+    finally:
+        if written:
+            _moved(written)
 
 
 def execute(
@@ -172,9 +237,16 @@ def _call(
             compiled, tuple(arrays), config=config, outputs_in=outputs_in, device=device
         )
     except Exception as exc:
+        name = getattr(runtime, "name", type(runtime).__name__)
+        if isinstance(exc, MemoryError):  # not a bug of the test: a runtime-error
+            raise RuntimeFailure(
+                f"runtime '{name}' ran out of memory on {config.platform}: "
+                f"{exc or 'MemoryError'}", runtime=name,
+                hint="a tensor too big for this host? the simulator holds every tensor in "
+                "host memory",
+            ) from exc
         if isinstance(exc, PyptoError) or not _on_device(config):
             raise  # the toolchain's own errors carry their class; the simulator's tracebacks help
-        name = getattr(runtime, "name", type(runtime).__name__)
         where = config.platform if device is None else f"{config.platform} (device {device})"
         raise DeviceFailure(
             f"runtime '{name}' failed on {where}: {type(exc).__name__}: {exc}", runtime=name
@@ -200,6 +272,59 @@ def _any_device(config: RunConfig) -> Any:
 
 
 _AS_GIVEN: set[type] = {int, float, bool}  # classes `_at_boundary` passes as they are
+
+
+def _written_torch(compiled: Any, arrays: Sequence[Any]) -> list[Any]:
+    """The torch tensors among ``arrays`` the run may write (Out/InOut; every tensor
+    when the directions are unknown).  One that requires grad is refused here, before
+    the run: the kernel writes it in place, behind autograd's back."""
+    params = _entry_args(compiled)
+    program = getattr(getattr(compiled, "manifest", None), "program", None) or "the program"
+    written = []
+    for i, value in enumerate(arrays):
+        if not is_torch(value) or not hasattr(value, "requires_grad"):
+            continue
+        param = params[i] if params is not None and i < len(params) else None
+        if param is not None and param.direction not in ("Out", "InOut"):
+            continue
+        if value.requires_grad:
+            what = (f"argument '{param.name}' ({param.direction})" if param is not None
+                    else f"argument {i}")
+            raise ValueError(
+                f"{what} of '{program}' is a torch tensor that requires grad: the kernel "
+                f"writes it in place, which autograd cannot see (a later backward would "
+                f"use wrong values); pass a tensor that does not require grad: a fresh "
+                f"one (torch.empty_like) or its .detach() to write into its data"
+            )
+        written.append(value)
+    return written
+
+
+def _entry_args(compiled: Any) -> list[Any] | None:
+    """The entry's parameters (ArgInfo: name, direction) of an artifact, or None."""
+    manifest = getattr(compiled, "manifest", None)
+    if manifest is None and isinstance(compiled, (str, os.PathLike)):
+        try:
+            manifest = read_manifest(compiled)
+        except Exception:  # noqa: BLE001  (the runtime reports a bad artifact)
+            return None
+    args = getattr(manifest, "entry_args", None)
+    return list(args) if args is not None else None
+
+
+def _moved(tensors: Sequence[Any]) -> None:
+    """Move the version counter of torch tensors the run wrote through numpy, as an
+    in-place torch op does: a graph that saved one then refuses its backward."""
+    import torch  # lazy: torch is optional; these tensors exist, so it is loaded
+
+    bump = getattr(torch.autograd.graph, "increment_version", None)
+    for t in tensors:
+        if t.is_inference():  # inference tensors have no version counter
+            continue
+        if bump is not None:
+            bump(t)
+        else:  # pragma: no cover  (torch < 2.1)
+            torch._C._increment_version(t)
 
 
 def _at_boundary(value: Any) -> Any:

@@ -53,8 +53,10 @@ class HarnessLauncher:
         if config is None:
             return self.session_config()
         if not isinstance(config, RunConfig):
+            platform = config if isinstance(config, str) else "a2a3sim"
             raise TypeError(
-                f"config= must be a RunConfig, but got {type(config).__name__} ({config!r:.60})"
+                f"config= must be a RunConfig, but got {type(config).__name__} ({config!r:.60}); "
+                f"e.g. config=RunConfig(platform='{platform}')"
             )
         return config
 

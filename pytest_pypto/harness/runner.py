@@ -34,7 +34,7 @@ from pytest_pypto.harness.cache import CompileCache
 from pytest_pypto.harness.cases import PTOTestCase, RunResult, TensorSpec
 from pytest_pypto.harness.compare import MismatchError, find_mismatch
 from pytest_pypto.harness.compiling import compile_cached, copy_artifact
-from pytest_pypto.harness.dispatch import dispatch
+from pytest_pypto.harness.dispatch import check_program, dispatch
 from pytest_pypto.harness.failures import classified, failure_class_of
 from pytest_pypto.harness.tolerance import case_tolerance, complete
 from pytest_pypto.ir.artifact import CompiledProgram
@@ -140,6 +140,9 @@ class Runner:
             if arrays:
                 raise TypeError("run(case) takes no arrays: the case defines its tensors")
             return self.run_case(program)
+        if isinstance(program, type) and issubclass(program, PTOTestCase):
+            _check_case(program, "pypto_runner.run()")
+        check_program(program, "pypto_runner.run()")
         compiled = program
         if not _is_compiled(program) and not self._runtime_compiles():
             compiled = self.compile(program)
@@ -210,11 +213,14 @@ class Runner:
         test: the `RunResult`, with no outputs).
         """
         __tracebackhide__ = True
+        _check_case(case, "pypto_runner.check()")
         return self._execute(case)
 
     def run_case(self, case: Any) -> Any:
         """Like `check`, but failures come back in the `RunResult` instead of raising
         (under ``--pypto-codegen-only``: a passing one once compiled, as PyPTO's)."""
+        __tracebackhide__ = True
+        _check_case(case, "pypto_runner.run_case()")
         self._ends_test = False
         try:
             return self._execute(case)
@@ -279,6 +285,21 @@ class Runner:
             context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept))
             raise MismatchError(found, context)
         return result
+
+
+def _check_case(case: Any, call: str) -> None:
+    """A TypeError naming ``call``'s case argument unless it is a `PTOTestCase` instance."""
+    __tracebackhide__ = True
+    if isinstance(case, PTOTestCase):
+        return
+    if isinstance(case, type) and issubclass(case, PTOTestCase):
+        shown = f"the class '{case.__name__}'; pass an instance: {case.__name__}()"
+    elif hasattr(case, "functions") and hasattr(case, "name"):  # a parsed program
+        shown = f"a program ('{case.name}'); run a program with pypto_runner.run(program, ...)"
+    else:
+        kind = type(case).__name__
+        shown = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} ({case!r:.40})"
+    raise TypeError(f"{call}: case is {shown}; pass an instance of a PTOTestCase subclass")
 
 
 def _kept_line(kept: Path | None) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.lazy_numpy import np
 
 # "poison" (default) or "zero": how undefined memory reads (RunConfig.uninitialized).
@@ -25,16 +26,40 @@ UNINITIALIZED: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 POISON_BYTE = 0xA5
 
+# Float poison: a quiet NaN whose payload repeats the 0xA5 bytes, so a NaN the program
+# computed or was given (np.nan, 0/0: the canonical payload) is never taken for memory
+# no store reached (docs/design/numerics.md §6).  Numpy copies and views keep the bits;
+# arithmetic on poison may give another NaN, which is then an ordinary one.
+NAN_POISON_BITS = {
+    "float32": 0x7FE5A5A5,
+    "float16": 0x7EA5,
+    "bfloat16": 0x7FE5,
+    "float8_e5m2": 0x7F,  # its canonical NaN is 0x7E
+}
+
 
 def poison_value(dtype: DataType) -> Any:
-    """The scalar an undefined element of ``dtype`` holds (NaN, 0xA5.. bytes, True)."""
+    """The scalar an undefined element of ``dtype`` holds (a NaN of its own payload,
+    0xA5.. bytes, True).  FP8E4M3FN and FP8E8M0 have one NaN encoding: their poison is
+    that NaN (`poison_is_distinct` is False for them)."""
     npd = dtype.np
     if dtype.name == "BOOL":
         return np.True_
+    bits = NAN_POISON_BITS.get(npd.name)
+    if bits is not None:
+        return np.array(bits, dtype=f"u{npd.itemsize}").view(npd)[()]
     if dtype.is_float and _has_nan(npd):
         return np.array(np.nan, dtype=np.float32).astype(npd)[()]
     raw = np.full(npd.itemsize, POISON_BYTE, dtype=np.uint8)
     return raw.view(npd)[0]
+
+
+def poison_is_distinct(dtype: DataType) -> bool:
+    """Whether ``dtype``'s poison bits tell never-written memory from a value: not for
+    BOOL (True) nor for a float whose only NaN is the poison (FP8E4M3FN, FP8E8M0)."""
+    if dtype.name == "BOOL":
+        return False
+    return not dtype.is_float or dtype.np.name in NAN_POISON_BITS or not _has_nan(dtype.np)
 
 
 def _has_nan(npd: np.dtype) -> bool:
@@ -64,9 +89,43 @@ def pad_value(dtype: DataType, pad: str) -> Any:
     return npd.type(info.min if pad == "min" else info.max)
 
 
-def new_buffer(shape: tuple[int, ...], dtype: DataType, pad: str | None = None) -> np.ndarray:
-    """A fresh buffer of ``shape`` filled with the undefined-memory value."""
-    return np.full(shape, fill_value(dtype, pad), dtype=dtype.np)
+def new_buffer(
+    shape: tuple[int, ...], dtype: DataType, pad: str | None = None, *,
+    name: str | None = None, value: Any = None,
+) -> np.ndarray:
+    """A fresh buffer of ``shape`` filled with ``value`` (default: the undefined-memory
+    value).  One this process cannot allocate is a `SimulationError` naming the tensor
+    (``name``), its shape, dtype and size, not a bare ``MemoryError``."""
+    fill = fill_value(dtype, pad) if value is None else value
+    try:
+        return np.full(shape, fill, dtype=dtype.np)
+    except (MemoryError, ValueError) as exc:
+        if isinstance(exc, ValueError) and "too big" not in str(exc):
+            raise
+        raise too_big(shape, dtype, name) from None
+
+
+def too_big(shape: tuple[int, ...], dtype: DataType, name: str | None = None) -> Exception:
+    """The error of a buffer this process cannot allocate (a runtime-error)."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    what = f"tensor '{name}'" if name else "a buffer"
+    return SimulationError(
+        f"cannot allocate {what}: {list(shape)} {dtype.name} needs "
+        f"{_size_text(count * dtype.np.itemsize)}, more memory than this process can get",
+        hint="make the tensor smaller (the simulator holds every tensor in host memory)",
+    )
+
+
+def _size_text(nbytes: int) -> str:
+    """``4.00 TiB``: bytes in binary units, as numpy's allocation errors say it."""
+    size, unit = float(nbytes), "bytes"
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024 or unit == "EiB":
+            break
+        size /= 1024
+    return f"{int(size)} bytes" if unit == "bytes" else f"{size:.2f} {unit}"
 
 
 def valid_slices(valid: tuple[int, ...]) -> tuple[slice, ...]:

@@ -11,6 +11,7 @@ run, so calling any of these from plain Python raises `NotRunnable`.
 from __future__ import annotations
 
 import sys
+import types as _types
 from typing import Any
 
 from pytest_pypto.ir.dtypes import (
@@ -101,6 +102,8 @@ def program(cls: type) -> Any:
     Inside a function the error is raised here, where the caller can see it.
     """
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
+    if not isinstance(cls, type):
+        _not_a_class(cls)
     frame = sys._getframe(1)
     try:
         namespace = dict(frame.f_globals)
@@ -115,6 +118,21 @@ def program(cls: type) -> Any:
         return parse_program(cls, namespace, where)
     except PyptoError as exc:
         return DeferredProgram(cls.__name__, exc)
+
+
+def _not_a_class(value: Any) -> None:
+    """The TypeError of `@pl.program` on a function or any other non-class."""
+    __tracebackhide__ = True
+    if isinstance(value, (_types.FunctionType, _types.BuiltinFunctionType)):
+        shown = f"the function '{value.__name__}'"
+    else:
+        kind = type(value).__name__
+        shown = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} ({value!r:.40})"
+    raise TypeError(
+        f"@pl.program decorates a class, but got {shown}; write the kernels as "
+        f"@pl.function methods of a class (class P: ...), or make a single function a "
+        f"@pl.jit kernel"
+    )
 
 
 range = DslFunction("range", "`for i in pl.range(start, stop, step, init_values=...)`.")  # noqa: A001

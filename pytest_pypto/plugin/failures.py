@@ -25,6 +25,10 @@ rng) gets the test's context lines appended: platform, seed, reproduce command
 (`failure_context`), so README-style tests (``run`` + ``assert_close``) report them
 as ``check(case)`` does.
 
+The short test summary line (``-rA``, ``-rf``) and junitxml's failure message show a
+diagnostic's message first, not its class path (`message_first`): an 80-column line
+then says what is wrong instead of ``pytest_pypto.harness.com...``.
+
 The failure class (harness/failures.py) goes into the test's ``user_properties``
 (`note_failure_class`, also the compat plugin's way of recording a failed case's
 class), hence junitxml and the coverage ledger.  Everything works on the exception
@@ -116,8 +120,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         cls = failure_class_of(exc)
         if getattr(exc, "one_line", False):  # the session's error, not the test's
             report.longrepr = f"{cls}: {getattr(exc, 'message', exc)}"
+        elif is_diagnostic(exc):
+            message_first(report, exc)
         note_failure_class(item, report, cls)
     return report
+
+
+def message_first(report: pytest.TestReport, exc: BaseException) -> None:
+    """The crash message of a diagnostic's report is its own text, without the class
+    path: pytest's short summary shows that message's first line (cut to the terminal
+    width) and junitxml its ``message``; the failure section keeps the class."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = str(exc).strip()
+    if crash is not None and text and hasattr(crash, "message"):
+        crash.message = text
 
 
 @pytest.hookimpl(wrapper=True)

@@ -54,11 +54,8 @@ class Orchestrator:
         shape = tuple(int(d) for d in shape)
         if any(d < 0 for d in shape):
             raise SimulationError(f"pl.create_tensor got a negative dimension in {list(shape)}")
-        if init_value is None:
-            data = new_buffer(shape, dtype)
-        else:
-            data = np.full(shape, init_value, dtype=dtype.np)
         label = name or f"create_tensor#{len(self.roots)}"
+        data = new_buffer(shape, dtype, name=label, value=init_value)
         return self.add_root(data, dtype, label, "create_tensor")
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:

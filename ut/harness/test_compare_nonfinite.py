@@ -1,7 +1,8 @@
 """assert_close with NaN, inf and never-written (poisoned) elements in the actual output.
 
-The poison patterns are written here bit by bit (docs/design/numerics.md §6: a quiet NaN for floats,
-0xA5 bytes for ints), independently of `pytest_pypto.ir.values`.
+The poison patterns are written here bit by bit (docs/design/numerics.md §6: a quiet NaN of
+its own payload for floats, 0x7FE5A5A5 for FP32; 0xA5 bytes for ints), independently of
+`pytest_pypto.ir.values`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ def _report(actual: np.ndarray, expected: np.ndarray, **kw: object) -> str:
 
 def test_exact_report_of_never_written_rows() -> None:
     # Rows 0-1 written correctly (1.0 vs 1.0), [2, 0] off by 0.5, rows 2-3 otherwise
-    # never written (the float32 poison 0x7FC00000).
+    # never written (the float32 poison 0x7FE5A5A5).
     expected = np.ones((4, 3), np.float32)
     actual = expected.copy()
-    actual[2:] = _bits(0x7FC00000, np.float32, (2, 3))
+    actual[2:] = _bits(0x7FE5A5A5, np.float32, (2, 3))
     actual[2, 0] = 1.5
     assert _report(actual, expected, rtol=0.01, atol=0.01, name="out") == (
         "output 'out': 6 / 12 elements mismatch (50%); float32, rtol=0.01, atol=0.01\n"
@@ -70,8 +71,8 @@ def test_a_computed_nan_is_not_called_never_written() -> None:
 @pytest.mark.parametrize(
     ("dtype", "pattern"),
     [
-        (np.float16, 0x7E00),
-        (ml_dtypes.bfloat16, 0x7FC0),
+        (np.float16, 0x7EA5),
+        (ml_dtypes.bfloat16, 0x7FE5),
         (np.int32, 0xA5A5A5A5),
         (np.uint8, 0xA5),
         (np.int64, 0xA5A5A5A5A5A5A5A5),
