@@ -42,6 +42,7 @@ __all__ = [
     "check_paths",
     "keep_dir_for",
     "keeping_off",
+    "kept_name",
     "probe_writable",
     "rooted",
     "writes_kernels_dir",
@@ -147,16 +148,19 @@ def check_paths(config: pytest.Config, settings: Any, *, strict: bool = True) ->
     return warnings
 
 
-def _sanitize(nodeid: str) -> str:
-    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_") or "test"
-    if len(name) > 120:
-        name = f"{name[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:16]}"
-    return name
+def kept_name(nodeid: str) -> str:
+    """The directory name a test keeps its artifacts under: the node id with every run of
+    characters other than letters, digits, ``_``, ``.`` and ``-`` as one ``_`` (at most
+    100 of them), then ``-`` and the first 8 hex digits of the SHA-256 of the exact node
+    id.  The readable part alone is not one-to-one (``[a b]``, ``[a_b]`` and ``[a/b]`` all
+    read ``a_b``): the hash keeps distinct tests apart, and a rerun in the same place."""
+    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_")[:100] or "test"
+    return f"{name}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"
 
 
 def keep_dir_for(config: pytest.Config, nodeid: str) -> Path:
-    """Where this test's artifacts are kept: ``<kernels dir>/<sanitized node id>``."""
-    return rooted(config, settings(config).kernels_dir) / _sanitize(nodeid)
+    """Where this test's artifacts are kept: ``<kernels dir>/<kept_name(node id)>``."""
+    return rooted(config, settings(config).kernels_dir) / kept_name(nodeid)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,10 +12,11 @@ import pytest
 from readme_kit import TWICE_TESTS
 
 from pytest_pypto.plugin import remote
+from pytest_pypto.plugin.paths import kept_name
 
 KERNEL_TESTS = TWICE_TESTS
-BAD = "tests_test_k.py_test_bad_a2a3sim"
-GOOD = "tests_test_k.py_test_good_a2a3sim"
+BAD = kept_name("tests/test_k.py::test_bad[a2a3sim]")
+GOOD = kept_name("tests/test_k.py::test_good[a2a3sim]")
 CACHE_LINE = re.compile(r"^pypto compile cache: .*$", re.M)
 
 
