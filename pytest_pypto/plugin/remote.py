@@ -13,8 +13,8 @@ existing relative path with an INTERNALERROR ("arg X not relative to an rsync ro
 so ``--pypto-kernels-dir X`` (two arguments) broke once X existed while
 ``--pypto-kernels-dir=X`` worked: `join_path_options` turns our path options into the
 one-argument spelling before xdist reads the arguments.  As xdist never maps a relative
-test path (``-d --rsyncdir t t/test_k.py``), `anchor_test_paths` makes them absolute; one
-under no rsync root is a usage error naming it and the roots.
+test path (``-d --rsyncdir DIR DIR/<file>``), `anchor_test_paths` makes them absolute;
+one under no rsync root is a usage error naming it and the roots.
 
 Also here: a failing test's "pypto artifacts" report section (its runner keeps the
 artifact), whoever runs it.
