@@ -15,13 +15,16 @@ import pytest
 from pytest_pypto.plugin import workers
 from pytest_pypto.plugin.keys import CACHE_KEY, CACHE_OUTPUT, CACHE_REMOTE_KEY
 from pytest_pypto.plugin.options import resolved, settings
-from pytest_pypto.plugin.paths import probe_writable, rooted
+from pytest_pypto.plugin.paths import insecure_dir, probe_writable, rooted
 
 __all__ = ["cache_summary", "cache_where", "compile_cache"]
 
+_INSECURE = pytest.StashKey[bool]()  # the cache dir was bypassed: other users can write it
+
 
 def compile_cache(config: pytest.Config) -> Any:
-    """This process's `CompileCache` (root probed once; unwritable: no cache, with why)."""
+    """This process's `CompileCache` (root probed once; unwritable, or writable by other
+    users (`insecure_dir`): no cache, with why)."""
     cache = config.stash.get(CACHE_KEY, None)
     if cache is not None:
         return cache
@@ -44,10 +47,18 @@ def compile_cache(config: pytest.Config) -> Any:
     cache = CompileCache(root)
     if root is not None and why is None:
         why = probe_writable(root)
+        if why is None and (why := insecure_dir(root)) is not None:
+            config.stash[_INSECURE] = True
     if why is not None:
         cache.disable(why)
     config.stash[CACHE_KEY] = cache
     return cache
+
+
+def _off(config: pytest.Config, cache: Any) -> str:
+    """Why the cache with a root is off, in a few words."""
+    insecure = config.stash.get(_INSECURE, False)
+    return f"{cache.root} is {'writable by other users' if insecure else 'not writable'}"
 
 
 def cache_where(config: pytest.Config) -> str:
@@ -56,7 +67,7 @@ def cache_where(config: pytest.Config) -> str:
     if cache.root is None:
         return "off (--pypto-no-cache)" if settings(config).no_cache else "off"
     if cache.disabled_reason is not None:
-        return f"off: {cache.root} is not writable"
+        return f"off: {_off(config, cache)}"
     return str(cache.root)
 
 
@@ -86,7 +97,7 @@ def header_line(config: pytest.Config) -> str:
     if cache.root is None:
         where = "off"
     elif cache.disabled_reason is not None:
-        where = f"off ({cache.root} is not writable)"
+        where = f"off ({_off(config, cache)})"
     else:
         where = str(cache.root)
     return f"pytest-pypto compile cache: {where}"
@@ -112,14 +123,20 @@ def pytest_configure(config: pytest.Config) -> None:
     if not resolved(config) or workers.is_worker(config):
         return  # workers find the same and stay quiet
     cache = compile_cache(config)
-    if cache.disabled_reason is not None:
-        config.issue_config_time_warning(
-            pytest.PytestConfigWarning(
-                f"pypto compile cache turned off: {cache.root} is not writable "
-                f"({cache.disabled_reason}); every kernel compiles afresh"
-            ),
-            stacklevel=2,
+    if config.stash.get(_INSECURE, False):
+        message = (
+            f"pypto compile cache turned off: {cache.disabled_reason}: an entry planted "
+            f"there would run as you, so every kernel compiles afresh; make it private "
+            f"(chmod go-w, owned by you) or give another --pypto-cache-dir"
         )
+    elif cache.disabled_reason is not None:
+        message = (
+            f"pypto compile cache turned off: {cache.root} is not writable "
+            f"({cache.disabled_reason}); every kernel compiles afresh"
+        )
+    else:
+        return
+    config.issue_config_time_warning(pytest.PytestConfigWarning(message), stacklevel=2)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

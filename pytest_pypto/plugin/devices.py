@@ -58,7 +58,8 @@ def lease_device(config: pytest.Config, platform: str) -> Iterator[int | None]:
     kernel the runner executes.
 
     Workers start probing at different devices so they spread out; the lease is an
-    OS file lock (see ``pytest_pypto.runtime.devices``) released at teardown.
+    OS file lock (see ``pytest_pypto.runtime.devices``) released at teardown.  A lock
+    dir or file that cannot be used fails the test with the message naming it.
     """
     if parse_platform(platform)[1] is ExecutionMode.SIM or settings(config).codegen_only:
         yield None  # nothing runs under --pypto-codegen-only: no device to lease
@@ -66,9 +67,13 @@ def lease_device(config: pytest.Config, platform: str) -> Iterator[int | None]:
     status = onboard_status(config)
     if not status.devices:
         pytest.skip(f"onboard cell {platform}: {status.missing()}")
-    from pytest_pypto.runtime.devices import DeviceLease  # lazy: plugin import cost
+    from pytest_pypto.runtime import devices as leases  # lazy: plugin import cost
 
-    with DeviceLease.acquire(status.devices, start=_worker_index()) as lease:
+    try:
+        lease = leases.DeviceLease.acquire(status.devices, start=_worker_index())
+    except leases.DeviceLockError as exc:  # the message names the path and what to do
+        pytest.fail(str(exc), pytrace=False)
+    with lease:
         yield lease.device_id
 
 

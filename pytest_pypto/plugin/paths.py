@@ -16,6 +16,10 @@ first test that writes there.  The rules:
 - an explicit ``--pypto-cache-dir`` (unless ``--pypto-no-cache``) is created and probed
   now; one that cannot be written is an error.  The default cache location (pytest's
   cache dir) that cannot be written stays a warning: the cache is then off.
+- a cache dir other users can write (`insecure_dir`: its mode lets group or others
+  write, or another user owns it, or a directory above it lets others write without
+  the sticky bit) would run an entry planted there as this user: like pip, the session
+  warns once and runs without the cache (plugin/cache.py), explicit or default.
 
 Relative paths are taken from the rootdir.  Also here: where a test keeps its
 artifacts (`keep_dir_for`).
@@ -29,6 +33,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,8 +45,10 @@ from pytest_pypto.plugin.options import resolved, settings, source_of
 
 __all__ = [
     "check_paths",
+    "insecure_dir",
     "keep_dir_for",
     "keeping_off",
+    "kept_name",
     "probe_writable",
     "rooted",
     "writes_kernels_dir",
@@ -147,16 +154,65 @@ def check_paths(config: pytest.Config, settings: Any, *, strict: bool = True) ->
     return warnings
 
 
-def _sanitize(nodeid: str) -> str:
-    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_") or "test"
-    if len(name) > 120:
-        name = f"{name[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:16]}"
-    return name
+def _uid() -> int:
+    return os.geteuid()
+
+
+def _others_write(info: os.stat_result) -> bool:
+    """Whether a directory's mode lets other users write it (group write counts, unless
+    the group is this user's own private group, as ``umask 002`` systems make them)."""
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & stat.S_IWOTH:
+        return True
+    if not mode & stat.S_IWGRP:
+        return False
+    import grp  # lazy: POSIX-only, asked only for a group-writable cache dir
+    import pwd  # lazy: as above
+
+    try:
+        user = pwd.getpwuid(_uid()).pw_name
+        group = grp.getgrgid(info.st_gid)
+    except KeyError:
+        return True
+    return not (group.gr_name == user and set(group.gr_mem) <= {user})
+
+
+def insecure_dir(path: Path) -> str | None:
+    """Why users other than this one (and root) could plant files in the directory
+    ``path``, or None when they cannot (module docstring)."""
+    try:
+        info = path.stat()
+        above = [(p, p.stat()) for p in path.resolve().parents]
+    except OSError as exc:
+        return f"{path} cannot be checked ({type(exc).__name__}: {exc})"
+    why = None
+    if info.st_uid not in (_uid(), 0):
+        why = f"owned by uid {info.st_uid}, not by uid {_uid()}"
+    elif _others_write(info):
+        why = f"mode {stat.S_IMODE(info.st_mode):04o}"
+    else:
+        for parent, pinfo in above:
+            if _others_write(pinfo) and not pinfo.st_mode & stat.S_ISVTX:
+                why = (f"the directory {parent} above it has mode "
+                       f"{stat.S_IMODE(pinfo.st_mode):04o} and no sticky bit, so they can "
+                       f"replace it")
+                break
+    return None if why is None else f"{path} is writable by other users ({why})"
+
+
+def kept_name(nodeid: str) -> str:
+    """The directory name a test keeps its artifacts under: the node id with every run of
+    characters other than letters, digits, ``_``, ``.`` and ``-`` as one ``_`` (at most
+    100 of them), then ``-`` and the first 8 hex digits of the SHA-256 of the exact node
+    id.  The readable part alone is not one-to-one (``[a b]``, ``[a_b]`` and ``[a/b]`` all
+    read ``a_b``): the hash keeps distinct tests apart, and a rerun in the same place."""
+    name = re.sub(r"[^\w.\-]+", "_", nodeid).strip("_")[:100] or "test"
+    return f"{name}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"
 
 
 def keep_dir_for(config: pytest.Config, nodeid: str) -> Path:
-    """Where this test's artifacts are kept: ``<kernels dir>/<sanitized node id>``."""
-    return rooted(config, settings(config).kernels_dir) / _sanitize(nodeid)
+    """Where this test's artifacts are kept: ``<kernels dir>/<kept_name(node id)>``."""
+    return rooted(config, settings(config).kernels_dir) / kept_name(nodeid)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,7 +12,9 @@ names both ends (and what was too large to ship, where it stayed).
 existing relative path with an INTERNALERROR ("arg X not relative to an rsync root"),
 so ``--pypto-kernels-dir X`` (two arguments) broke once X existed while
 ``--pypto-kernels-dir=X`` worked: `join_path_options` turns our path options into the
-one-argument spelling before xdist reads the arguments.
+one-argument spelling before xdist reads the arguments.  As xdist never maps a relative
+test path (``-d --rsyncdir DIR DIR/<file>``), `anchor_test_paths` makes them absolute;
+one under no rsync root is a usage error naming it and the roots.
 
 Also here: a failing test's "pypto artifacts" report section (its runner keeps the
 artifact), whoever runs it.
@@ -36,6 +38,7 @@ from pytest_pypto.plugin.paths import rooted
 __all__ = [
     "SHIP_LIMIT",
     "Shipment",
+    "anchor_test_paths",
     "controller_kernels_dir",
     "join_path_options",
     "kept_text",
@@ -68,6 +71,46 @@ def join_path_options(config: pytest.Config) -> None:
         i += 1
     if joined != [str(a) for a in args]:
         config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(joined))
+
+
+def _rsync_roots(config: pytest.Config) -> list[Path] | None:
+    """xdist's rsync roots (None: no worker in another directory, nothing mapped)."""
+    specs = [str(s).split("*", 1)[-1] for s in config.getoption("tx", None) or ()]
+    if config.getoption("dist", "no") == "no" or not any(
+        "popen" not in s.split("//") or "chdir=" in s for s in specs
+    ):
+        return None
+    import _pytest  # lazy: only for xdist's own roots, under -d
+
+    dirs = [*(config.getoption("rsyncdir", None) or ()), *config.getini("rsyncdirs")]
+    roots = [Path(pytest.__file__).parent, Path(_pytest.__file__).parent, *map(Path, dirs)]
+    return [r.resolve() for r in roots]
+
+
+def anchor_test_paths(config: pytest.Config) -> None:
+    """Make test paths absolute for xdist to map into its rsync roots; an existing path
+    under none is a usage error (module docstring)."""
+    roots = _rsync_roots(config)
+    if roots is None:
+        return
+    here = config.invocation_params.dir
+    positional = {str(a) for a in config.getoption("file_or_dir", None) or ()}
+    args = [str(a) for a in config.invocation_params.args or ()]
+    for i, arg in enumerate(args):
+        head, sep, tail = arg.partition("::")
+        path = Path(head)  # an option's value: as xdist sees it (relative: never mapped)
+        if not head or head.startswith("-") or not (here / path).exists():
+            continue
+        if arg in positional:
+            path = (here / path).resolve()
+            args[i] = f"{path}{sep}{tail}"
+        if not any(path.is_relative_to(r) for r in roots):
+            raise pytest.UsageError(
+                f"-d with workers in another directory: argument {arg!r} is an existing path "
+                f"under no rsync root ({', '.join(map(str, roots))}); add --rsyncdir for its "
+                f"directory (an option's value: give it as --option=value)"
+            )
+    config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))
 
 
 def _kernels_dir(config: pytest.Config) -> Path:
@@ -222,6 +265,7 @@ workers.route(workers.Traffic(KEPT_OUTPUT, ship, _fold))
 def pytest_configure(config: pytest.Config) -> None:
     if resolved(config) and not workers.is_worker(config):
         join_path_options(config)  # before xdist hands the arguments to -d workers
+        anchor_test_paths(config)
 
 
 @pytest.hookimpl(optionalhook=True)

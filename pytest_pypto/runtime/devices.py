@@ -10,8 +10,14 @@ loading the toolchain.
   empty hides every device).  Device ids here are the ``/dev/davinci<N>`` numbers;
   ``--pypto-device`` narrows further in the same numbering.
 - A lease is an exclusive ``fcntl`` lock on ``<lock dir>/davinci<N>.lock``: every
-  process on the host (xdist workers, parallel pytest runs) sees it, and it dies with
-  its process.  The lock dir is ``$PYPTO_LOCK_DIR`` or ``<tmp>/pytest-pypto-devices``.
+  process of the user on the host (xdist workers, parallel pytest runs) sees it, and it
+  dies with its process.  The lock dir is ``$PYPTO_LOCK_DIR`` or, by default, the
+  per-user ``<tmp>/pytest-pypto-devices-<uid>`` (mode 0700, its owner checked; loosened
+  modes are tightened again): one shared dir let the first user lock everyone else out,
+  and let others plant lock files.  Users do not see each other's leases (nor could they
+  share locks safely).  A lock file is opened without following a symbolic link and
+  never truncated; one that is not this user's regular, singly linked file is refused.
+  Every such problem is a `DeviceLockError` naming the path.
 - An onboard runtime is an available runtime of the registry
   (`pytest_pypto.runtime.registry`, entry-point group ``pytest_pypto.runtimes``)
   serving an onboard platform; the bundled ones (``sim``, ``isolated``) only simulate.
@@ -20,14 +26,16 @@ loading the toolchain.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import NamedTuple
 
 from pytest_pypto.arch import ONBOARD_PLATFORMS
 from pytest_pypto.runtime.registry import default_registry
@@ -46,6 +54,7 @@ __all__ = [
     "RUNTIME_GROUP",
     "VISIBLE_ENV",
     "DeviceLease",
+    "DeviceLockError",
     "OnboardStatus",
     "RuntimeCensus",
     "discover_npus",
@@ -206,10 +215,87 @@ def onboard_status(
     )
 
 
+class DeviceLockError(OSError):
+    """The lease's lock directory or a lock file in it cannot be used (names the path)."""
+
+
+def _uid() -> int:
+    return os.geteuid()
+
+
+def _default_lock_dir() -> Path:
+    return Path(tempfile.gettempdir(), f"pytest-pypto-devices-{_uid()}")
+
+
 def _lock_dir(lock_dir: str | os.PathLike[str] | None) -> Path:
-    if lock_dir is not None:
-        return Path(lock_dir)
-    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir(), "pytest-pypto-devices"))
+    """The lock directory, created (and for the default per-user one, checked)."""
+    given = lock_dir if lock_dir is not None else os.environ.get(LOCK_DIR_ENV)
+    directory = Path(given) if given else _default_lock_dir()
+    why = "it cannot be created"
+    try:
+        if given:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return directory
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+        why = "it cannot be checked"
+        info = directory.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            why = "it is a symbolic link, not a directory of this user"
+        elif not stat.S_ISDIR(info.st_mode):
+            why = "it is not a directory"
+        elif info.st_uid != _uid():
+            why = f"it is owned by uid {info.st_uid}, not by this user (uid {_uid()})"
+        else:
+            if stat.S_IMODE(info.st_mode) & 0o077:
+                why = "its mode cannot be made 0700"
+                directory.chmod(0o700)
+            return directory
+        raise DeviceLockError(
+            f"device lease: cannot use the lock directory {directory}: {why}; remove it, "
+            f"or set {LOCK_DIR_ENV} to a directory of your own"
+        )
+    except DeviceLockError:
+        raise
+    except OSError as exc:
+        raise DeviceLockError(
+            f"device lease: cannot use the lock directory {directory}: {why} "
+            f"({type(exc).__name__}: {exc.strerror or exc}); set {LOCK_DIR_ENV} to a "
+            f"directory you can write"
+        ) from exc
+
+
+_OPEN = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_lock(path: Path) -> int:
+    """An fd of the lock file ``path`` (created 0600 when missing), never through a
+    symbolic link; refused unless it is this user's regular file with one link."""
+    try:
+        try:
+            fd = os.open(path, _OPEN | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            fd = os.open(path, _OPEN)
+    except OSError as exc:
+        why = f"{type(exc).__name__}: {exc.strerror or exc}"
+        if path.is_symlink():
+            why = "it is a symbolic link (not followed)"
+        raise DeviceLockError(f"device lease: cannot use the lock file {path}: {why}") from exc
+    info = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(info.st_mode):
+        why = "it is not a regular file"
+    elif info.st_uid != _uid():
+        why = f"it is owned by uid {info.st_uid}, not by this user (uid {_uid()})"
+    elif info.st_nlink != 1:
+        why = f"it has {info.st_nlink} links (a hard link to another file)"
+    if why is not None:
+        os.close(fd)
+        raise DeviceLockError(
+            f"device lease: refusing the lock file {path}: {why}; remove it, or set "
+            f"{LOCK_DIR_ENV} to a directory of your own"
+        )
+    return fd
 
 
 class DeviceLease:
@@ -221,9 +307,9 @@ class DeviceLease:
     holder dies.  Use as a context manager.
     """
 
-    def __init__(self, device_id: int, handle: IO[Any]) -> None:
+    def __init__(self, device_id: int, fd: int) -> None:
         self.device_id = device_id
-        self._handle: IO[Any] | None = handle
+        self._fd: int | None = fd
 
     @classmethod
     def acquire(
@@ -235,28 +321,25 @@ class DeviceLease:
         timeout: float | None = None,
         poll: float = 0.05,
     ) -> DeviceLease:
-        """Lease one of ``devices``; TimeoutError names them when none frees up in time."""
+        """Lease one of ``devices``; TimeoutError names them when none frees up in time,
+        `DeviceLockError` names a lock dir or file that cannot be used safely."""
         import fcntl  # lazy: POSIX-only, asked only by a device lease
 
         if not devices:
             raise ValueError("no device to lease")
         directory = _lock_dir(lock_dir)
-        directory.mkdir(parents=True, exist_ok=True)
         order = [devices[(start + k) % len(devices)] for k in range(len(devices))]
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             for dev in order:
-                handle = open(directory / f"davinci{dev}.lock", "a+")  # noqa: SIM115
+                fd = _open_lock(directory / f"davinci{dev}.lock")
                 try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
-                    handle.close()
+                    os.close(fd)
                     continue
-                handle.seek(0)
-                handle.truncate()
-                handle.write(f"{os.getpid()}\n")
-                handle.flush()
-                return cls(dev, handle)
+                os.pwrite(fd, f"{os.getpid():<10}\n".encode(), 0)  # fixed width: no truncate
+                return cls(dev, fd)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"no device free among {format_device_list(devices)} after {timeout}s "
@@ -266,12 +349,12 @@ class DeviceLease:
 
     def release(self) -> None:
         """Give the device back (idempotent)."""
-        if self._handle is not None:
+        if self._fd is not None:
             import fcntl  # lazy: POSIX-only, asked only by a device lease
 
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> DeviceLease:
         return self

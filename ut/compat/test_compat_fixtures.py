@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_pypto.plugin.paths import kept_name
+
 KIT = Path(__file__).with_name("pypto_kit.py")
 COMPAT = 'pytest_plugins = ["pytest_pypto.compat"]\n'
 
@@ -237,7 +239,7 @@ def test_pypto_path_options_and_case_selections(suite: pytest.Pytester) -> None:
     )
     result = suite.runpytest("--save-kernels", "--kernels-dir=kept", "--dump-passes", "--device=0-1")
     result.assert_outcomes(passed=1)
-    kept = suite.path / "kept" / "test_k.py_test_kept_a2a3sim"
+    kept = suite.path / "kept" / kept_name("test_k.py::test_kept[a2a3sim]")
     manifest = __import__("json").loads((kept / "kernel_config.json").read_text())
     assert manifest["extra"]["accepted_without_effect"] == {"memory_planner": "DSA_RP"}
     assert sorted(p.name for p in (kept / "passes").iterdir())[0].startswith("01_")

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_pypto.plugin.paths import kept_name
+
 OK = """
 from kcases import AddCase
 
@@ -32,19 +34,21 @@ def test_save_kernels_keeps_one_directory_per_test_and_cell(cases: pytest.Pytest
     result.assert_outcomes(passed=2)
     kept = cases.path / "build_output"
     assert sorted(p.name for p in kept.iterdir()) == [
-        "test_ok.py_test_ok_a2a3sim",
-        "test_ok.py_test_ok_a5sim",
+        kept_name("test_ok.py::test_ok[a2a3sim]"),
+        kept_name("test_ok.py::test_ok[a5sim]"),
     ]
     for cell in ("a2a3sim", "a5sim"):
-        manifest = json.loads((kept / f"test_ok.py_test_ok_{cell}" / "kernel_config.json").read_text())
+        entry = kept / kept_name(f"test_ok.py::test_ok[{cell}]")
+        manifest = json.loads((entry / "kernel_config.json").read_text())
         assert manifest["platform"] == cell and manifest["program"] == "Add"
-    assert f"CONFIG True {kept / 'test_ok.py_test_ok_a2a3sim'} False" in result.stdout.str()
+    a2a3 = kept / kept_name("test_ok.py::test_ok[a2a3sim]")
+    assert f"CONFIG True {a2a3} False" in result.stdout.str()
     # A hit re-applies the output option: the directories come back from the cache.
     for p in sorted(kept.rglob("*"), reverse=True):
         p.rmdir() if p.is_dir() else p.unlink()
     again = cases.runpytest(*args)
     assert "2 hits, 0 misses" in again.stdout.str()
-    assert (kept / "test_ok.py_test_ok_a5sim" / "kernels" / "add.py").is_file()
+    assert (kept / kept_name("test_ok.py::test_ok[a5sim]") / "kernels" / "add.py").is_file()
 
 
 def test_kernels_dir_from_ini_and_nothing_kept_by_default(cases: pytest.Pytester) -> None:
@@ -55,14 +59,15 @@ def test_kernels_dir_from_ini_and_nothing_kept_by_default(cases: pytest.Pytester
     assert "CONFIG False None False" in result.stdout.str()
     cases.makeini("[pytest]\npypto_kernels_dir = out/k\npypto_save_kernels = 1\n")
     cases.runpytest().assert_outcomes(passed=1)
-    assert (cases.path / "out" / "k" / "test_ok.py_test_ok_a2a3sim" / "orchestration.py").is_file()
+    kept = cases.path / "out" / "k" / kept_name("test_ok.py::test_ok[a2a3sim]")
+    assert (kept / "orchestration.py").is_file()
 
 
 def test_dump_passes_writes_each_pass(cases: pytest.Pytester) -> None:
     cases.makepyfile(test_ok=OK)
     result = cases.runpytest("-s", "--pypto-dump-passes", "--pypto-cache-dir=cc")
     result.assert_outcomes(passed=1)
-    kept = cases.path / "build_output" / "test_ok.py_test_ok_a2a3sim"
+    kept = cases.path / "build_output" / kept_name("test_ok.py::test_ok[a2a3sim]")
     assert _config_line(result) == f"CONFIG False {kept} True"
     passes = kept / "passes"
     names = sorted(p.name for p in passes.iterdir())
@@ -89,7 +94,7 @@ def test_failing_check_keeps_inputs_expected_actual(cases: pytest.Pytester) -> N
     out = result.stdout.str()
     (path,) = set(re.findall(r"artifacts kept in: (\S+)", out))
     kept = Path(path)
-    assert kept == cases.path / "build_output" / "test_bad.py_test_wrong_a5sim"
+    assert kept == cases.path / "build_output" / kept_name("test_bad.py::test_wrong[a5sim]")
     assert json.loads((kept / "kernel_config.json").read_text())["platform"] == "a5sim"
     assert (kept / "kernels" / "add.txt").is_file()
     # Hand-computed: x = 1.5, y = 2, out = 3.5; WrongAdd's golden is off at [0, 3] and [2, 0].
@@ -119,9 +124,9 @@ def test_failing_plain_test_keeps_the_artifact_and_its_arguments(cases: pytest.P
     result = cases.runpytest("--pypto-kernels-dir=kept")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    kept = cases.path / "kept" / "test_plain.py_test_after_run_a2a3sim"
+    kept = cases.path / "kept" / kept_name("test_plain.py::test_after_run[a2a3sim]")
     assert f"artifacts kept in: {kept}" in out
     assert "pypto artifacts" in out  # the report section
     assert (np.load(kept / "arguments" / "out.npy") == 2).all()
     assert (kept / "kernel_config.json").is_file()
-    assert not (cases.path / "kept" / "test_plain.py_test_no_kernel_a2a3sim").exists()
+    assert not (kept.parent / kept_name("test_plain.py::test_no_kernel[a2a3sim]")).exists()

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy  # noqa: F401  (loaded before in-process pytester runs, which cannot reload it)
 import pytest
-from readme_kit import TWICE_TESTS
+from readme_kit import TWICE_PROGRAM, TWICE_TESTS
+
+from pytest_pypto.plugin.paths import kept_name
 
 KERNEL_TESTS = TWICE_TESTS
 
@@ -118,7 +120,7 @@ def test_a_passing_run_creates_no_kernels_dir(project: pytest.Pytester) -> None:
     assert not (project.path / "new").exists()  # probed, then removed again
     failing = project.runpytest("--pypto-kernels-dir=new/a/b", "-k", "bad")
     failing.assert_outcomes(failed=1, deselected=1)
-    kept = project.path / "new" / "a" / "b" / "test_k.py_test_bad_a2a3sim"
+    kept = project.path / "new" / "a" / "b" / kept_name("test_k.py::test_bad[a2a3sim]")
     assert (kept / "kernel_config.json").is_file()
     assert f"artifacts kept in: {kept}" in failing.stdout.str()
 
@@ -140,3 +142,38 @@ def test_kernels_dir_lost_during_the_run_is_named_not_a_crash(project: pytest.Py
     assert Path(match.group(1)).parent == project.path / "kd"
     assert match.group(2) in ("NotADirectoryError", "FileExistsError")
     assert "a2a3sim: 1 failed: mismatch" in out  # still classified as what it was
+
+
+COLLIDING = TWICE_PROGRAM + """
+import pytest
+
+@pytest.mark.parametrize("tag", ["a b", "a_b", "a/b", "a__b"])
+def test_t(pypto_runner, pypto_rng, tag):
+    x = pypto_rng.standard_normal((16, 16), dtype=np.float32)
+    out = np.empty((16, 16), np.float32)
+    pypto_runner.run(Twice, x, out)
+    pytest_pypto.assert_close(out, 3 * x)  # wrong on purpose: every test fails and keeps
+"""
+
+
+def test_kept_names_are_distinct_for_ids_that_sanitize_alike() -> None:
+    """Issue 26 item 5: ``[a b]``, ``[a_b]``, ``[a/b]`` once shared one kept directory."""
+    ids = [f"t.py::test_t[{tag}]" for tag in ("a b", "a_b", "a/b", "a__b", "a[b", "a]b")]
+    ids += ["a_b/c.py::t", "a/b_c.py::t", "x" * 300, "x" * 301]
+    names = [kept_name(i) for i in ids]
+    assert len(set(names)) == len(ids), names
+    for name in names:  # one readable path component, not too long for a file system
+        assert re.fullmatch(r"[\w.\-]+", name) and len(name) <= 120, name
+    assert names[0].startswith("t.py_test_t_a_b-"), names[0]  # still readable
+    assert kept_name(ids[0]) == names[0]  # stable: a rerun keeps in the same place
+
+
+def test_failing_tests_with_ids_that_sanitize_alike_keep_apart(project: pytest.Pytester) -> None:
+    project.makepyfile(test_c=COLLIDING)
+    result = project.runpytest("test_c.py", "--pypto-kernels-dir=kd")
+    result.assert_outcomes(failed=4)
+    kept = set(re.findall(r"artifacts kept in: (\S+)", result.stdout.str()))
+    assert len(kept) == 4, kept
+    assert sorted(p.name for p in (project.path / "kd").iterdir()) == sorted(
+        Path(k).name for k in kept
+    )

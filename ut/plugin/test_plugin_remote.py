@@ -12,10 +12,11 @@ import pytest
 from readme_kit import TWICE_TESTS
 
 from pytest_pypto.plugin import remote
+from pytest_pypto.plugin.paths import kept_name
 
 KERNEL_TESTS = TWICE_TESTS
-BAD = "tests_test_k.py_test_bad_a2a3sim"
-GOOD = "tests_test_k.py_test_good_a2a3sim"
+BAD = kept_name("tests/test_k.py::test_bad[a2a3sim]")
+GOOD = kept_name("tests/test_k.py::test_good[a2a3sim]")
 CACHE_LINE = re.compile(r"^pypto compile cache: .*$", re.M)
 
 
@@ -142,3 +143,39 @@ def test_a_worker_in_the_controllers_directory_ships_nothing(tmp_path: Path) -> 
     remote.note_kept(config, tmp_path / "build_output" / "x")
     assert remote.controller_kernels_dir(config) is None
     assert remote.ship(config) is None
+
+
+def test_remote_workers_take_a_test_path_argument(
+    project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 26 item 16: ``-d --tx popen//chdir=DIR --rsyncdir X <path>`` with a relative
+    path (and a node id) runs on the worker instead of an xdist INTERNALERROR."""
+    there = tmp_path_factory.mktemp("remote")
+    result = project.runpytest_subprocess(
+        "-p", "xdist", "-d", "--tx", f"popen//chdir={there}", "--rsyncdir", "tests",
+        "tests/test_k.py", "-W", "ignore::DeprecationWarning",
+    )  # fmt: skip
+    _clean(result)
+    result = project.runpytest_subprocess(
+        "-p", "xdist", "-d", "--tx", f"popen//chdir={there}", "--rsyncdir", "tests",
+        "tests/test_k.py::test_good", "-W", "ignore::DeprecationWarning",
+    )  # fmt: skip
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
+def test_a_test_path_outside_every_rsync_root_is_a_usage_error(
+    project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    (project.path / "other").mkdir()
+    (project.path / "other" / "test_o.py").write_text("def test_o():\n    pass\n")
+    there = tmp_path_factory.mktemp("remote")
+    result = project.runpytest_subprocess(
+        "-p", "xdist", "-d", "--tx", f"popen//chdir={there}", "--rsyncdir", "tests",
+        "other/test_o.py", "-W", "ignore::DeprecationWarning",
+    )  # fmt: skip
+    err = result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + err
+    assert "INTERNALERROR" not in result.stdout.str() + err
+    assert "'other/test_o.py'" in err and "--rsyncdir" in err, err
+    assert str(project.path / "tests") in err, err  # names the rsync roots it has
