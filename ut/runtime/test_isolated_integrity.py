@@ -19,8 +19,8 @@ import pytest_pypto.language as pl
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cache import CompileCache, cache_key
 from pytest_pypto.harness.runner import Runner
-from pytest_pypto.runtime import registry
 from pytest_pypto.runtime import isolated as isolated_module
+from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.isolated import IsolatedRuntime
 
 R, C = 16, 64
