@@ -106,7 +106,11 @@ def read_files(artifact: Path) -> dict[str, bytes]:
     return files
 
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _opener(path: str, flags: int) -> int:
+    return os.open(path, flags | _OPEN_FLAGS)
 
 
 def read_regular(path: str | Path) -> bytes:
@@ -116,9 +120,8 @@ def read_regular(path: str | Path) -> bytes:
     writer forever, holding the key's lock); `DamagedEntry` when it is not a regular
     file (a symlink fails to open: OSError, which `verify` also reports as damage).
     """
-    fd = os.open(path, _OPEN_FLAGS)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    with open(path, "rb", opener=_opener) as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise DamagedEntry(f"{Path(path).name} is not a regular file")
         return fh.read()
 
