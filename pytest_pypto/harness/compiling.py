@@ -16,6 +16,7 @@ OS error (`SaveKernelsWarning`), later ones are counted in `save_failures`
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -85,10 +86,20 @@ def _short(exc: OSError) -> str:
 
 def copy_artifact(artifact: Any, target: Path) -> None:
     """Put an artifact's files into ``target`` (created; files replaced): a
-    `CompiledProgram` (written straight from memory when it is there) or a directory."""
+    `CompiledProgram` (written straight from memory when it is there) or a directory.
+
+    An artifact in memory whose directory cannot be copied (a cache entry deleted or
+    made unreadable since it was verified) is written from memory instead (without
+    the pass dumps, which are files only)."""
     save_to = getattr(artifact, "save_to", None)
     if save_to is not None:
-        save_to(target)
+        try:
+            save_to(target)
+        except OSError:
+            memory = getattr(artifact, "memory", None)
+            if memory is None or not memory.on_disk or os.path.isdir(memory.home):
+                raise
+            memory.write(target)
         return
     target.mkdir(parents=True, exist_ok=True)
     shutil.copytree(artifact, target, dirs_exist_ok=True)

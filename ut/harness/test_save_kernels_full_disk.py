@@ -4,7 +4,14 @@ error, no multi-kilobyte ``shutil.Error``)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
+
+from pytest_pypto.harness.cache import CompileCache, cache_key
+from pytest_pypto.harness.compiling import copy_artifact
+from ut.harness.test_cache_faults import A2, ADD
 
 TESTS = """
 import pytest
@@ -60,3 +67,13 @@ def test_a_full_disk_under_save_kernels_keeps_the_results_and_says_so_once(
     assert "build_output" in lines[0] and "No space left on device" in lines[0]
     assert len(lines[0].replace(str(cases.path), "")) < 400, lines[0]  # not kilobytes
     assert out.count("No space left on device") == 1, out
+
+
+
+def test_kernels_whose_cache_entry_was_deleted_are_saved_from_memory(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path / "cache")
+    compiled = cache.compile(ADD, A2)
+    shutil.rmtree(tmp_path / "cache" / cache_key(ADD, A2))
+    copy_artifact(compiled, tmp_path / "kept")
+    saved = (tmp_path / "kept" / "kernels" / "k.py").read_text()
+    assert saved == compiled.memory.text("kernels/k.py")
