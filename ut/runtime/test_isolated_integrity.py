@@ -22,6 +22,7 @@ from pytest_pypto.harness.runner import Runner
 from pytest_pypto.runtime import isolated as isolated_module
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.isolated import IsolatedRuntime
+from ut.harness.conftest import CASES
 
 R, C = 16, 64
 A2 = RunConfig(platform="a2a3sim")
@@ -145,3 +146,43 @@ def test_a_child_forgets_the_oldest_artifacts_and_is_handed_them_again(
         assert len(isolated._child.handed) == 1
     assert isolated.children_started == 1
     assert not add.memory.on_disk  # the child was handed texts: nothing was written
+
+
+SESSION = """
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kcases import Add
+
+R, C = 16, 64
+
+
+COMPILED = []  # compiled once, run by later tests (as a module-scoped fixture would)
+
+
+@pytest.mark.parametrize("step", ["run", "delete the cache entries", "run again"])
+def test_step(pypto_runner, step):
+    if not COMPILED:
+        COMPILED.append(pypto_runner.compile(Add))
+    if step.startswith("delete"):
+        for entry in Path("cc").iterdir():
+            if not entry.name.startswith("."):
+                shutil.rmtree(entry)
+    x = np.full((R, C), 1.5, np.float32)
+    y = np.full((R, C), 2.0, np.float32)
+    for program in (COMPILED[0], Add):
+        out = np.zeros((R, C), np.float32)
+        pypto_runner.run(program, x, y, out)
+        np.testing.assert_array_equal(out, x + y)
+"""
+
+
+def test_a_session_under_isolate_survives_its_cache_entries_being_deleted(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(kcases=CASES, test_steps=SESSION)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--pypto-isolate", "--pypto-cache-dir=cc", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
