@@ -22,7 +22,6 @@ from pytest_pypto.harness.runner import Runner
 from pytest_pypto.runtime import isolated as isolated_module
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.isolated import IsolatedRuntime
-from ut.harness.conftest import CASES
 
 R, C = 16, 64
 A2 = RunConfig(platform="a2a3sim")
@@ -154,9 +153,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kcases import Add
+import pytest_pypto.language as pl
 
 R, C = 16, 64
+
+
+@pl.program
+class Add:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add(self, x: pl.Tensor[[R, C], pl.FP32], y: pl.Tensor[[R, C], pl.FP32],
+            out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        a = pl.load(x, [0, 0], [R, C])
+        b = pl.load(y, [0, 0], [R, C])
+        out = pl.store(pl.add(a, b), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[R, C], pl.FP32], y: pl.Tensor[[R, C], pl.FP32],
+             out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        out = self.add(x, y, out)
+        return out
 
 
 COMPILED = []  # compiled once, run by later tests (as a module-scoped fixture would)
@@ -182,7 +198,6 @@ def test_step(pypto_runner, step):
 def test_a_session_under_isolate_survives_its_cache_entries_being_deleted(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(kcases=CASES, test_steps=SESSION)
-    pytester.syspathinsert()
+    pytester.makepyfile(test_steps=SESSION)
     result = pytester.runpytest("--pypto-isolate", "--pypto-cache-dir=cc", "-p", "no:randomly")
     result.assert_outcomes(passed=3)
