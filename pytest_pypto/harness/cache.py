@@ -169,8 +169,9 @@ class CompileCache:
         self.rebuilt: list[tuple[str, str]] = []
         self.disabled_reason: str | None = None
         self._cleaned = False  # stale debris removed (`_clean_stale`)
-        # key -> (the verified entry, (st_dev, st_ino) of its directory when verified)
-        self._memo: dict[str, tuple[Found, tuple[int, int]]] = {}
+        # key -> (the verified entry, (st_dev, st_ino) of its directory when verified;
+        # None: a bypassed key, compiled in memory only)
+        self._memo: dict[str, tuple[Found, tuple[int, int] | None]] = {}
 
     @property
     def damaged(self) -> int:
@@ -212,12 +213,13 @@ class CompileCache:
                 if found is not None:
                     self.hits += 1
                 else:
-                    self.misses += missed is False
+                    self.misses += 1
                     missed = True
                     found = self._build(program, config, final, key, inputs)
                 identity = _identity(final)
-        except _Unmovable as exc:
-            self.misses += missed is False
+        except _Unmovable as exc:  # this key only: the cache stays on for the others
+            if not missed:
+                self.misses += 1
             found, identity = self._bypass(program, config, final, str(exc)), None
         except OSError as exc:
             self.disable(f"{type(exc).__name__}: {exc}")
@@ -361,7 +363,6 @@ class CompileCache:
 
         Nothing here catches the compiler's errors: a failing compile is the user's.
         """
-
         assert self.root is not None
         tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".tmp-{key}-"))
         try:
