@@ -20,6 +20,15 @@ code loadable); a damaged entry is moved aside atomically, deleted, counted as a
 miss and a damaged entry, and rebuilt.  A root that cannot be written turns the
 cache off (the plugin warns once).
 
+A damaged cache is never worse than no cache: entry files are opened without
+following symlinks or blocking (an ``entry.json`` that is a FIFO is damage, not a
+hang); an entry this process verified stays served from memory when its directory
+turns unreadable; a damaged entry that cannot be moved aside is counted once and
+warned about once (naming it and the OS error), and only its key bypasses the
+cache (compiled in memory, memoized); ``.tmp-*``/``.trash-*`` directories older
+than `STALE_SECONDS` whose key nobody holds locked are removed on a process's
+first lookup.
+
 What a lookup returns is an in-memory artifact (`ir.artifact.ArtifactInMemory`): a
 miss is compiled in memory and then written as the entry; a hit from disk is read
 once (verification reads every file; the artifact is built from those bytes); a hit
@@ -31,10 +40,13 @@ The compiler is imported on the first miss only: a hit never loads it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
+import time
 import warnings
 import weakref
 from collections.abc import Iterator, Sequence
@@ -57,7 +69,16 @@ from pytest_pypto.harness.cache_entry import sha as _sha
 from pytest_pypto.ir.printer import print_program
 from pytest_pypto.language.deferred import DeferredProgram
 
-__all__ = ["ENTRY_FILE", "CompileCache", "cache_key"]
+__all__ = ["ENTRY_FILE", "STALE_SECONDS", "CompileCache", "cache_key"]
+
+# A .tmp-*/.trash-* directory this old (seconds since its last change), its key not
+# locked, is debris of a process that died while building or discarding an entry.
+STALE_SECONDS = 600.0
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+class _Unmovable(Exception):
+    """A damaged entry that cannot be moved aside (the message: the OS error)."""
 
 
 def _spec_text(spec: Any) -> list[Any]:
@@ -147,8 +168,10 @@ class CompileCache:
         self.misses = 0
         self.rebuilt: list[tuple[str, str]] = []
         self.disabled_reason: str | None = None
-        # key -> (the verified entry, (st_dev, st_ino) of its directory when verified)
-        self._memo: dict[str, tuple[Found, tuple[int, int]]] = {}
+        self._cleaned = False  # stale debris removed (`_clean_stale`)
+        # key -> (the verified entry, (st_dev, st_ino) of its directory when verified;
+        # None: a bypassed key, compiled in memory only)
+        self._memo: dict[str, tuple[Found, tuple[int, int] | None]] = {}
 
     @property
     def damaged(self) -> int:
@@ -180,16 +203,24 @@ class CompileCache:
             self.hits += 1
             replay(found.warnings)
             return found.compiled
+        missed = False
+        identity: tuple[int, int] | None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            self._clean_stale()
             with self._lock(key):
                 found = self._load(final, key, inputs)
                 if found is not None:
                     self.hits += 1
                 else:
                     self.misses += 1
+                    missed = True
                     found = self._build(program, config, final, key, inputs)
                 identity = _identity(final)
+        except _Unmovable as exc:  # this key only: the cache stays on for the others
+            if not missed:
+                self.misses += 1
+            found, identity = self._bypass(program, config, final, str(exc)), None
         except OSError as exc:
             self.disable(f"{type(exc).__name__}: {exc}")
             warnings.warn(
@@ -204,16 +235,24 @@ class CompileCache:
 
     def _memoized(self, key: str, final: Path) -> Found | None:
         """The entry this process verified, while its directory is still the same one
-        (not discarded, rebuilt or swapped for another since)."""
+        (not discarded, rebuilt or swapped for another since), or while it cannot be
+        looked at (unreadable now: the verified artifact in memory is still right).
+        A bypassed key's artifact (identity None) is always served."""
         memo = self._memo.get(key)
         if memo is None:
             return None
         found, identity = memo
+        if identity is None:
+            return found
         try:
-            same = _identity(final) == identity
-        except OSError:
+            same = _identity(final) == identity and stat.S_ISREG(
+                os.stat(found.compiled.artifact_dir() / "kernel_config.json").st_mode
+            )
+        except (FileNotFoundError, NotADirectoryError):
             same = False
-        if same and (found.compiled.artifact_dir() / "kernel_config.json").is_file():
+        except OSError:  # unreadable (permissions, I/O): serve what was verified
+            return found
+        if same:
             return found
         del self._memo[key]
         return None
@@ -227,14 +266,64 @@ class CompileCache:
         except ImportError:  # pragma: no cover  (Windows: the rename still protects)
             yield
             return
-        locks = self.root / ".locks"
-        locks.mkdir(exist_ok=True)
-        with open(locks / key, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        fd = _open_lock(self.root / ".locks" / key)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _clean_stale(self) -> None:
+        """Remove the ``.tmp-*``/``.trash-*`` debris of dead processes (once per
+        `CompileCache`, i.e. per session and xdist worker): older than `STALE_SECONDS`
+        and, when it names its key, not locked."""
+        assert self.root is not None
+        if self._cleaned:
+            return
+        self._cleaned = True
+        where = os.fspath(self.root)
+        try:
+            import fcntl  # lazy: POSIX only
+        except ImportError:  # pragma: no cover
+            fcntl = None  # type: ignore[assignment]
+        now = time.time()
+        try:
+            with os.scandir(where) as entries:
+                debris = [e for e in entries if e.name.startswith((".tmp-", ".trash-"))]
+        except OSError:
+            return
+        for entry in debris:
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime < STALE_SECONDS:
+                    continue
+                key = entry.name.split("-", 2)[1]
+                if fcntl is None or len(key) != 64:
+                    _remove(entry.path)
+                    continue
+                fd = _open_lock(self.root / ".locks" / key)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: still being built
+                    _remove(entry.path)
+                finally:
+                    os.close(fd)
+            except OSError:
+                continue
+
+    def _bypass(self, program: Any, config: Any, final: Path, why: str) -> Found:
+        """``program`` compiled in memory, its key's damaged entry left where it is (it
+        cannot be moved aside); said once, as this key's artifact is memoized."""
+        warnings.warn(
+            f"pypto compile cache: the damaged entry {final} cannot be moved aside "
+            f"({why}); this kernel compiles without the cache in this process and other "
+            f"kernels still use it; remove that directory by hand",
+            stacklevel=3,
+        )
+        built, caught = _compile_recording(program, config)
+        return Found(built, [(str(w.message), w.category, str(w.filename), int(w.lineno or 0))
+                             for w in caught])
 
     def _load(self, final: Path, key: str, inputs: dict[str, Any]) -> Found | None:
         """The entry at ``final`` when it passes `verify`; a damaged one is discarded."""
@@ -248,17 +337,23 @@ class CompileCache:
 
     def _reject(self, final: Path, key: str, why: str) -> None:
         self.rebuilt.append((key, why))
-        self._discard(final)
+        self._discard(final, key, why)
 
-    def _discard(self, final: Path) -> None:
-        """Move the entry aside first (atomic: no reader sees half of it), then delete it."""
+    def _discard(self, final: Path, key: str, why: str) -> None:
+        """Move the entry aside first (atomic: no reader sees half of it), then delete it.
+
+        It is renamed within the root (a directory moved to another parent needs write
+        permission on itself); `_Unmovable` when it is still there and cannot be moved.
+        """
         assert self.root is not None
-        trash = Path(tempfile.mkdtemp(dir=self.root, prefix=".trash-"))
+        trash = self.root / f".trash-{key}-{os.urandom(4).hex()}"
         try:
-            os.rename(final, trash / "entry")
-        except OSError:
-            pass  # someone else discarded it already
-        shutil.rmtree(trash, ignore_errors=True)
+            os.rename(final, trash)
+        except OSError as exc:
+            if os.path.lexists(final):
+                raise _Unmovable(f"it is damaged ({why}); {type(exc).__name__}: {exc}") from None
+            return  # someone else discarded it already
+        _remove(trash)
 
     def _build(
         self, program: Any, config: Any, final: Path, key: str, inputs: dict[str, Any]
@@ -268,14 +363,12 @@ class CompileCache:
 
         Nothing here catches the compiler's errors: a failing compile is the user's.
         """
-        from pytest_pypto.compiler import api  # lazy: a cache hit never loads the compiler
-
         assert self.root is not None
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".tmp-"))
+        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=f".tmp-{key}-"))
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                built = api.compile(program, config, output_dir=tmp / ARTIFACT, write=False)
+            built, caught = _compile_recording(
+                program, config, output_dir=tmp / ARTIFACT, write=False
+            )
             memory = built.memory
             memory.write(tmp / ARTIFACT)
             # pass dumps are files only: read back; the rest is hashed from memory
@@ -287,7 +380,7 @@ class CompileCache:
             if winner is not None:
                 return winner
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove(tmp)
         memory.rehome(final / ARTIFACT)  # published: its files are there now
         memory.on_disk = True
         replayable = [
@@ -297,17 +390,19 @@ class CompileCache:
 
     def _publish(self, tmp: Path, final: Path, key: str, inputs: dict[str, Any]) -> Found | None:
         """Rename ``tmp`` to ``final``: None when ours landed, else the sound entry another
-        process published first.  A damaged entry in the way is replaced."""
-        try:
-            os.rename(tmp, final)
-            return None
-        except OSError:
-            if not os.path.lexists(final):
-                raise  # not a lost race: a real failure
-        try:
-            return verify(final, key, inputs)
-        except DamagedEntry as exc:
-            self._reject(final, key, str(exc))
+        process published first.  A damaged entry in the way is replaced (`_Unmovable`
+        when it cannot be)."""
+        for _ in range(3):
+            try:
+                os.rename(tmp, final)
+                return None
+            except OSError:
+                if not os.path.lexists(final):
+                    raise  # not a lost race: a real failure
+            try:
+                return verify(final, key, inputs)
+            except DamagedEntry as exc:
+                self._reject(final, key, str(exc))
         os.rename(tmp, final)  # failing now is a real failure
         return None
 
@@ -315,3 +410,52 @@ class CompileCache:
 def _identity(path: Path) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_dev, st.st_ino
+
+
+def _compile_recording(program: Any, config: Any, **kw: Any) -> tuple[Any, list[Any]]:
+    """``api.compile(program, config, **kw)`` and the warnings it emitted."""
+    from pytest_pypto.compiler import api  # lazy: a cache hit never loads the compiler
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = api.compile(program, config, **kw)
+    return built, list(caught)
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor of the lock file at ``path`` (created): a FIFO, symlink or other
+    non-regular file planted there is replaced, never opened for long or followed."""
+    path.parent.mkdir(exist_ok=True)
+    for _ in range(3):
+        try:
+            fd = os.open(path, _LOCK_FLAGS, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                raise
+        else:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return fd
+            os.close(fd)
+        _remove(os.fspath(path))
+    raise OSError(errno.EEXIST, f"{path}: cannot be made a lock file")
+
+
+def _remove(path: str | Path) -> None:
+    """Delete ``path`` (a tree or a file), as far as possible; read-only directories
+    inside are made writable first (they are this cache's own)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+        for top, dirs, _files in os.walk(path):
+            for d in dirs:
+                inner = os.path.join(top, d)
+                if not os.path.islink(inner):
+                    with contextlib.suppress(OSError):
+                        os.chmod(inner, 0o700)
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

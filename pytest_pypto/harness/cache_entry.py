@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import stat
 import sys
 import warnings
 from collections.abc import Sequence
@@ -36,8 +37,8 @@ from pytest_pypto.ir.artifact import (
     MANIFEST_NAME,
     ArtifactInMemory,
     CompiledProgram,
+    parse_json,
     parse_manifest,
-    read_json,
 )
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "checksums",
     "entry_record",
     "read_files",
+    "read_regular",
     "replay",
     "verify",
     "warning_record",
@@ -87,7 +89,9 @@ def read_files(artifact: Path) -> dict[str, bytes]:
     """Every file under ``artifact`` by its relative posix path: its bytes.
 
     Every file of a hit is read once per process (the memo in `CompileCache` holds
-    verified entries); os.scandir keeps that cheap (a third of rglob's cost).
+    verified entries); os.scandir keeps that cheap (a third of rglob's cost).  An
+    entry holds directories and regular files only: anything else (a FIFO, a device,
+    a symlink) is `DamagedEntry`, found without opening it for long (`read_regular`).
     """
     files: dict[str, bytes] = {}
     pending = [(os.fspath(artifact), "")]
@@ -97,10 +101,29 @@ def read_files(artifact: Path) -> dict[str, bytes]:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, f"{prefix}{entry.name}/"))
-                elif entry.is_file():
-                    with open(entry.path, "rb") as fh:
-                        files[prefix + entry.name] = fh.read()
+                else:
+                    files[prefix + entry.name] = read_regular(entry.path)
     return files
+
+
+_OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _opener(path: str, flags: int) -> int:
+    return os.open(path, flags | _OPEN_FLAGS)
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of the regular file at ``path``.
+
+    Opened without following a symlink and without blocking (a FIFO would wait for a
+    writer forever, holding the key's lock); `DamagedEntry` when it is not a regular
+    file (a symlink fails to open: OSError, which `verify` also reports as damage).
+    """
+    with open(path, "rb", opener=_opener) as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise DamagedEntry(f"{Path(path).name} is not a regular file")
+        return fh.read()
 
 
 def warning_record(w: warnings.WarningMessage) -> dict[str, Any]:
@@ -149,7 +172,7 @@ def verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
 
 
 def _verify(final: Path, key: str, inputs: dict[str, Any]) -> Found:
-    entry = read_json(final / ENTRY_FILE)
+    entry = parse_json(read_regular(final / ENTRY_FILE), final / ENTRY_FILE)
     if not isinstance(entry, dict):
         raise DamagedEntry(f"{ENTRY_FILE} is a JSON {type(entry).__name__}, not an object")
     fmt = entry.get("format")

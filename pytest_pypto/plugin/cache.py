@@ -1,6 +1,7 @@
 """The compile cache of a session: where it is, the warning when it is off, and the
 summary line of hits, misses and damaged entries rebuilt (xdist workers ship their
-counts; the controller sums them).
+counts; the controller sums them).  Each session also says its first failure to save
+kernels afresh (harness/compiling.py).
 
 PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
@@ -120,7 +121,12 @@ workers.route(workers.Traffic(CACHE_OUTPUT, _collect, _fold))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not resolved(config) or workers.is_worker(config):
+    if not resolved(config):
+        return
+    from pytest_pypto.harness import compiling  # lazy: plugin import cost
+
+    compiling.save_failures.clear()  # a session says its first failure to save kernels
+    if workers.is_worker(config):
         return  # workers find the same and stay quiet
     cache = compile_cache(config)
     if config.stash.get(_INSECURE, False):

@@ -2,7 +2,8 @@
 """The child side of the process-isolating runtime (``runtime/isolated.py``).
 
 The child serves one request at a time over its pipe: a run request carries the
-artifact directory, the platform, the cell's `RunConfig`, the entry arguments
+artifact (its file texts, the first time this child is given an in-memory artifact;
+its token after that; or a directory to read), the platform, the cell's `RunConfig`, the entry arguments
 (arrays travel pickled; pure Out buffers travel as a `Blank` shape and dtype) and
 ``outputs_in``.  It runs the simulator's `Worker` under the config's
 ``--pypto-timeout`` (`deadline`, so a kernel looping in Python is stopped at its
@@ -26,11 +27,14 @@ import pickle
 import signal
 import traceback
 import warnings
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.ir.artifact import CompiledProgram
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.runtime import records
@@ -153,7 +157,8 @@ def serve(conn: Any, crumb_path: str, run_root: str, parent_end: Any = None) -> 
     crash_log = open(os.path.join(run_root, CRASH_LOG), "w")  # noqa: SIM115 (open till exit)
     faulthandler.enable(crash_log, all_threads=False)
     workers: dict[str, Any] = {}
-    crumbed: dict[int, Any] = {}
+    crumbed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+    handed: OrderedDict[int, Any] = OrderedDict()  # token -> CompiledProgram (in memory)
     while True:
         try:
             request = conn.recv()
@@ -162,7 +167,7 @@ def serve(conn: Any, crumb_path: str, run_root: str, parent_end: Any = None) -> 
         if request is None:
             return
         try:
-            reply = ("ok", _run(request, workers, crumbed, mapping))
+            reply = ("ok", _run(request, workers, crumbed, handed, mapping))
         except BaseException as exc:  # noqa: BLE001 (everything goes back to the parent)
             reply = ("error", pack_exception(exc))
         try:
@@ -171,28 +176,46 @@ def serve(conn: Any, crumb_path: str, run_root: str, parent_end: Any = None) -> 
             conn.send(("error", pack_exception(exc)))
 
 
-def _leave_crumbs(loaded: Any, crumbed: dict, mapping: mmap.mmap) -> None:
+def _leave_crumbs(loaded: Any, crumbed: weakref.WeakValueDictionary, mapping: mmap.mmap) -> None:
     """Wrap each built kernel of ``loaded`` once, so every task leaves a breadcrumb."""
-    if id(loaded) in crumbed:
+    if crumbed.get(id(loaded)) is loaded:
         return
     for kernel in loaded.kernels.values():
         crumb = _crumb_bytes(kernel.name, first_span(kernel.spans))
         kernel.fn = _crumbed(kernel.fn, crumb, mapping)
-    crumbed[id(loaded)] = loaded  # (kept alive, so its id is not reused)
+    crumbed[id(loaded)] = loaded  # (dropped with it: a reused id is another object)
 
 
-def _run(request: tuple, workers: dict, crumbed: dict, mapping: mmap.mmap) -> dict[str, Any]:
+def _artifact(source: tuple, handed: OrderedDict) -> Any:
+    """What the worker loads: the in-memory artifact the parent handed over (kept by its
+    token), or a directory path."""
+    if source[0] == "dir":
+        return source[1]
+    _, token, memory, forget = source
+    for old in forget:
+        handed.pop(old, None)
+    if memory is not None:
+        handed[token] = CompiledProgram(memory=memory)
+    handed.move_to_end(token)
+    return handed[token]
+
+
+def _run(
+    request: tuple, workers: dict, crumbed: weakref.WeakValueDictionary, handed: OrderedDict,
+    mapping: mmap.mmap,
+) -> dict[str, Any]:
     from pytest_pypto.runtime.staging import entry_span  # lazy: numpy, child-side only
     from pytest_pypto.runtime.worker import Worker  # lazy: numpy, child-side only
 
-    directory, platform, config, arrays, outputs_in = request
+    source, platform, config, arrays, outputs_in = request
+    artifact = _artifact(source, handed)  # first: the parent counts it as held from now on
     worker = workers.get(platform)
     if worker is None:
         worker = workers[platform] = Worker(platform)
-    loaded = worker.load(directory)
+    loaded = worker.load(artifact)
     _leave_crumbs(loaded, crumbed, mapping)
     if getattr(config, "precise", False):  # the worker runs the precise-bound build
-        _leave_crumbs(load_artifact(loaded.directory, precise_bind), crumbed, mapping)
+        _leave_crumbs(load_artifact(loaded, precise_bind), crumbed, mapping)
     manifest = loaded.manifest
     mapping[:CRUMB_SIZE] = _crumb_bytes("", entry_span(manifest))  # staging, orchestration
     arrays = [a.make() if isinstance(a, Blank) else a for a in arrays]

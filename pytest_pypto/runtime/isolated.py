@@ -26,12 +26,21 @@ milliseconds and inherits the already built artifacts), else ``spawn``;
 ``bench/bench_runtimes.py`` measures the per-dispatch cost against in-process runs.
 Arrays that alias each other (two arguments viewing one buffer) are copied apart by
 the pipe: the child sees them as distinct buffers.
+
+The child runs exactly the code the parent holds (docs/design/runtime.md §9): an
+artifact in memory (a `CompiledProgram` from a compile or a verified compile-cache
+entry) travels over the pipe as its file texts, once per child (the child keeps the
+last `HANDED_MAX` it was given and the parent tells it which to forget), so a cache
+file edited or deleted on disk after the parent verified it is never what runs.
+Only an artifact given as a bare directory is read from disk, by the child, as the
+in-process simulator would read it.
 """
 
 from __future__ import annotations
 
 import atexit
 import copy
+import itertools
 import mmap
 import multiprocessing
 import os
@@ -40,6 +49,8 @@ import signal
 import tempfile
 import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
@@ -48,7 +59,12 @@ from typing import Any
 from pytest_pypto._version import __version__
 from pytest_pypto.arch import SIM_PLATFORMS
 from pytest_pypto.config import ISOLATED_TIMEOUT
-from pytest_pypto.ir.artifact import MANIFEST_NAME, CompiledProgram, read_manifest
+from pytest_pypto.ir.artifact import (
+    MANIFEST_NAME,
+    ArtifactInMemory,
+    CompiledProgram,
+    read_manifest,
+)
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime.child import (
     CRASH_LOG,
@@ -65,6 +81,7 @@ from pytest_pypto.runtime.timeout import RunTimedOut
 __all__ = ["IsolatedRun", "IsolatedRuntime", "bounded"]
 
 NAME = "isolated"
+HANDED_MAX = 64  # in-memory artifacts a child keeps (the least recently used is forgotten)
 START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 _SIGNAL_MEANING = {
@@ -131,6 +148,8 @@ class _Child:
         with open(crumb_path, "r+b") as f:
             self.crumbs = mmap.mmap(f.fileno(), CRUMB_SIZE)
         self.conn, child_end = ctx.Pipe()
+        # tokens of the in-memory artifacts this child holds, least recently used first
+        self.handed: OrderedDict[int, None] = OrderedDict()
         forked = method == "fork"
         self.process = ctx.Process(
             target=serve,
@@ -163,6 +182,21 @@ class _Child:
             return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             raise _Died() from None
+
+    def source(self, origin: ArtifactInMemory | Path) -> tuple[Any, ...]:
+        """What a request names its artifact by: ``("dir", path)``, or ``("memory",
+        token, the artifact or None when this child holds it already, tokens to forget)``."""
+        if not isinstance(origin, ArtifactInMemory):
+            return ("dir", str(origin))
+        token = _token(origin)
+        if token in self.handed:
+            self.handed.move_to_end(token)
+            return ("memory", token, None, ())
+        self.handed[token] = None
+        forget = []
+        while len(self.handed) > HANDED_MAX:
+            forget.append(self.handed.popitem(last=False)[0])
+        return ("memory", token, origin, tuple(forget))
 
     def last_crumb(self) -> tuple[str, Any] | None:
         try:
@@ -261,7 +295,7 @@ class IsolatedRuntime:
         """Run ``artifact`` in the child with ``arrays``; Out/InOut written back on success."""
         import numpy as np  # lazy: numpy (the registry constructs this runtime)
 
-        directory, manifest = _artifact_of(artifact)
+        origin, manifest = _artifact_of(artifact)
         self._refuse_other_platforms(manifest, config)
         config = bounded(config)
         arrays = tuple(arrays)
@@ -274,19 +308,21 @@ class IsolatedRuntime:
                 ):
                     sent[i] = Blank(value.shape, value.dtype)
         what = f"'{manifest.program}' on {config.platform}"
-        try:
-            request = ForkingPickler.dumps((str(directory), config.platform, config, sent,
-                                            outputs_in))
-        except Exception as exc:
-            raise RuntimeFailure(
-                f"{what}: the arguments cannot be sent to the isolated child process "
-                f"({type(exc).__name__}: {exc})",
-                runtime=NAME,
-                hint="pass numpy arrays (or CPU torch tensors) and Python scalars",
-            ) from exc
         limit = config.timeout + _grace(config.timeout) if config.timeout else None
         with self._lock:
             child = self._ready_child()
+            handed = dict(child.handed)
+            try:
+                request = ForkingPickler.dumps((child.source(origin), config.platform, config,
+                                                sent, outputs_in))
+            except Exception as exc:
+                child.handed = OrderedDict(handed)  # nothing was sent
+                raise RuntimeFailure(
+                    f"{what}: the arguments cannot be sent to the isolated child process "
+                    f"({type(exc).__name__}: {exc})",
+                    runtime=NAME,
+                    hint="pass numpy arrays (or CPU torch tensors) and Python scalars",
+                ) from exc
             try:
                 status, reply = child.ask(request, limit)
             except _Died:
@@ -422,14 +458,29 @@ def _for_parent(exc: BaseException, what: str) -> BaseException:
 
 
 _manifests: dict[tuple[str, int, int], Any] = {}
+_tokens: weakref.WeakKeyDictionary[ArtifactInMemory, int] = weakref.WeakKeyDictionary()
+_next_token = itertools.count(1)
 
 
-def _artifact_of(artifact: Any) -> tuple[Path, Any]:
-    """(directory, manifest) of a CompiledProgram, LoadedArtifact or artifact directory."""
+def _token(memory: ArtifactInMemory) -> int:
+    """A number naming ``memory`` to the children for as long as it lives."""
+    token = _tokens.get(memory)
+    if token is None:
+        token = _tokens[memory] = next(_next_token)
+    return token
+
+
+def _artifact_of(artifact: Any) -> tuple[ArtifactInMemory | Path, Any]:
+    """(what the child is handed: the in-memory artifact, else its directory; manifest)
+    of a CompiledProgram, LoadedArtifact or artifact directory."""
     if isinstance(artifact, CompiledProgram):
+        if artifact.memory is not None:
+            return artifact.memory, artifact.manifest
         return Path(artifact.artifact_dir()), artifact.manifest
-    if hasattr(artifact, "manifest") and hasattr(artifact, "directory"):  # LoadedArtifact
-        return Path(artifact.directory), artifact.manifest
+    if hasattr(artifact, "manifest") and hasattr(artifact, "origin"):  # LoadedArtifact
+        origin = artifact.origin
+        return (origin if isinstance(origin, ArtifactInMemory) else Path(origin),
+                artifact.manifest)
     directory = Path(os.fspath(artifact))
     try:
         st = os.stat(directory / MANIFEST_NAME)
