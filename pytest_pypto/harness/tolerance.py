@@ -84,7 +84,23 @@ def explicit(
         )
     if rtol is None:
         return default_tolerance(actual.dtype, expected.dtype)
-    return float(rtol), float(atol)  # type: ignore[arg-type]
+    return checked(rtol, atol, "assert_close")
+
+
+def checked(rtol: Any, atol: Any, where: str) -> tuple[float, float]:
+    """``(rtol, atol)`` as floats, refusing what no comparison can mean: a value that is
+    not a number, a negative one or NaN (``inf`` is allowed: everything finite passes)."""
+    out = []
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(
+            value, "__float__"
+        ):
+            raise TypeError(f"{where}: {name}={value!r} is not a number")
+        number = float(value)
+        if not number >= 0:  # negative or NaN
+            raise ValueError(f"{where}: {name}={value!r}: a tolerance is a number >= 0")
+        out.append(number)
+    return out[0], out[1]
 
 
 def case_tolerance(case: Any, config: Any) -> tuple[float | None, float | None]:
@@ -96,7 +112,7 @@ def case_tolerance(case: Any, config: Any) -> tuple[float | None, float | None]:
             f"{case.get_name()}: rtol={case.rtol!r}, atol={case.atol!r}: give both or neither"
         )
     if case.rtol is not None:
-        return case.rtol, case.atol
+        return checked(case.rtol, case.atol, case.get_name())
     own = getattr(case, "config", None)
     for source in (own, config):
         pair = (getattr(source, "rtol", None), getattr(source, "atol", None))

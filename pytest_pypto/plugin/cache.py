@@ -80,7 +80,7 @@ def cache_summary(
     places: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The terminal summary's line about the compile cache (``damaged``: entries found
-    damaged and rebuilt, each also a miss; ``places``: `cache_where` -> the xdist
+    damaged (rebuilt, or bypassed when unmovable), each also a miss; ``places``: `cache_where` -> the xdist
     workers that used it, named when any is not this process's cache, as with
     ``-d --tx popen//chdir=DIR``)."""
     where = cache_where(config)
@@ -88,7 +88,7 @@ def cache_summary(
         where = "; ".join(f"{w} on {', '.join(ids)}" for w, ids in places.items())
     rebuilt = ""
     if damaged:
-        rebuilt = f", {damaged} damaged {'entry' if damaged == 1 else 'entries'} rebuilt"
+        rebuilt = f", {damaged} damaged {'entry' if damaged == 1 else 'entries'} rebuilt or bypassed"
     return f"pypto compile cache: {hits} hits, {misses} misses{rebuilt} ({where})"
 
 

@@ -231,9 +231,18 @@ def _run(
     return {
         "written": written,
         "record": run.record,
-        "deps_path": str(run.deps_path()) if config.save_kernels or config.trace else None,
+        "deps_path": _kept_deps(run) if config.save_kernels or config.trace else None,
         "war_hazards": run.war_hazards,
         "kernel_seconds": run.kernel_seconds,
         "warnings": [(w.message, w.category) for w in caught],
         "pid": os.getpid(),
     }
+
+
+def _kept_deps(run: Any) -> str | None:
+    """Where the run kept its deps.json; None when it could not be written (the worker
+    already warned, and the warning travels back with the result)."""
+    try:
+        return str(run.deps_path())
+    except OSError:
+        return None

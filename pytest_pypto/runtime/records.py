@@ -14,12 +14,13 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 from pytest_pypto.runtime.trace import write_trace
 
-__all__ = ["RecordedRun", "new_run_dir"]
+__all__ = ["RecordedRun", "RecordsNotKeptWarning", "keep_records", "new_run_dir"]
 
 
 class RecordedRun:
@@ -66,6 +67,30 @@ class RecordedRun:
     def deps(self) -> dict[str, Any]:
         """The parsed deps.json."""
         return json.loads(self.deps_path().read_text())
+
+
+class RecordsNotKeptWarning(UserWarning):
+    """A run's records (deps.json, trace.json) could not be written where they are kept."""
+
+
+_warned_not_kept = False
+
+
+def keep_records(run: RecordedRun, trace: bool) -> None:
+    """Write a kept run's deps.json (and trace.json): records of a run that worked are
+    a convenience, so a full disk or a read-only kernels dir warns once per process
+    instead of failing the run (later runs keep trying)."""
+    global _warned_not_kept
+    try:
+        run.deps_path()
+        if trace:
+            run.trace_path()
+    except OSError as exc:
+        if not _warned_not_kept:
+            _warned_not_kept = True
+            warnings.warn(RecordsNotKeptWarning(
+                f"run records of {run.program} not kept: {exc}; the results are unaffected"
+            ), stacklevel=2)
 
 
 # -- run directories ------------------------------------------------------------------

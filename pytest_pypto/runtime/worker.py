@@ -54,7 +54,7 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
-from pytest_pypto.runtime.records import RecordedRun, new_run_dir
+from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
 from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
 from pytest_pypto.runtime.timeout import RunTimedOut
 from pytest_pypto.runtime.trace import write_trace
@@ -348,9 +348,7 @@ class Worker:
         result = SimRun(manifest.program, self.platform, plan, arrays, graph, rt.roots,
                         (self.arch.name, clusters, dyn), cfg)
         if cfg.save_kernels or cfg.trace:
-            result.deps_path()  # kept runs are written now
-            if cfg.trace:
-                result.trace_path()
+            keep_records(result, cfg.trace)  # kept runs are written now
         return result
 
 

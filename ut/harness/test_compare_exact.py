@@ -140,3 +140,20 @@ def test_strings_and_objects_are_refused_naming_the_argument(actual, expected, w
     text = str(info.value)
     assert text.startswith(f"assert_close(): {which} is ")
     assert "numbers" in text and "numpy array" in text and "torch tensor" in text
+
+
+@pytest.mark.parametrize(("rtol", "atol", "error"), [
+    (-1e-3, 1e-3, ValueError),
+    (1e-3, -1.0, ValueError),
+    (float("nan"), 0.0, ValueError),
+    ("1e-3", 1e-3, TypeError),
+    (True, 0.0, TypeError),
+])
+def test_a_tolerance_that_means_nothing_is_refused(rtol, atol, error) -> None:
+    a = np.ones(4, np.float32)
+    with pytest.raises(error, match="assert_close: (rtol|atol)="):
+        assert_close(a, a, rtol=rtol, atol=atol)
+
+
+def test_an_infinite_tolerance_still_passes_finite_differences() -> None:
+    assert_close(np.ones(3), np.zeros(3), rtol=0.0, atol=float("inf"))

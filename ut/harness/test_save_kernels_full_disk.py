@@ -77,3 +77,30 @@ def test_kernels_whose_cache_entry_was_deleted_are_saved_from_memory(tmp_path: P
     copy_artifact(compiled, tmp_path / "kept")
     saved = (tmp_path / "kept" / "kernels" / "k.py").read_text()
     assert saved == compiled.memory.text("kernels/k.py")
+
+
+def test_run_records_that_cannot_be_kept_warn_once_and_keep_the_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under save_kernels every run writes its records (deps.json): a full disk there
+    warns once per process and the run's outputs stand."""
+    import errno
+
+    import numpy as np
+
+    import pytest_pypto
+    from pytest_pypto.config import RunConfig
+    from pytest_pypto.runtime import records
+
+    def full(cfg: object, program: str) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records, "new_run_dir", full)
+    monkeypatch.setattr(records, "_warned_not_kept", False)
+    cfg = RunConfig(platform="a2a3sim", save_kernels=True, save_kernels_dir=str(tmp_path))
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    with pytest.warns(records.RecordsNotKeptWarning, match="No space left on device") as seen:
+        for _ in range(2):
+            out = np.zeros_like(x)
+            pytest_pypto.run(ADD, x, x, out, config=cfg)
+            np.testing.assert_array_equal(out, x + x)
+    assert len([w for w in seen if w.category is records.RecordsNotKeptWarning]) == 1
