@@ -15,52 +15,13 @@ import numpy as np
 import pytest
 
 import pytest_pypto.compiler.api as api
-import pytest_pypto.language as pl
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cache import CompileCache, cache_key
 from pytest_pypto.harness.runner import Runner
 from pytest_pypto.runtime import isolated as isolated_module
 from pytest_pypto.runtime import registry
 from pytest_pypto.runtime.isolated import IsolatedRuntime
-
-R, C = 16, 64
-A2 = RunConfig(platform="a2a3sim")
-
-
-def binary_program(op: Any) -> Any:
-    """out = op(x, y): programs of one name and signature, differing only in op."""
-
-    @pl.program
-    class Binary:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            a = pl.load(x, [0, 0], [R, C])
-            b = pl.load(y, [0, 0], [R, C])
-            out = pl.store(op(a, b), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[R, C], pl.FP32],
-            y: pl.Tensor[[R, C], pl.FP32],
-            out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            out = self.k(x, y, out)
-            return out
-
-    return Binary
-
-
-ADD = binary_program(pl.add)
-SUB = binary_program(pl.sub)
-X = (np.arange(R * C, dtype=np.float32).reshape(R, C) / 8).astype(np.float32)
-Y = np.full((R, C), 2.5, np.float32)
+from ut.harness.test_cache_faults import A2, ADD, SUB, C, R, X, Y
 
 
 @pytest.fixture
