@@ -12,7 +12,7 @@ import functools
 from typing import Any
 
 from pytest_pypto.language.surface import FunctionType, NotRunnable
-from pytest_pypto.language.templates import Template, function_template
+from pytest_pypto.language.templates import Template, enclosing_locals, function_template
 
 __all__ = ["InlineFunction", "StandaloneFunction", "function", "inline"]
 
@@ -25,10 +25,13 @@ class InlineFunction:
         self._func = fn
         self._what = what
         self._template: Template | None = None
+        self._enclosing = enclosing_locals(fn)  # a kernel factory's parameters
 
     def pl_template(self) -> Template:
         if self._template is None:
-            self._template = function_template(self._func, "Inline", self._what)
+            self._template = function_template(
+                self._func, "Inline", self._what, self._enclosing
+            )
         return self._template
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -57,7 +60,7 @@ class StandaloneFunction(InlineFunction):
 
     def pl_template(self) -> Template:
         if self._template is None:
-            template = function_template(self._func, self._kind, self._what)
+            template = function_template(self._func, self._kind, self._what, self._enclosing)
             template.strict_ssa = self._strict_ssa
             template.extra.update(self._options)
             self._template = template

@@ -48,7 +48,12 @@ from pytest_pypto.ir.nodes import Param
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 from pytest_pypto.language.parser import program_from_template
 from pytest_pypto.language.surface import AnnotationForm, Tensor
-from pytest_pypto.language.templates import Template, function_template, namespace_of
+from pytest_pypto.language.templates import (
+    Template,
+    enclosing_locals,
+    function_template,
+    namespace_of,
+)
 from pytest_pypto.language.unsupported import JitMarker
 from pytest_pypto.language.unsupported import _definition_span as span
 
@@ -81,6 +86,7 @@ class JITFunction:
                  auto_scope: bool = True) -> None:
         functools.update_wrapper(self, fn)
         self._func = fn
+        self._enclosing = enclosing_locals(fn)  # a kernel factory's parameters
         self._func_type = func_type
         self._level = level
         self._auto_scope = auto_scope
@@ -98,7 +104,7 @@ class JITFunction:
             kind = _KINDS[self._func_type]
             if kind == "Orchestration":
                 kind = "Opaque"  # a jit entry called from another one is spliced
-            self._template = function_template(self._func, kind, self._what)
+            self._template = function_template(self._func, kind, self._what, self._enclosing)
         return self._template
 
     def __repr__(self) -> str:
@@ -158,7 +164,7 @@ class JITFunction:
         except TypeError as exc:
             raise TypeError(f"@pl.jit function '{name}': {exc}") from None
         bound.apply_defaults()
-        annotations = _annotations(self._func)
+        annotations = _annotations(self._func, self._enclosing)
         dynamic = _bind_dynamic_dims(self._template_of_entry())
         params: list[Param] = []
         constants: dict[str, Any] = {}
@@ -190,7 +196,9 @@ class JITFunction:
 
     def _template_of_entry(self) -> Template:
         if self._template is None:
-            self._template = function_template(self._func, "Orchestration", self._what)
+            self._template = function_template(
+                self._func, "Orchestration", self._what, self._enclosing
+            )
         return self._template
 
     def _program(self, spec: _Specialization) -> Any:
@@ -255,15 +263,16 @@ def _dtype_of(fname: str, pname: str, value: Any) -> DataType:
     return found
 
 
-def _annotations(fn: Any) -> dict[str, Any]:
-    """The parameters' annotations, evaluated (string annotations in the function's globals)."""
+def _annotations(fn: Any, enclosing: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The parameters' annotations, evaluated (string annotations where Python would have
+    evaluated them: the enclosing function's locals over the function's globals)."""
     raw = dict(getattr(fn, "__annotations__", {}))
     out: dict[str, Any] = {}
     namespace: dict[str, Any] | None = None
     for name, ann in raw.items():
         if isinstance(ann, str):
             if namespace is None:
-                namespace = namespace_of(fn)
+                namespace = namespace_of(fn, enclosing)
             try:
                 ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
             except Exception:  # noqa: BLE001 - left unresolved: read as unannotated

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,9 +69,34 @@ def _defs_of(file: str) -> tuple[list[str], dict[int, ast.FunctionDef]] | None:
     return _DEFS[file]
 
 
-def namespace_of(fn: Any) -> dict[str, Any]:
-    """What the body of ``fn`` resolves names in: its globals, then its closure cells."""
+def enclosing_locals(fn: Any, depth: int = 12) -> dict[str, Any]:
+    """A snapshot of the locals of the function whose body defines ``fn`` (called while
+    ``fn`` is being decorated; {} for a module-level ``fn``).
+
+    Python resolves a nested function's annotations in that enclosing scope when the
+    ``def`` runs, and such names (``n`` in ``x: pl.Tensor[[n, 64], pl.FP32]`` inside a
+    kernel factory ``make(n)``) are no closure cells of ``fn``: the parser, which reads
+    annotations from the source later, needs them from here.  The defining frame is
+    the nearest caller whose code holds ``fn``'s code object among its constants.
+    """
+    code = getattr(fn, "__code__", None)
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None or code is None:
+            break
+        if code in frame.f_code.co_consts:
+            if frame.f_code.co_flags & inspect.CO_OPTIMIZED:  # a function body
+                return dict(frame.f_locals)
+            break  # a module or class body: its names are globals (or the class's own)
+        frame = frame.f_back
+    return {}
+
+
+def namespace_of(fn: Any, enclosing: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the body of ``fn`` resolves names in, as Python would: its globals, then
+    the enclosing function's locals (`enclosing_locals`), then its closure cells."""
     namespace = dict(getattr(fn, "__globals__", {}))
+    namespace.update(enclosing or {})
     code = fn.__code__
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
@@ -79,8 +106,11 @@ def namespace_of(fn: Any) -> dict[str, Any]:
     return namespace
 
 
-def function_template(fn: Any, kind: str, what: str) -> Template:
-    """The `Template` of the Python function ``fn`` (``what``: the decorator, for messages)."""
+def function_template(
+    fn: Any, kind: str, what: str, enclosing: dict[str, Any] | None = None
+) -> Template:
+    """The `Template` of the Python function ``fn`` (``what``: the decorator, for messages;
+    ``enclosing``: `enclosing_locals` taken when it was decorated)."""
     code = getattr(fn, "__code__", None)
     if code is None:
         raise TypeError(f"{what} decorates a Python function, not {fn!r}")
@@ -92,7 +122,7 @@ def function_template(fn: Any, kind: str, what: str) -> Template:
         source = SourceMap(file, 1, 0, tuple(line.rstrip("\n") for line in lines))
     else:
         _, node, source = source_of(fn, ast.FunctionDef, what, "function", "function", file)
-    return Template(fn.__name__, kind, node, source, namespace_of(fn), origin=fn)
+    return Template(fn.__name__, kind, node, source, namespace_of(fn, enclosing), origin=fn)
 
 
 def with_self(node: ast.FunctionDef) -> ast.FunctionDef:
