@@ -66,6 +66,9 @@ class ParamSpec:
     keyword_only: bool = False
     optional: bool = False  # value param that may be None (e.g. tmp_tile=None)
     aliases: tuple[str, ...] = ()  # other keyword spellings accepted for this param
+    # index_list only: a single index stands for the one-element list (PyPTO's read and
+    # write of a 1-D tensor or tile: ``pl.read(t, i)`` is ``pl.read(t, [i])``).
+    bare_index: bool = False
 
     @property
     def required(self) -> bool:

@@ -450,6 +450,8 @@ def convert(
             )
         return expr
     if kind == "index_list":
+        if p.bare_index and not isinstance(value, (list, tuple)):
+            value = [value]
         if not isinstance(value, (list, tuple)):
             raise ctx.error(
                 InvalidOperationError, f"{where} must be a list such as [r, 0], but got {_show(value)}",

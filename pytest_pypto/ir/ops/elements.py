@@ -73,13 +73,14 @@ def _read_execute(src, *, indices, out=None, **_):
 register(OpSpec(
     name="tile.read",
     wide_safe=True,
-    params=(ParamSpec("tile", "tile"), ParamSpec("indices", "index_list", aliases=("offset",))),
+    params=(ParamSpec("tile", "tile"),
+            ParamSpec("indices", "index_list", aliases=("offset",), bare_index=True)),
     type_rule=_read_type,
     mem=MemRule(operands={"tile": ("Vec",)}),
     execute=_read_execute,
     spellings=("read",),
-    doc="The element of a Vec tile at indices (one per dimension) as a Scalar of the tile's "
-        "dtype.",
+    doc="The element of a Vec tile at indices (one per dimension; a 1-D tile's single "
+        "index may be given bare) as a Scalar of the tile's dtype.",
 ))
 
 
@@ -102,7 +103,7 @@ register(OpSpec(
     wide_safe=True,
     params=(
         ParamSpec("tile", "tile"),
-        ParamSpec("indices", "index_list", aliases=("offset",)),
+        ParamSpec("indices", "index_list", aliases=("offset",), bare_index=True),
         ParamSpec("value", "scalar"),
     ),
     type_rule=_write_type,

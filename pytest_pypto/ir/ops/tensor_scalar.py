@@ -109,20 +109,20 @@ def _dim(tensor: Any, axis: int = 0, out: Any = None) -> int:
 register(OpSpec(
     name="tensor.read",
     in_orchestration=True,
-    params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list")),
+    params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list", bare_index=True)),
     type_rule=_read_type,
     mem=MemRule(),
     execute=_read,
     spellings=("tensor.read",),
     doc="Read one element of a DDR tensor as a Scalar of its dtype (one index per "
-        "dimension).  In orchestration it blocks until every pending producer of the "
+        "dimension; a single index for a 1-D tensor may be given bare: pl.read(t, i)).  In orchestration it blocks until every pending producer of the "
         "tensor has finished (a task-graph sync point).",
 ))
 
 register(OpSpec(
     name="tensor.write",
     in_orchestration=True,
-    params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list"),
+    params=(ParamSpec("tensor", "tensor"), ParamSpec("indices", "index_list", bare_index=True),
             ParamSpec("value", "scalar")),
     type_rule=_write_type,
     mem=MemRule(),
