@@ -40,7 +40,7 @@ from pytest_pypto.arch import BackendType, parse_platform
 from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.selections import OptimizationStrategy
 from pytest_pypto.harness import cases as _native
-from pytest_pypto.harness.tensors import torch_to_numpy
+from pytest_pypto.harness.tensors import torch_to_numpy, torch_view
 from pytest_pypto.ir.dtypes import dtype_by_name
 
 __all__ = [
@@ -203,9 +203,10 @@ class TensorSpec(_native.TensorSpec):
             if getattr(init, "__name__", None) in _TORCH_FACTORIES and (
                 getattr(torch, init.__name__, None) is init
             ):
-                init = init(list(self.shape), dtype=torch_dtype_of(self))
-            else:
-                init = init()
+                made = init(list(self.shape), dtype=torch_dtype_of(self))
+                # A tensor only we hold: the array may share its memory (no copy).
+                return from_torch(made, self.np_dtype, self.name, self.shape, fresh=True)
+            init = init()
         if not isinstance(init, torch.Tensor):
             init = torch.as_tensor(init)
         return from_torch(init, self.np_dtype, self.name, self.shape)
@@ -225,7 +226,7 @@ def torch_dtype_of(spec: _native.TensorSpec) -> Any:
 _BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
 
 
-def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
+def to_torch(array: Any, spec: _native.TensorSpec, share: bool = False) -> Any:
     """A torch tensor of the golden's dtype holding ``array``'s bits (same-width types:
     bf16, fp8, unsigned as signed) or, where the widths differ, its values."""
     import torch  # lazy: torch is optional (the torch extra)
@@ -236,20 +237,28 @@ def to_torch(array: Any, spec: _native.TensorSpec) -> Any:
         return torch.from_numpy(array.astype(np.bool_))
     width = torch.empty((), dtype=want).element_size()
     if array.dtype.itemsize == width:
-        return torch.from_numpy(array.view(_BITS[width]).copy()).view(want)
+        bits = array.view(_BITS[width])
+        return torch.from_numpy(bits if share and bits.flags.writeable else bits.copy()).view(want)
     return torch.from_numpy(array.astype(np.float64)).to(want)
 
 
-def from_torch(tensor: Any, np_dtype: Any, name: str, shape: Sequence[int]) -> Any:
+def from_torch(
+    tensor: Any, np_dtype: Any, name: str, shape: Sequence[int], fresh: bool = False
+) -> Any:
     """``tensor`` as a numpy array of ``np_dtype`` broadcast to ``shape``: bit for bit
-    between integers of one width (PyPTO's unsigned-as-signed), by value otherwise."""
-    array = torch_to_numpy(tensor)
+    between integers of one width (PyPTO's unsigned-as-signed), by value otherwise.
+
+    ``fresh``: nobody else holds ``tensor``, so an array of the right dtype and shape
+    shares its memory instead of copying it (a large input is made once)."""
+    array = torch_view(tensor.detach().cpu().contiguous()) if fresh else torch_to_numpy(tensor)
     if array.dtype != np_dtype:
         same_ints = array.dtype.kind in "iu" and np_dtype.kind in "iu"
         if same_ints and array.dtype.itemsize == np_dtype.itemsize:
             array = array.view(np_dtype)
         else:
             array = array.astype(np_dtype)
+    if array.shape == tuple(shape):  # already private: a copy, or a tensor only we hold
+        return array
     try:
         return np.array(np.broadcast_to(array, tuple(shape)), dtype=np_dtype)
     except ValueError:
@@ -339,18 +348,34 @@ class PTOTestCase(_native.PTOTestCase, abc.ABC):
         """PyPTO's inputs, with torch's global generator seeded by the test's seed
         for the duration (and restored), so torch.randn data is reproducible."""
         torch = _require_torch()
+        self._input_draw = (rng, seed)  # a golden that writes an input redraws it
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0 if seed is None else seed % (1 << 63))
             return _native.build_inputs(self, rng)
 
     def _harness_golden(self, specs: Any, tensors: Any, scalars: Any) -> Any:
-        """``compute_expected`` on torch copies of the inputs; outputs back as numpy."""
+        """``compute_expected`` on torch tensors of the inputs; outputs back as numpy.
+
+        Outputs are copies; inputs share the arrays' memory (a large input is not copied
+        again).  A golden that writes an input in place (seen by torch's version counter)
+        gets the input redrawn for the run, which must see what PyPTO's device sees: the
+        inputs as drawn, not as the golden left them."""
         _require_torch()
         work = {}
+        shared = {}
         by_name = {s.name: s for s in specs if isinstance(s, _native.TensorSpec)}
         for name, array in tensors.items():
-            work[name] = to_torch(array, by_name[name])
+            spec = by_name[name]
+            work[name] = to_torch(array, spec, share=not spec.is_output)
+            if not spec.is_output:
+                shared[name] = work[name]._version
         self.compute_expected(work, dict(scalars) if scalars else None)
+        written = [name for name, version in shared.items() if work[name]._version != version]
+        if written:
+            rng, seed = getattr(self, "_input_draw", (None, None))
+            redrawn = self._harness_inputs(rng, seed)[1]
+            for name in written:
+                tensors[name] = redrawn[name]
         return {
             s.name: from_torch(work[s.name], s.np_dtype, s.name, s.shape)
             for s in specs

@@ -240,7 +240,6 @@ class Runner:
         __tracebackhide__ = True
         rng = self._rng_factory()
         specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)
-        inputs = {name: array.copy() for name, array in tensors.items()}
         expected = case._harness_golden(specs, tensors, scalars)
         program = case.get_program()
         started = time.perf_counter()
@@ -249,6 +248,7 @@ class Runner:
         except Exception as exc:
             _add_context(exc, self.context)
             raise
+        inputs = _pristine_inputs(compiled, specs, tensors)
         args = [tensors[s.name] if isinstance(s, TensorSpec) else scalars[s.name] for s in specs]
         try:
             ran = self._dispatch(
@@ -285,6 +285,27 @@ class Runner:
             context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept))
             raise MismatchError(found, context)
         return result
+
+
+def _pristine_inputs(
+    compiled: Any, specs: Sequence[Any], tensors: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The inputs as the run received them, for the result and a failure report: a copy of
+    each tensor the run may change (an output, or bound to an Out/InOut parameter), the
+    array itself otherwise (the simulator never writes an In array: staging makes it
+    read-only), so a large input is not copied once more (docs/design/runtime.md §4)."""
+    entry = getattr(getattr(compiled, "manifest", None), "entry_args", None)
+    tensor_specs = [s for s in specs if isinstance(s, TensorSpec)]
+    if entry is None or len(entry) != len(specs):
+        return {name: array.copy() for name, array in tensors.items()}
+    fixed = {
+        s.name for s, arg in zip(specs, entry)
+        if isinstance(s, TensorSpec) and not s.is_output and arg.direction == "In"
+    }
+    return {
+        s.name: tensors[s.name] if s.name in fixed else tensors[s.name].copy()
+        for s in tensor_specs
+    }
 
 
 def _check_case(case: Any, call: str) -> None:

@@ -36,7 +36,7 @@ from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.runtime.locate import scalar_values, span_in
-from pytest_pypto.runtime.tensors import TensorHandle, covers, overlaps
+from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
 
@@ -267,6 +267,10 @@ class TaskGraph:
         self.deferred = deferred and seed is None and not strict_war
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
+        # root id -> (writes, reads) of tasks not yet run, for sync points (`_pending_on`)
+        self._accesses: dict[int, tuple[WindowIndex, WindowIndex]] = {}
+        self._listed: dict[int, list[tuple[bool, TensorHandle, int]]] = {}  # not yet indexed
+        self._indexed = 0  # tasks listed in ``_listed``
 
     @property
     def cores(self) -> Cores:
@@ -439,19 +443,30 @@ class TaskGraph:
 
     def finish_writers(self, h: TensorHandle, include_readers: bool = False) -> None:
         """Blocking access from orchestration: run every pending task writing (and, for a
-        write, also reading) an overlapping range, plus whatever those tasks wait for."""
-        targets = []
-        for t in self.pending.values():
-            for direction, a in zip(t.directions, t.handles):
-                if a is None or (direction == IN and not include_readers):
-                    continue
-                if overlaps(a, h):
-                    targets.append(t)
-                    break
+        write, also reading) an overlapping range, plus whatever those tasks wait for.
+
+        The pending tasks touching ``h`` come from its root's index of pending accesses
+        (`_pending_on`), so a sync point costs O(log n + accesses it meets), not a scan
+        over every pending task (docs/design/runtime.md §5)."""
+        if not self.pending:
+            return
+        index = self._pending_on(h.root.id)
+        if index is None:
+            return
+        writes, reads = index
+        tasks = self.tasks
+        targets: set[int] = set()
+        for table in (writes, reads) if include_readers else (writes,):
+            for entry in table.overlapping(h):
+                _, a, tid = entry
+                if tasks[tid].done:
+                    table.remove(entry)  # retired: it never blocks a sync point again
+                elif overlaps(a, h):
+                    targets.add(tid)
         if not targets:
             return
         if self.rng is None:
-            last = targets[-1].id
+            last = max(targets)
             pending = self.pending
             run = []
             for tid in pending:
@@ -461,8 +476,41 @@ class TaskGraph:
             for tid in run:
                 self._execute(pending.pop(tid))
         else:
-            needed = {t.id for t in targets} | self._ancestors(targets, undone=True)
+            chosen = [tasks[t] for t in sorted(targets)]
+            needed = targets | self._ancestors(chosen, undone=True)
             self._run_random(sorted(needed))
+
+    def _pending_on(self, root_id: int) -> tuple[WindowIndex, WindowIndex] | None:
+        """The (writes, reads) index of ``root_id``'s accesses by tasks not yet run.
+
+        Lazy twice over: the tasks submitted since the last sync point are listed per root
+        (each once), and a root's index is built only when a sync point touches it, so
+        the buffers orchestration never reads (most of them) cost one list append per
+        access, and a run without sync points nothing."""
+        tasks = self.tasks
+        listed = self._listed
+        for task in tasks[self._indexed:]:
+            if task.done:
+                continue
+            tid = task.id
+            for direction, a in zip(task.directions, task.handles):
+                if a is not None:
+                    rid = a.root.id
+                    waiting = listed.get(rid)
+                    if waiting is None:
+                        listed[rid] = [(direction == IN, a, tid)]
+                    else:
+                        waiting.append((direction == IN, a, tid))
+        self._indexed = len(tasks)
+        waiting = listed.pop(root_id, None)
+        index = self._accesses.get(root_id)
+        if waiting:
+            if index is None:
+                index = self._accesses[root_id] = (WindowIndex(), WindowIndex())
+            for is_read, a, tid in waiting:
+                if not tasks[tid].done:
+                    index[is_read].add(a, tid)
+        return index
 
     def _run_random(self, needed: list[int]) -> None:
         """Run the tasks ``needed`` (pending ids, ascending, closed under the pending tasks

@@ -22,6 +22,7 @@ from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
     RootBuffer,
     TensorHandle,
+    element_window,
     reshape_view,
     slice_view,
     transpose_view,
@@ -72,11 +73,12 @@ class Orchestrator:
 
     # -- blocking scalar access ----------------------------------------------------
     def read(self, t: TensorHandle, index: Any) -> Any:
-        """`pl.tensor.read`: waits for every pending producer of ``t``, then reads."""
+        """`pl.tensor.read`: waits for the pending producers of the element it reads, then
+        reads it."""
         self.beyond_submits = True
         t = self._handle(t, "tensor.read")
         idx = self._index(t, index, "tensor.read")
-        self._graph.finish_writers(t)
+        self._graph.finish_writers(element_window(t, idx))
         return t.array[idx].item()
 
     def write(self, t: TensorHandle, index: Any, value: Any) -> None:
@@ -89,7 +91,7 @@ class Orchestrator:
                 hint="declare it pl.InOut[...] or write into a pl.create_tensor buffer",
             )
         idx = self._index(t, index, "tensor.write")
-        self._graph.finish_writers(t, include_readers=True)
+        self._graph.finish_writers(element_window(t, idx), include_readers=True)
         t.array[idx] = value
 
     def assemble(self, target: TensorHandle, source: TensorHandle, offsets: Any) -> TensorHandle:

@@ -338,6 +338,14 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
     return TensorHandle(t.root, t.array[index], start, shape, t.strides)
 
 
+def element_window(t: TensorHandle, index: tuple[int, ...]) -> TensorHandle:
+    """The one-element window of ``t`` at ``index`` (in range): what a scalar read or
+    write of orchestration touches, so it waits only for that element's tasks."""
+    start = t.start + sum(i * s for i, s in zip(index, t.strides))
+    view = t.array[tuple(slice(i, i + 1) for i in index)]
+    return TensorHandle(t.root, view, start, (1,) * len(index), t.strides)
+
+
 def reshape_view(t: TensorHandle, shape: Any) -> TensorHandle:
     """`pl.reshape(t, shape)`: same elements, new shape; needs a contiguous window."""
     shape = tuple(int(d) for d in shape)
