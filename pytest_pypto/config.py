@@ -66,6 +66,7 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], bool], str
     "schedule_seed": (_whole, lambda v: v >= 0, "an int >= 0"),
     "rtol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
     "atol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
+    "max_memory": (_whole, lambda v: v > 0, "a number of bytes, an int > 0"),
     "timeout": (
         _real, lambda v: 0 < v <= MAX_TIMEOUT,
         f"a number of seconds > 0 and at most {MAX_TIMEOUT:.0f}",
@@ -96,7 +97,8 @@ class RunConfig:
     moves the config to the new cell.  PyPTO's ``backend_type=`` is accepted as the arch
     when no platform is given.  Fields are checked on every assignment: ``device_id``,
     ``seed`` and ``schedule_seed`` are ints >= 0, ``rtol``/``atol`` numbers >= 0,
-    ``timeout`` seconds in (0, `MAX_TIMEOUT`] (TypeError / ValueError naming the field).
+    ``timeout`` seconds in (0, `MAX_TIMEOUT`], ``max_memory`` bytes > 0 (TypeError /
+    ValueError naming the field).
     """
 
     __test__: ClassVar[bool] = False
@@ -128,6 +130,10 @@ class RunConfig:
     # declared pl.MemRef slots that would need distinct addresses are refused
     # (compiler/memref_slots.py; PyPTO's MemoryPlanner.PTOAS sets it through compat).
     assembler_plans_memory: bool = False
+    # The memory guard: a run whose simulated tensors (entry tensors plus the made ones
+    # still alive) would exceed this many bytes stops with a MemoryLimitError naming the
+    # tensor and line (--pypto-max-memory; None: no limit).
+    max_memory: int | None = None
 
     def __post_init__(self) -> None:
         if (self.rtol is None) != (self.atol is None):

@@ -129,4 +129,5 @@ def run_config(
         timeout=timeout,
         trace=settings.trace,
         runtime=runtime,
+        max_memory=settings.max_memory,
     )

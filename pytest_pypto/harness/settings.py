@@ -11,6 +11,7 @@ context the plugin hands it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -105,6 +106,63 @@ def parse_cells(raw: str) -> tuple[str, ...]:
     for p in parts:
         parse_platform(p)  # ValueError for an unknown cell
     return tuple(dict.fromkeys(parts))
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+AUTO_MEMORY_SHARE = 0.75  # of the machine's memory, split evenly over the xdist workers
+
+
+def machine_memory() -> int | None:
+    """Bytes of memory this process may use: physical memory, or the cgroup's limit when
+    lower (a container); None when neither can be read."""
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
+
+
+def auto_memory_limit() -> int | None:
+    """The default memory guard: `AUTO_MEMORY_SHARE` of the machine's memory divided by the
+    number of xdist workers (PYTEST_XDIST_WORKER_COUNT; 1 without xdist)."""
+    total = machine_memory()
+    if total is None:
+        return None
+    try:
+        workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        workers = 1
+    return int(total * AUTO_MEMORY_SHARE) // workers
+
+
+def parse_memory(raw: str) -> int | None:
+    """A memory limit: ``auto`` (the default share, `auto_memory_limit`), ``off`` (no
+    limit), or a size in bytes with an optional binary unit (``8GiB``, ``512M``)."""
+    text = str(raw).strip().lower().replace(" ", "")
+    if text == "auto":
+        return auto_memory_limit()
+    if text in ("off", "none"):
+        return None
+    number = text.rstrip("kmgtib")
+    unit = text[len(number):]
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError("not a size") from None
+    if not value >= 1 or value == float("inf"):
+        raise ValueError("must be at least 1 byte")
+    return int(value)
 
 
 def parse_bool(raw: str | bool) -> bool:
@@ -299,6 +357,16 @@ OPTIONS: tuple[Option, ...] = (
         choices=_SECONDS,
     ),
     Option(
+        "max-memory",
+        "SIZE",
+        "stop a run whose simulated tensors would exceed this much memory, naming the tensor "
+        "and line, before the OOM killer takes the worker (default: 3/4 of the machine's "
+        "memory divided by the xdist workers)",
+        parse=parse_memory,
+        default="auto",
+        choices="auto, off, or a size such as 8GiB, 512MiB or 1073741824 (bytes)",
+    ),
+    Option(
         "runtime",
         "NAME",
         "the runtime that executes kernels (default: the first installed one serving the cell)",
@@ -337,6 +405,7 @@ class Settings(NamedTuple):
     trace: bool = False
     isolate: bool = False
     isolate_timeout: float = ISOLATED_TIMEOUT
+    max_memory: int | None = None
     runtime: str | None = None
 
     @property

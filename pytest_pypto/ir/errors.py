@@ -145,5 +145,10 @@ class SimulationError(PyptoError):
     """Raised by the simulator: dynamic bounds, dtype bindings, artifact mismatches."""
 
 
+class MemoryLimitError(SimulationError):
+    """A run whose simulated tensors would exceed its memory limit (RunConfig.max_memory,
+    ``--pypto-max-memory``): stopped before the allocation, naming the tensor and line."""
+
+
 class PyptoWarning(UserWarning):
     """Warnings of the toolchain (rendered like errors, level 'warning')."""

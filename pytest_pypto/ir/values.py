@@ -113,12 +113,12 @@ def too_big(shape: tuple[int, ...], dtype: DataType, name: str | None = None) ->
     what = f"tensor '{name}'" if name else "a buffer"
     return SimulationError(
         f"cannot allocate {what}: {list(shape)} {dtype.name} needs "
-        f"{_size_text(count * dtype.np.itemsize)}, more memory than this process can get",
+        f"{size_text(count * dtype.np.itemsize)}, more memory than this process can get",
         hint="make the tensor smaller (the simulator holds every tensor in host memory)",
     )
 
 
-def _size_text(nbytes: int) -> str:
+def size_text(nbytes: int) -> str:
     """``4.00 TiB``: bytes in binary units, as numpy's allocation errors say it."""
     size, unit = float(nbytes), "bytes"
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):

@@ -85,7 +85,7 @@ def record(plan: EntryPlan, rt: Orchestrator, graph: TaskGraph) -> Schedule | No
                 spec.append((False, value))
                 continue
             root = handle.root
-            if handle.array is not root.data:  # a window: its view would differ per run
+            if not handle.is_plain_whole:  # a window: its view would differ per run
                 return None
             spec.append((True, tensor_positions[root.id]))
         steps.append((task.fn, _picker(spec), task.kwargs, task.returns))

@@ -13,9 +13,15 @@ default (always a valid order, since a task only depends on earlier ones), or in
 seeded random order among the ready tasks, which exposes missing dependencies.
 Each executed task is placed on simulated cores with a unit-time list schedule:
 ``aic`` takes one AIC, ``aiv`` one AIV, ``mix`` one AIC plus both AIVs of the
-same cluster.  The placement is a record of concurrency, not a timing model; each
-task also records the host time spent in its kernel (``host_us``, for profiling the
-simulator, not the device).  `pytest_pypto.runtime.trace` draws the record.
+same cluster (`placement.Cores`).  The placement is a record of concurrency, not a
+timing model; each task also records the host time spent in its kernel (``host_us``,
+for profiling the simulator, not the device).  `pytest_pypto.runtime.trace` draws it.
+
+Memory: the worker's graph is eager (each task runs as it is submitted, the default
+order anyway), and an executed task keeps husks of its windows, not its buffers, so a
+made tensor is freed as soon as orchestration lets it go.  Sync points find the pending
+tasks touching what they access through a per-root index of pending accesses, built
+lazily for the roots a sync point touches (O(log n + accesses met), no scan).
 
 Cost: each root buffer indexes its live writers by element interval
 (`tensors.WindowIndex`), so an argument is checked only against writers whose byte
@@ -36,6 +42,7 @@ from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.runtime.locate import scalar_values, span_in
+from pytest_pypto.runtime.placement import Cores, Ranks
 from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -114,130 +121,6 @@ def _jsonable(value: Any) -> Any:
     return item() if item is not None else value
 
 
-class Cores:
-    """Simulated AIC/AIV slots with a unit-time occupancy table.
-
-    Per step, bitmasks of the busy AICs (bit c), AIVs (bit v) and clusters with any
-    busy core; ``aic`` takes the lowest idle AIC, ``aiv`` the lowest idle AIV, ``mix``
-    the lowest cluster whose three cores are idle.  A step full for a core type stays
-    full, so per type a union-find links each full step to the next one: the first
-    step at or after ``earliest`` with room is found in near-constant time.
-    """
-
-    def __init__(self, clusters: int) -> None:
-        self.clusters = clusters
-        self.aic: list[int] = []
-        self.aiv: list[int] = []
-        self.cluster: list[int] = []
-        self._full = {"aic": (1 << clusters) - 1, "aiv": (1 << 2 * clusters) - 1}
-        self._next: dict[str, list[int]] = {"aic": [], "aiv": [], "mix": []}
-        self._aic_names, self._aiv_names = _core_names(clusters)
-
-    def place(self, core_type: str, earliest: int) -> tuple[int, tuple[str, ...]]:
-        kind = core_type if core_type in ("aic", "aiv") else "mix"
-        step = self._first_free(self._next[kind], earliest)
-        aic, aiv, cluster = self.aic[step], self.aiv[step], self.cluster[step]
-        if kind == "aic":
-            bit = ~aic & (aic + 1)
-            c = bit.bit_length() - 1
-            aic |= bit
-            cluster |= bit
-            slots: tuple[str, ...] = (self._aic_names[c],)
-        elif kind == "aiv":
-            bit = ~aiv & (aiv + 1)
-            v = bit.bit_length() - 1
-            aiv |= bit
-            cluster |= 1 << (v >> 1)
-            slots = (self._aiv_names[v],)
-        else:  # mix: one cluster's AIC and both of its AIVs
-            bit = ~cluster & (cluster + 1)
-            c = bit.bit_length() - 1
-            aic |= bit
-            aiv |= 3 << (2 * c)
-            cluster |= bit
-            slots = (self._aic_names[c], self._aiv_names[2 * c], self._aiv_names[2 * c + 1])
-        self.aic[step], self.aiv[step], self.cluster[step] = aic, aiv, cluster
-        full_c = self._full["aic"]
-        if aic == full_c:
-            self._next["aic"][step] = step + 1
-        if aiv == self._full["aiv"]:
-            self._next["aiv"][step] = step + 1
-        if cluster == full_c:
-            self._next["mix"][step] = step + 1
-        return step, slots
-
-    def _first_free(self, nxt: list[int], step: int) -> int:
-        """The first step at or after ``step`` with room (union-find, paths halved)."""
-        while True:
-            if step >= len(nxt):
-                self._grow(step + 1)
-            up = nxt[step]
-            if up == step:
-                return step
-            if up < len(nxt):
-                nxt[step] = nxt[up]
-            step = up
-
-    def _grow(self, steps: int) -> None:
-        for n in range(len(self.aic), steps):
-            self.aic.append(0)
-            self.aiv.append(0)
-            self.cluster.append(0)
-            for nxt in self._next.values():
-                nxt.append(n)
-
-
-_CORE_NAMES: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _core_names(clusters: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The slot names ('aic0'.., 'aiv0'..) of ``clusters`` clusters (made once per count)."""
-    names = _CORE_NAMES.get(clusters)
-    if names is None:
-        names = _CORE_NAMES[clusters] = (
-            tuple(f"aic{c}" for c in range(clusters)),
-            tuple(f"aiv{v}" for v in range(2 * clusters)),
-        )
-    return names
-
-
-class _Ranks:
-    """A set of ranks 0..n-1 (a Fenwick tree): add, and pop the k-th smallest."""
-
-    __slots__ = ("tree", "n", "count", "_top")
-
-    def __init__(self, n: int) -> None:
-        self.tree = [0] * (n + 1)
-        self.n = n
-        self.count = 0
-        self._top = 1 << n.bit_length() if n else 0
-
-    def add(self, rank: int) -> None:
-        tree, n = self.tree, self.n
-        i = rank + 1
-        while i <= n:
-            tree[i] += 1
-            i += i & -i
-        self.count += 1
-
-    def pop(self, k: int) -> int:
-        """Remove and return the k-th smallest rank (k counts from 0)."""
-        tree, n = self.tree, self.n
-        pos, step = 0, self._top
-        while step:
-            nxt = pos + step
-            if nxt <= n and tree[nxt] <= k:
-                pos = nxt
-                k -= tree[nxt]
-            step >>= 1
-        i = pos + 1
-        while i <= n:
-            tree[i] -= 1
-            i += i & -i
-        self.count -= 1
-        return pos
-
-
 class TaskGraph:
     """Submission, dependency tracking and execution of one run's tasks."""
 
@@ -248,6 +131,7 @@ class TaskGraph:
         strict_war: bool = False,
         kernels: dict[str, Any] | None = None,
         deferred: bool = False,
+        eager: bool = False,
     ) -> None:
         self.kernels = kernels or {}
         self.tasks: list[Task] = []
@@ -265,6 +149,11 @@ class TaskGraph:
         # are derived from the submitted windows only when the record is asked for
         # (`settle`), with the same result as computing them while the tasks ran.
         self.deferred = deferred and seed is None and not strict_war
+        # Eager (the worker's real runs with a deferred graph): each task runs as it is
+        # submitted, which is the submission order a deferred graph runs in anyway, so
+        # results and record are the same; an intermediate is then freed as soon as
+        # orchestration lets it go, instead of living until the run drains.
+        self.eager = eager and self.deferred
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
         # root id -> (writes, reads) of tasks not yet run, for sync points (`_pending_on`)
@@ -283,6 +172,9 @@ class TaskGraph:
     def submit(self, kernel: Any, call_args: list, handles: list) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
         self.tasks.append(task)
+        if self.eager:
+            self._execute(task)
+            return task
         self.pending[task.id] = task
         if not self.deferred:
             self._link(task)
@@ -294,7 +186,11 @@ class TaskGraph:
         """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
         the first (the blocks of one launch do not order each other), each a writer of
         its Out/InOut ranges, so a later task depends on every block."""
-        first = self.submit(kernel, call_args, handles)
+        eager, self.eager = self.eager, False  # every block gets its launch data first
+        try:
+            first = self.submit(kernel, call_args, handles)
+        finally:
+            self.eager = eager
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
@@ -307,6 +203,9 @@ class TaskGraph:
                 task.kwargs = {"_launch": (i, blocks)}
             if i and not self.deferred:
                 self._link_block(task, first)
+        if eager:
+            for task in tasks:
+                self._execute(self.pending.pop(task.id))
         return tasks
 
     def _link(self, task: Task) -> None:
@@ -496,11 +395,12 @@ class TaskGraph:
             for direction, a in zip(task.directions, task.handles):
                 if a is not None:
                     rid = a.root.id
+                    entry = (direction == IN, a.husk(), tid)
                     waiting = listed.get(rid)
                     if waiting is None:
-                        listed[rid] = [(direction == IN, a, tid)]
+                        listed[rid] = [entry]
                     else:
-                        waiting.append((direction == IN, a, tid))
+                        waiting.append(entry)
         self._indexed = len(tasks)
         waiting = listed.pop(root_id, None)
         index = self._accesses.get(root_id)
@@ -520,7 +420,7 @@ class TaskGraph:
         randrange = self.rng.randrange
         tasks = self.tasks
         rank = {tid: i for i, tid in enumerate(needed)}
-        ready = _Ranks(len(needed))
+        ready = Ranks(len(needed))
         for tid in needed:
             if not tasks[tid].waiting:
                 ready.add(rank[tid])
@@ -576,6 +476,11 @@ class TaskGraph:
         if result:
             write_back(task.returns, task.call_args, result)
         task.done = True
+        # Keep what the record needs (windows, scalar values), not the buffers: an
+        # intermediate is freed once orchestration and the pending tasks let it go.
+        handles = task.handles
+        task.handles = [None if h is None else h.husk() for h in handles]
+        task.call_args = [v if h is None else None for v, h in zip(task.call_args, handles)]
 
     # -- record ------------------------------------------------------------------
     def to_json(self, roots: list, meta: dict[str, Any]) -> dict[str, Any]:
@@ -594,8 +499,8 @@ class TaskGraph:
                     "name": r.name,
                     "origin": r.origin,
                     "dtype": r.dtype.name,
-                    "shape": list(r.data.shape),
-                    "nbytes": int(r.data.nbytes),
+                    "shape": list(r.shape),
+                    "nbytes": int(r.nbytes),
                 }
                 for r in roots
             ],

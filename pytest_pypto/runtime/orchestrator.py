@@ -10,13 +10,14 @@ from the handles.
 from __future__ import annotations
 
 from typing import Any
+from weakref import finalize
 
 import numpy as np
 
 from pytest_pypto.ir.artifact import dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
-from pytest_pypto.ir.errors import SimulationError
-from pytest_pypto.ir.values import new_buffer
+from pytest_pypto.ir.errors import MemoryLimitError, SimulationError
+from pytest_pypto.ir.values import new_buffer, size_text
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
@@ -29,17 +30,50 @@ from pytest_pypto.runtime.tensors import (
     whole_root,
 )
 
+_MEMORY_HINT = (
+    "raise the limit (--pypto-max-memory, ini pypto_max_memory, env PYPTO_MAX_MEMORY; "
+    "'off' removes it), run fewer xdist workers, or make the tensors smaller"
+)
+
+
+def _forget(made: list[int], nbytes: int) -> None:
+    made[0] -= nbytes
+
 
 class Orchestrator:
     """``rt``: what an orchestration function sees of the simulated device."""
 
-    def __init__(self, kernels: dict[str, Kernel], graph: TaskGraph, roots: list[RootBuffer]):
+    def __init__(
+        self, kernels: dict[str, Kernel], graph: TaskGraph, roots: list[RootBuffer],
+        max_memory: int | None = None,
+    ):
         self._kernels = kernels
         self._graph = graph
         self.roots = roots
         # Whether the orchestration did more than submit tasks (made a tensor, read or
         # wrote one, assembled): then its run is no fixed schedule (`runtime.express`).
         self.beyond_submits = False
+        # The memory guard (RunConfig.max_memory, docs/design/runtime.md §4): bytes of the
+        # entry tensors, and of the made tensors still alive (each made buffer lives as
+        # long as a handle or a pending task holds it: `_made_bytes` drops it when freed).
+        self.max_memory = max_memory
+        self._entry_bytes = 0
+        self._made_bytes = [0]
+
+    def admit_entry(self, span: Any = None) -> None:
+        """Count the staged entry tensors against the memory guard (MemoryLimitError naming
+        the largest, at the entry's ``span``, when they alone exceed it)."""
+        self._entry_bytes = sum(r.nbytes for r in self.roots)
+        limit = self.max_memory
+        if limit is not None and self._entry_bytes > limit:
+            big = max(self.roots, key=lambda r: r.nbytes)
+            raise MemoryLimitError(
+                f"the entry tensors of this run need {size_text(self._entry_bytes)}, over the "
+                f"{size_text(limit)} memory limit (--pypto-max-memory); the largest is "
+                f"'{big.name}' {list(big.shape)} {big.dtype.name} ({size_text(big.nbytes)})",
+                span,
+                hint=_MEMORY_HINT,
+            )
 
     # -- tensors -----------------------------------------------------------------
     def add_root(self, data: np.ndarray, dtype: DataType, name: str, origin: str) -> TensorHandle:
@@ -56,8 +90,26 @@ class Orchestrator:
         if any(d < 0 for d in shape):
             raise SimulationError(f"pl.create_tensor got a negative dimension in {list(shape)}")
         label = name or f"create_tensor#{len(self.roots)}"
+        nbytes = dtype.np.itemsize
+        for d in shape:
+            nbytes *= d
+        made = self._made_bytes
+        limit = self.max_memory
+        if limit is not None and self._entry_bytes + made[0] + nbytes > limit:
+            raise MemoryLimitError(
+                f"pl.create_tensor '{label}' {list(shape)} {dtype.name} needs "
+                f"{size_text(nbytes)}; with the {size_text(self._entry_bytes + made[0])} the run "
+                f"holds already (entry tensors {size_text(self._entry_bytes)}, made tensors "
+                f"still alive {size_text(made[0])}) its simulated tensors would exceed the "
+                f"{size_text(limit)} memory limit (--pypto-max-memory)",
+                hint=_MEMORY_HINT,
+            )
         data = new_buffer(shape, dtype, name=label, value=init_value)
-        return self.add_root(data, dtype, label, "create_tensor")
+        handle = self.add_root(data, dtype, label, "create_tensor")
+        handle.root.data = None  # its handles hold it: freed once the last one is gone
+        made[0] += nbytes
+        finalize(data, _forget, made, nbytes)
+        return handle
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
         return slice_view(self._handle(t, "slice"), shape, offsets)

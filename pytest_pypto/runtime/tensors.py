@@ -24,11 +24,15 @@ from pytest_pypto.ir.errors import SimulationError
 class RootBuffer:
     """One allocation: an entry parameter's staged array or a `create_tensor` result."""
 
-    __slots__ = ("id", "data", "dtype", "name", "origin", "_writers", "_readers")
+    __slots__ = (
+        "id", "data", "shape", "itemsize", "nbytes", "dtype", "name", "origin", "_writers",
+        "_readers",
+    )
 
     def __init__(self, rid: int, data: np.ndarray, dtype: DataType, name: str, origin: str) -> None:
         self.id = rid
-        self.data = data  # C-contiguous
+        self.data = data  # C-contiguous (None once only its handles hold it: `release`)
+        self.shape, self.itemsize, self.nbytes = data.shape, data.itemsize, data.nbytes
         self.dtype = dtype
         self.name = name
         self.origin = origin  # "In" | "Out" | "InOut" (entry params) | "create_tensor"
@@ -72,6 +76,7 @@ def whole_root(
     root = RootBuffer.__new__(RootBuffer)
     root.id = len(roots)
     root.data = data
+    root.shape, root.itemsize, root.nbytes = data.shape, data.itemsize, data.nbytes
     root.dtype = dtype
     root.name = name
     root.origin = origin
@@ -132,12 +137,25 @@ class TensorHandle:
     @property
     def byte_range(self) -> tuple[int, int]:
         """[first byte, past-the-end byte) inside the root buffer."""
-        size = self.root.data.itemsize
+        size = self.root.itemsize
         return (self.lo * size, self.hi * size)
 
     @property
     def is_whole(self) -> bool:
-        return self.start == 0 and self.shape == self.root.data.shape
+        return self.start == 0 and self.shape == self.root.shape
+
+    @property
+    def is_plain_whole(self) -> bool:
+        """The whole buffer in its own row-major order (the root's own array)."""
+        return self.is_whole and self.strides == _c_strides(self.shape)
+
+    def husk(self) -> TensorHandle:
+        """The same window without its array: what the task record and the dependency
+        indexes keep, so they never hold a buffer alive after its last task ran."""
+        h = TensorHandle.__new__(TensorHandle)
+        h.root, h.array, h.start, h.shape = self.root, None, self.start, self.shape
+        h.strides, h.lo, h.hi, h.coords = self.strides, self.lo, self.hi, self.coords
+        return h
 
 
 def _frame_coords(start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple | None:

@@ -17,7 +17,7 @@ chrome://tracing open:
   consumer, a shared ``id``) per RAW/WAW edge, so the UI draws an arrow.
 
 Timing: the simulator has no device timing model.  The clock is *logical*: a
-task's start is its placement step (`graph.Cores`: a unit-time list schedule
+task's start is its placement step (`placement.Cores`: a unit-time list schedule
 honouring dependencies and core counts) times `STEP_US`, its duration one step.
 Tasks drawn side by side are tasks the schedule lets run at once; the lengths say
 nothing about the device.  The measured host time of each task is in its args

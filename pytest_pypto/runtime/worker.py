@@ -55,7 +55,14 @@ from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
-from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
+from pytest_pypto.runtime.staging import (
+    POOL,
+    EntryPlan,
+    entry_handles,
+    entry_span,
+    refill,
+    stage_values,
+)
 from pytest_pypto.runtime.timeout import RunTimedOut
 from pytest_pypto.runtime.trace import write_trace
 
@@ -294,10 +301,13 @@ class Worker:
                     seconds = replay(schedule, values)
                 else:
                     graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
-                                      kernels=kernels, deferred=True)
-                    rt = Orchestrator(kernels, graph, [])
+                                      kernels=kernels, deferred=True, eager=True)
+                    rt = Orchestrator(kernels, graph, [], max_memory=cfg.max_memory)
                     entry = loaded.make_orchestration(rt)
-                    entry(*entry_handles(plan, values, rt.roots))
+                    handles = entry_handles(plan, values, rt.roots)
+                    rt.admit_entry(entry_span(manifest))
+                    entry(*handles)
+                    del handles  # the entry's own names hold what it still uses
                     graph.drain()
             finally:
                 QUIET_FLOATS.reset(quiet_ops)

@@ -19,7 +19,8 @@ from pytest_pypto.ir.dtypes import dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime import graph as graph_module
 from pytest_pypto.runtime import tensors as tensors_module
-from pytest_pypto.runtime.graph import Cores, TaskGraph
+from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.placement import Cores
 from pytest_pypto.runtime.tensors import (
     RootBuffer,
     WindowIndex,
