@@ -163,13 +163,20 @@ def print_full(rows: list[dict[str, Any]]) -> None:
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'kernel':<8} {'platform':<8} {'batch':>5} {'context':>7} {'pool':>6} {'tasks':>6} "
           f"{'sim s':>8} {'us/task':>8} {'vs first':>8} {'peak MiB':>8}")
-    first: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], tuple[int, float]] = {}
+    last: dict[tuple[str, str], tuple[int, float]] = {}
     for r in rows:
         per = r["sim"] / r["tasks"]
-        base = first.setdefault((r["kernel"], r["platform"]), per)
+        key = (r["kernel"], r["platform"])
+        base = first.setdefault(key, (r["tasks"], per))[1]
+        last[key] = (r["tasks"], per)
         print(f"{r['kernel']:<8} {r['platform']:<8} {r['batch']:>5} {r['context']:>7} "
               f"{r['pool_blocks']:>6} {r['tasks']:>6} {r['sim']:>8.2f} {per * 1e6:>8.1f} "
               f"{per / base:>7.2f}x {r['peak'] / MIB:>8.0f}")
+    for (kernel, platform), (n0, p0) in first.items():
+        n1, p1 = last[(kernel, platform)]
+        print(f"{kernel} {platform}: time per task at {n1} tasks / at {n0} tasks = "
+              f"{p1 / p0:.2f}x (target 1.0, flat)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,3 +101,18 @@ def test_bench_row_checks_the_result_and_counts_tasks():
     assert bench_scale.check([row]) == []
     assert "max |sim - numpy|" in bench_scale.check([{**row, "ok": False}])[0]
     assert "expected 24" in bench_scale.check([{**row, "tasks": 23}])[0]
+
+
+def test_tables_judge_the_targets(capsys):
+    mib = 1 << 20
+    row = {"kernel": "static", "platform": "a2a3sim", "batch": 4, "context": 8192,
+           "pool_blocks": 512, "tasks": 1024, "compile": 1.0, "sim": 2.0, "kernels": 1.0,
+           "numpy": 1.0, "entry": 100 * mib, "peak": 456 * mib, "max_err": 1e-3}
+    bench_scale.print_full([row, {**row, "sim": 2.5, "peak": 457 * mib}])
+    lines = capsys.readouterr().out.splitlines()
+    # ratio 2.00x meets <= 2; 456 MiB = 2 x 100 + 256 meets the RSS bound; one more does not
+    assert lines[1].split()[10:12] == ["2.00x", "yes"] and lines[1].split()[-2] == "yes"
+    assert lines[2].split()[10:12] == ["2.50x", "no"] and lines[2].split()[-2] == "no"
+    bench_scale.print_scale([row, {**row, "batch": 64, "tasks": 16384, "sim": 48.0}])
+    out = capsys.readouterr().out
+    assert "time per task at 16384 tasks / at 1024 tasks = 1.50x" in out
