@@ -42,6 +42,16 @@ def poison_value(dtype: DataType) -> Any:
     """The scalar an undefined element of ``dtype`` holds (a NaN of its own payload,
     0xA5.. bytes, True).  FP8E4M3FN and FP8E8M0 have one NaN encoding: their poison is
     that NaN (`poison_is_distinct` is False for them)."""
+    value = _POISON.get(dtype.name)
+    if value is None:
+        value = _POISON[dtype.name] = _make_poison(dtype)
+    return value
+
+
+_POISON: dict[str, Any] = {}  # dtype name -> its poison scalar (immutable; made once)
+
+
+def _make_poison(dtype: DataType) -> Any:
     npd = dtype.np
     if dtype.name == "BOOL":
         return np.True_

@@ -107,8 +107,9 @@ class Orchestrator:
         data = new_buffer(shape, dtype, name=label, value=init_value)
         handle = self.add_root(data, dtype, label, "create_tensor")
         handle.root.data = None  # its handles hold it: freed once the last one is gone
-        made[0] += nbytes
-        finalize(data, _forget, made, nbytes)
+        if limit is not None:  # count it while it lives
+            made[0] += nbytes
+            finalize(data, _forget, made, nbytes)
         return handle
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
