@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.arch import parse_platform
 from pytest_pypto.ir.launch import launcher
 
 ARTIFACT_FORMAT = 1
@@ -461,6 +462,24 @@ class CompiledProgram:
         self.manifest = manifest
         self.memory = memory
         self._ir_text = ir_text
+
+    # PyPTO's live IR of the program: none here (the artifact is what runs).
+    program: Any = None
+
+    @classmethod
+    def from_dir(cls, directory: str | Path, *, platform: str | None = None) -> CompiledProgram:
+        """The program compiled into ``directory`` (its manifest read back, nothing
+        recompiled).  ``platform`` replays it on another platform of the same arch
+        (``a2a3sim`` -> ``a2a3``); another arch needs a new compile (ValueError)."""
+        manifest = read_manifest(directory)
+        if platform is not None and platform != manifest.platform:
+            if parse_platform(platform)[0] is not parse_platform(manifest.platform)[0]:
+                raise ValueError(
+                    f"{directory} was compiled for {manifest.platform}, which is not the "
+                    f"arch of {platform}; compile it again for {platform}"
+                )
+            manifest = dataclasses.replace(manifest, platform=platform)
+        return cls(directory, manifest)
 
     def __repr__(self) -> str:
         where = self._artifact_dir if self._artifact_dir is not None else self.memory
