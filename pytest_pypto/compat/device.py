@@ -1,4 +1,4 @@
-"""PyPTO's single-chip worker surface on the simulator (docs/design/compat.md §3).
+"""PyPTO's single-chip worker surface on the simulator (docs/design/plugin.md §16).
 
 ``ChipWorker`` is PyPTO's handle on one device; ``alloc_tensor`` puts a tensor in its
 memory once (a `DeviceTensor`) and later runs read it there.  On the simulator
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.compat.runconfig import RunConfig
+from pytest_pypto.harness.tensors import to_numpy, torch_view
 
 __all__ = [
     "ChipWorker",
@@ -42,8 +43,6 @@ def numpy_dtype(dtype: Any) -> np.dtype:
     """The numpy dtype of a torch dtype (bf16/fp8 as ml_dtypes types) or a numpy one."""
     if type(dtype).__module__.split(".")[0] == "torch":
         import torch  # lazy: torch is optional; a torch dtype was given, so it is loaded
-
-        from pytest_pypto.harness.tensors import torch_view
 
         return torch_view(torch.empty(0, dtype=dtype)).dtype
     return np.dtype(dtype)
@@ -207,8 +206,6 @@ class Worker(abc.ABC):
         np_dtype = numpy_dtype(dtype)
         host = None
         if init is not None:
-            from pytest_pypto.harness.tensors import to_numpy
-
             host = np.ascontiguousarray(to_numpy(init))
             if tuple(host.shape) != dims or host.dtype != np_dtype:
                 raise ValueError(

@@ -1,4 +1,4 @@
-"""PyPTO's runtime entry points for a compiled work dir (docs/design/compat.md §3).
+"""PyPTO's runtime entry points for a compiled work dir (docs/design/plugin.md §16).
 
 ``execute_compiled(work_dir, args, platform=..., device_id=...)`` runs the artifact in
 ``work_dir`` (what ``ir.compile(..., output_dir=work_dir)`` wrote) with the caller's
