@@ -14,9 +14,14 @@ named ``pypto`` (a namespace package) is not an installation and does not count.
 
 The plugin loads this module by name when ``--pypto-alias`` is on (a plugin of its
 own: `pytest_report_header` adds the alias's header line) and calls `configure`.
-Cheap to import (stdlib and pytest); a compat module loads when a ``pypto`` import
-asks for it.  (PYTEST_DONT_REWRITE: a plugin module without asserts; the unit tests
-import it before a session loads it.)
+Outside pytest, ``PYPTO_ALIAS=1`` installs the same finder in any Python process: the
+``.pth`` file the package installs (pytest_pypto/compat/alias.pth, copied to
+site-packages by setup.py) reads the variable at start-up and, only when it is on,
+calls `install_from_env`; ``python -m pytest_pypto run script.py`` calls `install`
+itself (docs/design/plugin.md §17).  Cheap to import (stdlib only; pytest is imported
+by the pytest-facing functions, which only a session calls); a compat module loads
+when a ``pypto`` import asks for it.  (PYTEST_DONT_REWRITE: a plugin module without
+asserts; the unit tests import it before a session loads it.)
 """
 
 from __future__ import annotations
@@ -25,21 +30,43 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:  # pragma: no cover
+    import pytest
 
-__all__ = ["active", "configure", "header_lines", "install", "real_pypto", "uninstall"]
+__all__ = [
+    "ENV_SWITCH",
+    "active",
+    "configure",
+    "header_lines",
+    "install",
+    "install_from_env",
+    "real_pypto",
+    "uninstall",
+]
 
 ALIAS = "pypto"
 TARGET = "pytest_pypto.compat.pypto"
+# The variable that turns the alias on (pytest's PYPTO_ALIAS switch, and the .pth hook).
+ENV_SWITCH = "PYPTO_ALIAS"
+_ON = ("1", "true", "yes", "on")
 
 # What `configure` decided for a session: None = installed (or already active),
-# else the path of the real PyPTO that made it stand down.
-_STATE_KEY = pytest.StashKey["str | None"]()
+# else the path of the real PyPTO that made it stand down (made on first use).
+_state_key: list[Any] = []
+
+
+def _key() -> Any:
+    if not _state_key:
+        import pytest  # lazy: scripts install the finder without loading pytest
+
+        _state_key.append(pytest.StashKey["str | None"]())
+    return _state_key[0]
 
 
 def _is_real(spec: importlib.machinery.ModuleSpec | None) -> bool:
@@ -157,6 +184,13 @@ def install() -> bool:
     return True
 
 
+def install_from_env() -> bool:
+    """The ``.pth`` hook: `install` when ``PYPTO_ALIAS`` is on (1/true/yes/on)."""
+    if os.environ.get(ENV_SWITCH, "").strip().lower() not in _ON:
+        return False
+    return install()
+
+
 def uninstall() -> None:
     """Remove the finder and the ``pypto*`` sys.modules entries it created (idempotent)."""
     global _finder
@@ -176,7 +210,7 @@ def configure(config: pytest.Config) -> None:
     install the finder unless a real PyPTO is importable, and load the compat plugin
     so ``test_runner``/``test_config`` exist without a conftest line."""
     real = real_pypto()
-    config.stash[_STATE_KEY] = real
+    config.stash[_key()] = real
     if real is not None:
         return
     if install():
@@ -192,9 +226,9 @@ def configure(config: pytest.Config) -> None:
 
 def header_lines(config: pytest.Config) -> list[str]:
     """The report-header line of the alias (none when ``--pypto-alias`` is off)."""
-    if _STATE_KEY not in config.stash:
+    if _key() not in config.stash:
         return []
-    real = config.stash[_STATE_KEY]
+    real = config.stash[_key()]
     if real is None:
         return [f"pypto alias: active (import {ALIAS} -> {TARGET})"]
     return [f"pypto alias: requested but a real PyPTO is installed at {real}; not aliasing"]
