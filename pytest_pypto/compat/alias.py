@@ -45,13 +45,19 @@ __all__ = [
     "configure",
     "header_lines",
     "install",
+    "install_backend",
     "install_from_env",
     "real_pypto",
     "uninstall",
+    "uninstall_backend",
 ]
 
 ALIAS = "pypto"
 TARGET = "pytest_pypto.compat.pypto"
+# PyPTO's runtime backend package: aliased along with pypto, and by the compat plugin on
+# its own (`install_backend`), each only when no real one is importable.
+BACKEND = "simpler"
+BACKEND_TARGET = "pytest_pypto.compat.simpler"
 # The variable that turns the alias on (pytest's PYPTO_ALIAS switch, and the .pth hook).
 ENV_SWITCH = "PYPTO_ALIAS"
 _ON = ("1", "true", "yes", "on")
@@ -93,9 +99,9 @@ def real_pypto() -> str | None:
     return _location(spec) if spec is not None and _is_real(spec) else None
 
 
-def _is_alias(module: ModuleType) -> bool:
-    """Is this ``sys.modules["pypto"]`` the compat package (i.e. put there by the alias)?"""
-    return getattr(module, "__name__", None) == TARGET
+def _is_alias(module: ModuleType, target: str = TARGET) -> bool:
+    """Is this ``sys.modules[<top>]`` the compat package (i.e. put there by the alias)?"""
+    return getattr(module, "__name__", None) == target
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -117,34 +123,38 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-    """Maps ``pypto[.X]`` to ``pytest_pypto.compat.pypto[.X]`` (first on sys.meta_path)."""
+    """Maps ``pypto[.X]`` to ``pytest_pypto.compat.pypto[.X]`` and ``simpler[.X]`` to
+    ``pytest_pypto.compat.simpler[.X]`` (``targets``; first on sys.meta_path)."""
 
-    def __init__(self) -> None:
+    def __init__(self, targets: dict[str, str] | None = None) -> None:
+        self.targets = dict(targets or {ALIAS: TARGET, BACKEND: BACKEND_TARGET})
         self.added: dict[str, ModuleType] = {}  # sys.modules entries this finder created
 
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == ALIAS:
+        name = fullname.partition(".")[0]
+        if name not in self.targets:
+            return None
+        if fullname == name:
             if self._real_elsewhere(fullname):
                 return None
-            counterpart = TARGET
-        elif fullname.startswith(ALIAS + "."):
-            top = sys.modules.get(ALIAS)
-            if top is None or not _is_alias(top):
-                return None  # a real pypto got imported; its submodules are its own
+            counterpart = self.targets[name]
+        else:
+            top = sys.modules.get(name)
+            if top is None or not _is_alias(top, self.targets[name]):
+                return None  # a real one got imported; its submodules are its own
             # Map through the parent's real name: pypto.language is pytest_pypto.language,
             # so pypto.language.parser must be pytest_pypto.language.parser, not a copy.
             parent, _, tail = fullname.rpartition(".")
             if parent not in sys.modules:
                 return None  # importlib imports the parent first; a bare probe gets None
             counterpart = f"{sys.modules[parent].__name__}.{tail}"
-        else:
-            return None
         if counterpart not in sys.modules and importlib.util.find_spec(counterpart) is None:
             raise ModuleNotFoundError(
-                f"No module named {fullname!r}: --pypto-alias maps pypto to {TARGET}, and "
-                f"the bundled compat surface has no module {counterpart!r}",
+                f"No module named {fullname!r}: the pypto alias maps {name} to "
+                f"{self.targets[name]}, and the bundled compat surface has no module "
+                f"{counterpart!r}",
                 name=fullname,
             )
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(self, counterpart))
@@ -191,10 +201,42 @@ def install_from_env() -> bool:
     return install()
 
 
+_backend_finder: _AliasFinder | None = None
+
+
+def install_backend() -> bool:
+    """Make ``import simpler`` resolve to the compat stand-in (the compat plugin does,
+    for tests that drive PyPTO's runtime backend by hand); False when the alias covers
+    it already, it is installed, or a real ``simpler`` is importable."""
+    global _backend_finder
+    if active() or (_backend_finder is not None and _backend_finder in sys.meta_path):
+        return False
+    try:
+        spec = importlib.util.find_spec(BACKEND)
+    except (ImportError, ValueError):
+        spec = None
+    if _is_real(spec):
+        return False
+    _backend_finder = _AliasFinder({BACKEND: BACKEND_TARGET})
+    sys.meta_path.insert(0, _backend_finder)
+    return True
+
+
+def uninstall_backend() -> None:
+    """Undo `install_backend` (idempotent)."""
+    global _backend_finder
+    finder, _backend_finder = _backend_finder, None
+    _remove(finder)
+
+
 def uninstall() -> None:
     """Remove the finder and the ``pypto*`` sys.modules entries it created (idempotent)."""
     global _finder
     finder, _finder = _finder, None
+    _remove(finder)
+
+
+def _remove(finder: _AliasFinder | None) -> None:
     if finder is None:
         return
     while finder in sys.meta_path:

@@ -80,6 +80,9 @@ class HarnessLauncher:
     def compile(self, program: Any, config: Any) -> Any:
         return compile_cached(program, config, cache=self._cache())
 
+    def coerce(self, compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+        return coerce_args(compiled, args)
+
     # ------------------------------------------------------------ running
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         __tracebackhide__ = True

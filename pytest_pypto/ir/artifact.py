@@ -87,6 +87,7 @@ from typing import Any
 
 from pytest_pypto.arch import parse_platform
 from pytest_pypto.ir.launch import launcher
+from pytest_pypto.ir.runtime_facade import RuntimeFacade
 
 ARTIFACT_FORMAT = 1
 MANIFEST_NAME = "kernel_config.json"
@@ -434,14 +435,15 @@ class ArtifactInMemory:
             self.write(target)
 
 
-class CompiledProgram:
+class CompiledProgram(RuntimeFacade):
     """What `pytest_pypto.compile` returns: the manifest and the artifact, in memory
     (``memory``) and as a directory (``artifact_dir()``, written on the first call).
 
     Defined here (not in the compiler) because the runtime accepts it and must not
     import the compiler.  ``CompiledProgram(directory, manifest)`` names an artifact
     that is only on disk.  ``ir_text``, the printed IR after the last pass, may be
-    given as a callable: it is printed on first use.
+    given as a callable: it is printed on first use.  PyPTO's manual-dispatch surface
+    (``chip_callable``, ``build_orch_args``...) comes from `RuntimeFacade`.
     """
 
     def __init__(

@@ -27,6 +27,10 @@ class Launcher(Protocol):
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         """Run ``compiled`` with PyPTO's call conventions; its outputs or None."""
 
+    def coerce(self, compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+        """PyPTO's argument rules for ``compiled``: the full argument list and what a
+        call returns (None in place; the allocated outputs in return style)."""
+
 
 _registered: Launcher | None = None
 _factory: Callable[[], Launcher | None] | None = None
