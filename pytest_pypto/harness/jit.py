@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_pypto.compiler.api import lower
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import context
 from pytest_pypto.harness.cache import CompileCache
@@ -79,6 +80,9 @@ class HarnessLauncher:
 
     def compile(self, program: Any, config: Any) -> Any:
         return compile_cached(program, config, cache=self._cache())
+
+    def lower(self, program: Any, config: Any) -> Any:
+        return lower(program, config)[0]
 
     def coerce(self, compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
         return coerce_args(compiled, args)

@@ -24,6 +24,9 @@ class Launcher(Protocol):
     def compile(self, program: Any, config: Any) -> Any:
         """``program`` compiled for ``config`` (through the compile cache)."""
 
+    def lower(self, program: Any, config: Any) -> Any:
+        """``program`` after every pass for ``config`` (no codegen, nothing cached)."""
+
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         """Run ``compiled`` with PyPTO's call conventions; its outputs or None."""
 

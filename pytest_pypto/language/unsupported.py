@@ -108,11 +108,16 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # pytest shows the caller's line; the message has the def's
 
+        raise self.error(_definition_span(self.fn))
+
+    def error(self, span: Any) -> UnsupportedFeatureError:
+        """The error for calling this function, pointing at ``span`` (its definition
+        when called from Python, the call's line when called from kernel code)."""
         name = getattr(self.fn, "__name__", repr(self.fn))
-        raise UnsupportedFeatureError(
+        return UnsupportedFeatureError(
             f"{unsupported_message(self.marker)}: the @pl.{self.marker.name} function "
             f"'{name}' cannot be called",
-            _definition_span(self.fn),
+            span,
             hint="this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard",
         )
 
