@@ -8,6 +8,7 @@ neither imports the other.  An artifact directory holds:
     kernels/<name>.txt      readable kernel listing with the memory map
     orchestration.py        generated source of the entry (task submission)
     orchestration.txt       readable orchestration task listing
+    debug/<run>.py          run.py, a script that runs the artifact again (ir/run_script.py)
     passes/NN_<pass>.txt    IR after each pass (only when dumping)
 
 Every listing starts with a header line naming the platform and
