@@ -108,7 +108,7 @@ def _plain_arg(value: Any) -> Any:
     numpy's array interface (a worker's DeviceTensor) as a numpy view of it."""
     if isinstance(value, ctypes._SimpleCData):
         return value.value
-    if (not isinstance(value, np.ndarray) and not is_torch(value)
+    if (not isinstance(value, (np.ndarray, np.generic)) and not is_torch(value)
             and hasattr(type(value), "__array_interface__")):
         return np.asarray(value)
     return value

@@ -59,7 +59,8 @@ def work_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.mark.parametrize(
-    "scalar", [3.0, ctypes.c_float(3.0), ctypes.c_double(3.0)], ids=["float", "c_float", "c_double"]
+    "scalar", [3.0, ctypes.c_float(3.0), ctypes.c_double(3.0), np.float32(3.0)],
+    ids=["float", "c_float", "c_double", "numpy_scalar"],
 )
 def test_execute_compiled_takes_numbers_and_ctypes_scalars(work_dir: str, scalar: object) -> None:
     x, b, y = _inputs()
