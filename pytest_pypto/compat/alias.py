@@ -14,9 +14,14 @@ named ``pypto`` (a namespace package) is not an installation and does not count.
 
 The plugin loads this module by name when ``--pypto-alias`` is on (a plugin of its
 own: `pytest_report_header` adds the alias's header line) and calls `configure`.
-Cheap to import (stdlib and pytest); a compat module loads when a ``pypto`` import
-asks for it.  (PYTEST_DONT_REWRITE: a plugin module without asserts; the unit tests
-import it before a session loads it.)
+Outside pytest, ``PYPTO_ALIAS=1`` installs the same finder in any Python process: the
+``.pth`` file the package installs (pytest_pypto/compat/alias.pth, copied to
+site-packages by setup.py) reads the variable at start-up and, only when it is on,
+calls `install_from_env`; ``python -m pytest_pypto run script.py`` calls `install`
+itself (docs/design/plugin.md §17).  Cheap to import (stdlib only; pytest is imported
+by the pytest-facing functions, which only a session calls); a compat module loads
+when a ``pypto`` import asks for it.  (PYTEST_DONT_REWRITE: a plugin module without
+asserts; the unit tests import it before a session loads it.)
 """
 
 from __future__ import annotations
@@ -25,21 +30,49 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:  # pragma: no cover
+    import pytest
 
-__all__ = ["active", "configure", "header_lines", "install", "real_pypto", "uninstall"]
+__all__ = [
+    "ENV_SWITCH",
+    "active",
+    "configure",
+    "header_lines",
+    "install",
+    "install_backend",
+    "install_from_env",
+    "real_pypto",
+    "uninstall",
+    "uninstall_backend",
+]
 
 ALIAS = "pypto"
 TARGET = "pytest_pypto.compat.pypto"
+# PyPTO's runtime backend package: aliased along with pypto, and by the compat plugin on
+# its own (`install_backend`), each only when no real one is importable.
+BACKEND = "simpler"
+BACKEND_TARGET = "pytest_pypto.compat.simpler"
+# The variable that turns the alias on (pytest's PYPTO_ALIAS switch, and the .pth hook).
+ENV_SWITCH = "PYPTO_ALIAS"
+_ON = ("1", "true", "yes", "on")
 
 # What `configure` decided for a session: None = installed (or already active),
-# else the path of the real PyPTO that made it stand down.
-_STATE_KEY = pytest.StashKey["str | None"]()
+# else the path of the real PyPTO that made it stand down (made on first use).
+_state_key: list[Any] = []
+
+
+def _key() -> Any:
+    if not _state_key:
+        import pytest  # lazy: scripts install the finder without loading pytest
+
+        _state_key.append(pytest.StashKey["str | None"]())
+    return _state_key[0]
 
 
 def _is_real(spec: importlib.machinery.ModuleSpec | None) -> bool:
@@ -66,9 +99,9 @@ def real_pypto() -> str | None:
     return _location(spec) if spec is not None and _is_real(spec) else None
 
 
-def _is_alias(module: ModuleType) -> bool:
-    """Is this ``sys.modules["pypto"]`` the compat package (i.e. put there by the alias)?"""
-    return getattr(module, "__name__", None) == TARGET
+def _is_alias(module: ModuleType, target: str = TARGET) -> bool:
+    """Is this ``sys.modules[<top>]`` the compat package (i.e. put there by the alias)?"""
+    return getattr(module, "__name__", None) == target
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -90,34 +123,38 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-    """Maps ``pypto[.X]`` to ``pytest_pypto.compat.pypto[.X]`` (first on sys.meta_path)."""
+    """Maps ``pypto[.X]`` to ``pytest_pypto.compat.pypto[.X]`` and ``simpler[.X]`` to
+    ``pytest_pypto.compat.simpler[.X]`` (``targets``; first on sys.meta_path)."""
 
-    def __init__(self) -> None:
+    def __init__(self, targets: dict[str, str] | None = None) -> None:
+        self.targets = dict(targets or {ALIAS: TARGET, BACKEND: BACKEND_TARGET})
         self.added: dict[str, ModuleType] = {}  # sys.modules entries this finder created
 
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == ALIAS:
+        name = fullname.partition(".")[0]
+        if name not in self.targets:
+            return None
+        if fullname == name:
             if self._real_elsewhere(fullname):
                 return None
-            counterpart = TARGET
-        elif fullname.startswith(ALIAS + "."):
-            top = sys.modules.get(ALIAS)
-            if top is None or not _is_alias(top):
-                return None  # a real pypto got imported; its submodules are its own
+            counterpart = self.targets[name]
+        else:
+            top = sys.modules.get(name)
+            if top is None or not _is_alias(top, self.targets[name]):
+                return None  # a real one got imported; its submodules are its own
             # Map through the parent's real name: pypto.language is pytest_pypto.language,
             # so pypto.language.parser must be pytest_pypto.language.parser, not a copy.
             parent, _, tail = fullname.rpartition(".")
             if parent not in sys.modules:
                 return None  # importlib imports the parent first; a bare probe gets None
             counterpart = f"{sys.modules[parent].__name__}.{tail}"
-        else:
-            return None
         if counterpart not in sys.modules and importlib.util.find_spec(counterpart) is None:
             raise ModuleNotFoundError(
-                f"No module named {fullname!r}: --pypto-alias maps pypto to {TARGET}, and "
-                f"the bundled compat surface has no module {counterpart!r}",
+                f"No module named {fullname!r}: the pypto alias maps {name} to "
+                f"{self.targets[name]}, and the bundled compat surface has no module "
+                f"{counterpart!r}",
                 name=fullname,
             )
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(self, counterpart))
@@ -157,10 +194,49 @@ def install() -> bool:
     return True
 
 
+def install_from_env() -> bool:
+    """The ``.pth`` hook: `install` when ``PYPTO_ALIAS`` is on (1/true/yes/on)."""
+    if os.environ.get(ENV_SWITCH, "").strip().lower() not in _ON:
+        return False
+    return install()
+
+
+_backend_finder: _AliasFinder | None = None
+
+
+def install_backend() -> bool:
+    """Make ``import simpler`` resolve to the compat stand-in (the compat plugin does,
+    for tests that drive PyPTO's runtime backend by hand); False when the alias covers
+    it already, it is installed, or a real ``simpler`` is importable."""
+    global _backend_finder
+    if active() or (_backend_finder is not None and _backend_finder in sys.meta_path):
+        return False
+    try:
+        spec = importlib.util.find_spec(BACKEND)
+    except (ImportError, ValueError):
+        spec = None
+    if _is_real(spec):
+        return False
+    _backend_finder = _AliasFinder({BACKEND: BACKEND_TARGET})
+    sys.meta_path.insert(0, _backend_finder)
+    return True
+
+
+def uninstall_backend() -> None:
+    """Undo `install_backend` (idempotent)."""
+    global _backend_finder
+    finder, _backend_finder = _backend_finder, None
+    _remove(finder)
+
+
 def uninstall() -> None:
     """Remove the finder and the ``pypto*`` sys.modules entries it created (idempotent)."""
     global _finder
     finder, _finder = _finder, None
+    _remove(finder)
+
+
+def _remove(finder: _AliasFinder | None) -> None:
     if finder is None:
         return
     while finder in sys.meta_path:
@@ -176,7 +252,7 @@ def configure(config: pytest.Config) -> None:
     install the finder unless a real PyPTO is importable, and load the compat plugin
     so ``test_runner``/``test_config`` exist without a conftest line."""
     real = real_pypto()
-    config.stash[_STATE_KEY] = real
+    config.stash[_key()] = real
     if real is not None:
         return
     if install():
@@ -192,9 +268,9 @@ def configure(config: pytest.Config) -> None:
 
 def header_lines(config: pytest.Config) -> list[str]:
     """The report-header line of the alias (none when ``--pypto-alias`` is off)."""
-    if _STATE_KEY not in config.stash:
+    if _key() not in config.stash:
         return []
-    real = config.stash[_STATE_KEY]
+    real = config.stash[_key()]
     if real is None:
         return [f"pypto alias: active (import {ALIAS} -> {TARGET})"]
     return [f"pypto alias: requested but a real PyPTO is installed at {real}; not aliasing"]

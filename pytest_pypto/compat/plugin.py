@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_pypto.compat import alias
 from pytest_pypto.compat.session import (
     apply_pypto_options,
     case_platform,
@@ -87,6 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ``PLATFORMS``) names its cell by that parameter."""
     apply_pypto_options(config, _VALUE_OPTIONS, _SWITCHES)
     add_cell_naming_fixtures(config, "test_runner", "test_config")
+    # PyPTO's runtime backend (``import simpler``, imported by tests that dispatch by
+    # hand) resolves to the compat stand-in when none is installed.
+    if alias.install_backend():
+        config.add_cleanup(alias.uninstall_backend)
 
 
 @pytest.hookimpl(trylast=True)

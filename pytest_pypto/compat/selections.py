@@ -21,6 +21,7 @@ from pytest_pypto.compat.runconfig import RunConfig
 __all__ = [
     "LogLevel",
     "configure_log",
+    "current_log_level",
     "get_backend_type",
     "is_backend_configured",
     "reset_for_testing",
@@ -60,8 +61,31 @@ class LogLevel(enum.Enum):
     NONE = 6
 
 
-def configure_log(*args: Any, **kwargs: Any) -> None:
-    """PyPTO's runtime log set-up; accepted, no effect (there is no runtime log)."""
+# PyPTO's runtime log levels by name (Python logging thresholds; "timing" sits between
+# info and warn, "null" silences everything).
+_LOG_LEVELS = {"debug": 10, "info": 20, "timing": 25, "warn": 30, "warning": 30,
+               "error": 40, "null": 100}
+_log_level = [30]
+
+
+def configure_log(level: int | str = "warn", *, sync_pypto: bool = False) -> None:
+    """PyPTO's runtime log threshold (a logging int or one of debug, info, timing,
+    warn, error, null): checked and remembered (`current_log_level`); the simulator
+    writes no runtime log, so it changes nothing else."""
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise TypeError(f"configure_log: level must be an int or a name, got {level!r}")
+    if isinstance(level, str):
+        if level.lower() not in _LOG_LEVELS:
+            raise ValueError(
+                f"configure_log: unknown level {level!r}; valid: {', '.join(_LOG_LEVELS)}"
+            )
+        level = _LOG_LEVELS[level.lower()]
+    _log_level[0] = level
+
+
+def current_log_level() -> int:
+    """The threshold `configure_log` set last (30, warn, by default)."""
+    return _log_level[0]
 
 
 class PassDumpLevel(enum.Enum):

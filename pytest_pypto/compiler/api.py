@@ -57,6 +57,7 @@ from pytest_pypto.ir.artifact import (
 )
 from pytest_pypto.ir.clone import clone_program
 from pytest_pypto.ir.registry import REGISTRY, OpSpec
+from pytest_pypto.ir.run_script import RUN_SCRIPT, render_run_script
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
 from pytest_pypto.language.deferred import DeferredProgram
 
@@ -321,6 +322,7 @@ def _generate(
         kernels=infos,
         extra=_extra(entry, config, accepted),
     )
+    texts[RUN_SCRIPT] = functools.partial(render_run_script, manifest)
     return ArtifactInMemory(manifest, texts, home)
 
 

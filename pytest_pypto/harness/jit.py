@@ -7,7 +7,9 @@ PyPTO's call conventions on the simulator:
   `CompiledProgram` call on the platform it was compiled for.
 * **Compiling** goes through the session's compile cache (docs/design/plugin.md §9), or an
   uncached compile outside pytest.
-* **Arguments** are torch tensors or numpy arrays (and Python scalars).  All the
+* **Arguments** are torch tensors or numpy arrays (and Python scalars; a ctypes
+  scalar counts as its value, and an object exposing numpy's array interface, such
+  as a compat worker's DeviceTensor, is read and written in place).  All the
   entry's arguments given: an in-place call, results land in the caller's
   Out/InOut tensors and the call returns None.  Only the inputs given (a program
   that returns): a return-style call, the Out tensors are allocated (torch when an
@@ -26,10 +28,12 @@ first cell.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
 
+from pytest_pypto.compiler.api import lower
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import context
 from pytest_pypto.harness.cache import CompileCache
@@ -77,6 +81,12 @@ class HarnessLauncher:
     def compile(self, program: Any, config: Any) -> Any:
         return compile_cached(program, config, cache=self._cache())
 
+    def lower(self, program: Any, config: Any) -> Any:
+        return lower(program, config)[0]
+
+    def coerce(self, compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+        return coerce_args(compiled, args)
+
     # ------------------------------------------------------------ running
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         __tracebackhide__ = True
@@ -93,10 +103,22 @@ def _is_array(value: Any) -> bool:
     return is_torch(value) or isinstance(value, np.ndarray)
 
 
+def _plain_arg(value: Any) -> Any:
+    """A ctypes scalar as its Python value; an object exposing its memory through
+    numpy's array interface (a worker's DeviceTensor) as a numpy view of it."""
+    if isinstance(value, ctypes._SimpleCData):
+        return value.value
+    if (not isinstance(value, (np.ndarray, np.generic)) and not is_torch(value)
+            and hasattr(type(value), "__array_interface__")):
+        return np.asarray(value)
+    return value
+
+
 def coerce_args(compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
     """PyPTO's argument rules for a `CompiledProgram` call: every argument (in place)
     or the inputs only (return style).  Returns the full argument list and what the
     call returns (None in place; the allocated Out tensor(s) in return style)."""
+    args = tuple(_plain_arg(a) for a in args)
     params = compiled.manifest.entry_args
     outs = compiled.output_indices
     n_inputs = len(params) - len(outs)

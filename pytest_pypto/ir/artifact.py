@@ -8,6 +8,7 @@ neither imports the other.  An artifact directory holds:
     kernels/<name>.txt      readable kernel listing with the memory map
     orchestration.py        generated source of the entry (task submission)
     orchestration.txt       readable orchestration task listing
+    debug/<run>.py          run.py, a script that runs the artifact again (ir/run_script.py)
     passes/NN_<pass>.txt    IR after each pass (only when dumping)
 
 Every listing starts with a header line naming the platform and
@@ -85,7 +86,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_pypto.arch import parse_platform
 from pytest_pypto.ir.launch import launcher
+from pytest_pypto.ir.runtime_facade import RuntimeFacade
 
 ARTIFACT_FORMAT = 1
 MANIFEST_NAME = "kernel_config.json"
@@ -433,14 +436,15 @@ class ArtifactInMemory:
             self.write(target)
 
 
-class CompiledProgram:
+class CompiledProgram(RuntimeFacade):
     """What `pytest_pypto.compile` returns: the manifest and the artifact, in memory
     (``memory``) and as a directory (``artifact_dir()``, written on the first call).
 
     Defined here (not in the compiler) because the runtime accepts it and must not
     import the compiler.  ``CompiledProgram(directory, manifest)`` names an artifact
     that is only on disk.  ``ir_text``, the printed IR after the last pass, may be
-    given as a callable: it is printed on first use.
+    given as a callable: it is printed on first use.  PyPTO's manual-dispatch surface
+    (``chip_callable``, ``build_orch_args``...) comes from `RuntimeFacade`.
     """
 
     def __init__(
@@ -461,6 +465,24 @@ class CompiledProgram:
         self.manifest = manifest
         self.memory = memory
         self._ir_text = ir_text
+
+    # PyPTO's live IR of the program: none here (the artifact is what runs).
+    program: Any = None
+
+    @classmethod
+    def from_dir(cls, directory: str | Path, *, platform: str | None = None) -> CompiledProgram:
+        """The program compiled into ``directory`` (its manifest read back, nothing
+        recompiled).  ``platform`` replays it on another platform of the same arch
+        (``a2a3sim`` -> ``a2a3``); another arch needs a new compile (ValueError)."""
+        manifest = read_manifest(directory)
+        if platform is not None and platform != manifest.platform:
+            if parse_platform(platform)[0] is not parse_platform(manifest.platform)[0]:
+                raise ValueError(
+                    f"{directory} was compiled for {manifest.platform}, which is not the "
+                    f"arch of {platform}; compile it again for {platform}"
+                )
+            manifest = dataclasses.replace(manifest, platform=platform)
+        return cls(directory, manifest)
 
     def __repr__(self) -> str:
         where = self._artifact_dir if self._artifact_dir is not None else self.memory

@@ -24,8 +24,15 @@ class Launcher(Protocol):
     def compile(self, program: Any, config: Any) -> Any:
         """``program`` compiled for ``config`` (through the compile cache)."""
 
+    def lower(self, program: Any, config: Any) -> Any:
+        """``program`` after every pass for ``config`` (no codegen, nothing cached)."""
+
     def call(self, compiled: Any, args: tuple[Any, ...], config: Any) -> Any:
         """Run ``compiled`` with PyPTO's call conventions; its outputs or None."""
+
+    def coerce(self, compiled: Any, args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+        """PyPTO's argument rules for ``compiled``: the full argument list and what a
+        call returns (None in place; the allocated outputs in return style)."""
 
 
 _registered: Launcher | None = None

@@ -53,6 +53,7 @@ from pytest_pypto.language.surface import (
     OpStub,
     TileView,
 )
+from pytest_pypto.language.unsupported import JitFunction
 
 _MISSING = object()
 # (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.
@@ -309,6 +310,8 @@ class ExprParser:
                 ParserSyntaxError, "pl.dynamic(...) must be called outside the kernel", node,
                 hint="create it at module level: M = pl.dynamic('M')",
             )
+        if isinstance(target, JitFunction):  # a @pl.jit.extern / .host stub (Tier 3)
+            raise target.error(self.ctx.span(node))
         raise self.ctx.error(
             ParserSyntaxError, f"'{self.ctx.text(func)}' cannot be called in kernel code", node
         )

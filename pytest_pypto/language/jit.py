@@ -24,11 +24,14 @@ specialisation, and runs it (PyPTO's JIT):
   its `CompiledProgram`; a hit neither parses nor compiles.
 * **Calls.** ``kernel(*arrays, config=RunConfig(...))`` with torch tensors or numpy
   arrays runs in place and returns None, as PyPTO's do; ``kernel.compile(...)``
-  stops after compiling and returns the cached `CompiledProgram`.
+  stops after compiling and returns the cached `CompiledProgram` (its ``output_dir``
+  runs again with ``execute_compiled``); ``kernel.lower(...)`` stops after the passes
+  and returns the specialised IR `Program`.
 
 Running reaches the compiler and the simulator through `pytest_pypto.ir.launch`
 (the package face installs the default launcher).  `@pl.jit.host` and `@pl.jit.extern` stay
-Tier 3.
+Tier 3: decorating works; calling one, from Python or from a kernel body, raises
+`UnsupportedFeatureError` at the call.
 """
 
 from __future__ import annotations
@@ -122,6 +125,15 @@ class JITFunction:
         """The `CompiledProgram` of these arguments' specialisation (cached, not run)."""
         __tracebackhide__ = True
         return self._resolve(args, kwargs, config)[0]
+
+    def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The IR `Program` of these arguments' specialisation after every pass of
+        ``config``'s platform (default: the session's first cell): no codegen, no run,
+        nothing written or cached."""
+        __tracebackhide__ = True
+        self._check_callable()
+        launch = launcher()
+        return launch.lower(self._program(self._bind(args, kwargs)), launch.config(config))
 
     def specialize(self, *args: Any, **kwargs: Any) -> Any:
         """The parsed IR `Program` of these arguments' specialisation (not compiled)."""

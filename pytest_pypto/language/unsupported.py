@@ -45,12 +45,44 @@ _TIER2: dict[str, str] = {}
 _NOT_YET: dict[str, str] = {}
 
 
+# Names PyPTO defines as classes: their markers are classes too (isinstance/issubclass
+# with them work and never match; the compat-classes lint check keeps it so).
+_CLASSES = frozenset(
+    {"scope", "manual_scope", "TensorView", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
+)
+
+
+class _UnsupportedClass(type, Unsupported):
+    """The metaclass of a marker that is a class: the class itself is the inert
+    `Unsupported` marker (indexing, attributes and calls give it back; called on a
+    function, as a decorator, it returns the function), and it has no instances."""
+
+    __repr__ = Unsupported.__repr__
+    __getattr__ = Unsupported.__getattr__
+    __getitem__ = Unsupported.__getitem__
+
+
+def _inert_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return cls
+
+
+def unsupported_class(name: str, tier: int, reason: str) -> Unsupported:
+    """The marker of a PyPTO class: a class that is also an `Unsupported` marker."""
+    return _UnsupportedClass(name, (), {  # type: ignore[return-value]
+        "__new__": _inert_new, "__module__": "pytest_pypto.language", "name": name,
+        "tier": tier, "reason": reason,
+    })
+
+
 def unsupported_names() -> dict[str, Unsupported]:
     """Every named-but-unsupported `pl.` attribute, as inert markers."""
     names: dict[str, Unsupported] = {}
     for reason, group in _TIER3_GROUPS.items():
         for name in group:
-            names[name] = Unsupported(name, 3, reason)
+            make = unsupported_class if name in _CLASSES else Unsupported
+            names[name] = make(name, 3, reason)
     for name, reason in _TIER2.items():
         names[name] = Unsupported(name, 2, reason)
     for name, reason in _NOT_YET.items():
@@ -108,11 +140,16 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # pytest shows the caller's line; the message has the def's
 
+        raise self.error(_definition_span(self.fn))
+
+    def error(self, span: Any) -> UnsupportedFeatureError:
+        """The error for calling this function, pointing at ``span`` (its definition
+        when called from Python, the call's line when called from kernel code)."""
         name = getattr(self.fn, "__name__", repr(self.fn))
-        raise UnsupportedFeatureError(
+        return UnsupportedFeatureError(
             f"{unsupported_message(self.marker)}: the @pl.{self.marker.name} function "
             f"'{name}' cannot be called",
-            _definition_span(self.fn),
+            span,
             hint="this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard",
         )
 

@@ -177,7 +177,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
         from pytest_pypto.compat.pypto.ir.compiled_program import CompiledProgram
         from pytest_pypto.compat.pypto.ir.pass_manager import OptimizationStrategy, PassManager
         from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
-        from pytest_pypto.compat.pypto.runtime import ChipWorker, RunConfig, RunResult, run, compile_program
+        from pytest_pypto.compat.pypto.runtime import ChipWorker, DistributedWorker, RunConfig, RunResult, run, compile_program
         from pytest_pypto.compat.pypto.runtime.runner import RunConfig as RC2
         from pytest_pypto.compat.pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
         from pytest_pypto.compat.harness import (
@@ -212,7 +212,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
             assert passes.MemoryPlanner is MemoryPlanner
             assert repr(pld.DistributedTensor[[4, 4], pld.world_size]).startswith("pl.distributed")
             for name, use in [
-                ("ChipWorker", lambda: ChipWorker()),
+                ("DistributedWorker", lambda: DistributedWorker()),
                 ("DistributedConfig", lambda: DistributedConfig(world_size=2)),
                 ("torch_codegen", lambda: torch_codegen.generate),
                 ("compile_and_assemble", lambda: compile_and_assemble("w", "a2a3")),

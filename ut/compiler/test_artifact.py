@@ -34,7 +34,7 @@ def test_same_program_and_arch_give_byte_identical_artifacts(tmp_path):
     fa, fb = _files(a), _files(b)
     assert set(fa) == {
         "kernel_config.json", "kernels/axpy.py", "kernels/axpy.txt",
-        "orchestration.py", "orchestration.txt",
+        "orchestration.py", "orchestration.txt", "debug/run.py",
     }
     assert fa == fb
 

@@ -175,7 +175,7 @@ def test_artifact_dir_holds_the_bytes_an_eager_compile_writes(
     eager = pytest_pypto.compile(AddScale, RunConfig(platform=platform), output_dir=tmp_path)
     written = tree(tmp_path)  # written during compile: the files as they always were
     assert set(written) == {"kernel_config.json", "kernels/k.py", "kernels/k.txt",
-                            "orchestration.py", "orchestration.txt"}
+                            "orchestration.py", "orchestration.txt", "debug/run.py"}
     lazy = pytest_pypto.compile(AddScale, RunConfig(platform=platform))
     assert tree(lazy.artifact_dir()) == written
     assert {k: v.encode() for k, v in eager.memory.files().items()} == written
@@ -212,7 +212,7 @@ def test_a_cache_hit_from_disk_reads_each_file_once(
     np.testing.assert_array_equal(run_add(compiled, platform), reference(*inputs()))
     artifact = [r for r in reads if "/artifact/" in r]
     assert (fresh.hits, fresh.misses) == (1, 0)
-    assert sorted(artifact) == sorted(set(artifact)) and len(artifact) == 5
+    assert sorted(artifact) == sorted(set(artifact)) and len(artifact) == 6
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
