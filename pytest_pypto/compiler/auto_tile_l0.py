@@ -15,7 +15,14 @@ static 2-D tiles in Mat (the bias in Mat or Bias) is given the tile ``(m, n, k)`
   ``tile.store``): the output is cut into ``[m, n]`` tiles (a narrower last row and column
   of tiles where ``m``/``n`` do not divide), each reduced over K as above and stored
   straight into its window of the store's tensor, the stores chained; a Mat bias is read
-  per tile as its ``[1, n]`` window.
+  per tile as its ``[1, n]`` window;
+* the output does not fit and its one use is a ``pl.cast(c, BF16 or FP16, mode="rint")``
+  whose every use is a matmul operand: the tiles are written, converted with round half to
+  even (what the cube's Acc -> Mat write-back does), into a scratch of the cast dtype,
+  which is read whole into Mat in place of the cast (and may be cut in turn).
+
+The chooser may pick any loop order (A-, B- or output-stationary) but one accumulator at
+a time: the generated code holds one ``[m, n]`` Acc tile.
 
 Everything else is left as written (a Vec or Left/Right operand, a dynamic or partly valid
 shape, a K off the cube fractal, an accumulator in another use, a Bias-resident bias
@@ -37,7 +44,10 @@ from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, iter_stmts, rewrite_bodies, stmt_uses
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import INDEX
-from pytest_pypto.ir.ops.memory import STORE_OP
+from pytest_pypto.ir.casts import mode_name
+from pytest_pypto.ir.ops.cast import CAST_OP
+from pytest_pypto.ir.ops.memory import LOAD_OP, STORE_OP
+from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.ir.types import ScalarType, TileType
 
@@ -93,22 +103,32 @@ class _Tiler:
         self.ctx = ctx
         self.names = NameGen(lambda: all_names(fn))
         self.uses: dict[str, int] = {}
+        self.operand_uses: dict[str, int] = {}  # as lhs/rhs of a matmul
         for stmt in iter_stmts(fn.body):
             for name in stmt_uses(stmt):
                 self.uses[name] = self.uses.get(name, 0) + 1
+            call = stmt.value if isinstance(stmt, n.Assign) else None
+            if isinstance(call, n.Call) and call.op in MATMUL_OPS:
+                for key in ("lhs", "rhs"):
+                    v = call.arg(key)
+                    if isinstance(v, n.Var):
+                        self.operand_uses[v.name] = self.operand_uses.get(v.name, 0) + 1
         self.span: n.Span | None = None
         self.changed = False
+        self.retyped: dict[str, TileType] = {}  # a cast replaced by a Mat scratch tile
 
     # ------------------------------------------------------------------ driver
     def visit(self, body: list[n.Stmt]) -> list[n.Stmt]:
         out: list[n.Stmt] = []
-        waiting: dict[str, _Plan] = {}  # an output too big for L0C, cut at its store
+        waiting: dict[str, _Plan] = {}  # an output too big for L0C, cut at its store or cast
         for pos, stmt in enumerate(body):
             call = stmt.value if isinstance(stmt, n.Assign) else None
-            if isinstance(call, n.Call) and call.op == STORE_OP:
+            if isinstance(call, n.Call) and call.op in (STORE_OP, CAST_OP):
                 src = call.arg("tile")
                 if isinstance(src, n.Var) and src.name in waiting:
-                    out.extend(self.grid(waiting.pop(src.name), stmt))
+                    plan = waiting.pop(src.name)
+                    out.extend(self.grid(plan, stmt) if call.op == STORE_OP
+                               else self.scratch(plan, stmt))
                     continue
             plan = self.plan(stmt) if isinstance(call, n.Call) and call.op in MATMUL_OPS \
                 else None
@@ -116,7 +136,8 @@ class _Tiler:
                 out.append(stmt)
             elif plan.k_only:
                 out.extend(self.k_only(plan))
-            elif self.stored_once(plan, body[pos + 1:]):
+            elif self.stored_once(plan, body[pos + 1:]) or self.cast_for_matmuls(
+                    plan, body[pos + 1:]):
                 waiting[plan.stmt.targets[0].name] = plan
             else:
                 out.append(stmt)  # no placement: the capacity check reports it
@@ -137,13 +158,33 @@ class _Tiler:
                         len(stmt.targets) == 1
         return False
 
+    def cast_for_matmuls(self, plan: _Plan, rest: list[n.Stmt]) -> bool:
+        """The result's one use is a later round-half-to-even cast of this body to BF16 or
+        FP16 whose every use is a matmul operand: the tiles go through a scratch of the
+        cast dtype (the cube's Acc -> Mat write-back converts with that rounding)."""
+        name = plan.stmt.targets[0].name
+        if plan.acc is not None or self.uses.get(name, 0) != 1:
+            return False
+        for stmt in rest:
+            call = stmt.value if isinstance(stmt, n.Assign) else None
+            if not (isinstance(call, n.Call) and call.op == CAST_OP):
+                continue
+            src = call.arg("tile")
+            if not (isinstance(src, n.Var) and src.name == name):
+                continue
+            dtype = getattr(call.arg("target_type"), "name", None)
+            if dtype not in ("BF16", "FP16") or mode_name(call.arg("mode") or "round") != "rint":
+                return False
+            cast = stmt.targets[0].name
+            return 0 < self.uses.get(cast, 0) == self.operand_uses.get(cast, 0)
+        return False
+
     # ------------------------------------------------------------------ choice
     def plan(self, stmt: n.Assign) -> _Plan | None:
         call: n.Call = stmt.value  # type: ignore[assignment]
         if len(stmt.targets) != 1:
             return None
-        lhs, rhs = call.arg("lhs"), call.arg("rhs")
-        acc, bias = call.arg("acc"), call.arg("bias")
+        lhs, rhs, acc, bias = (self.typed(call.arg(key)) for key in ("lhs", "rhs", "acc", "bias"))
         operands = [v for v in (lhs, rhs, acc, bias) if v is not None]
         if not all(isinstance(v, n.Var) and _static_2d(v.type) for v in operands):
             return None
@@ -163,10 +204,11 @@ class _Tiler:
             return None
         acc_dtype = "INT32" if lt.dtype.name == "INT8" else "FP32"
         max_n = self.ctx.arch.capacity["Bias"] // 4 if bias is not None else 0
+        cfg = config_for(self.ctx.arch, M, N, K, bytes_a=nbytes, bytes_b=nbytes,
+                         acc_dtype=acc_dtype, max_n=max_n)
+        cfg.allow_a_stationary = cfg.allow_b_stationary = True  # one accumulator: no dbC
         try:
-            choice = choose_l0_tile(config_for(self.ctx.arch, M, N, K, bytes_a=nbytes,
-                                               bytes_b=nbytes, acc_dtype=acc_dtype,
-                                               max_n=max_n))
+            choice = choose_l0_tile(cfg)
         except ValueError:
             return None
         m, n_, k = choice.m, choice.n, choice.k
@@ -175,6 +217,12 @@ class _Tiler:
         if bias is not None and bias.type.space == "Bias" and n_ < N:
             return None  # a Bias tile is not cut into windows
         return _Plan(stmt, call, lhs, rhs, acc, bias, M, N, K, m, n_, k)
+
+    def typed(self, value: Any) -> Any:
+        """``value``, with the type of a scratch tile when it names a replaced cast."""
+        if isinstance(value, n.Var) and value.name in self.retyped:
+            return n.Var(value.name, type=self.retyped[value.name], span=value.span)
+        return value
 
     # ---------------------------------------------------------------- building
     def ref(self, var: n.Var) -> n.Var:
@@ -272,14 +320,39 @@ class _Tiler:
 
     # ------------------------------------------------------------------ the output grid
     def grid(self, p: _Plan, store: n.Assign) -> list[n.Stmt]:
-        """Every ``[m, n]`` output tile reduced over K and stored into its window."""
+        """Every ``[m, n]`` output tile stored into its window of the store's tensor."""
+        call: n.Call = store.value  # type: ignore[assignment]
+        row, col = call.arg("offsets")
+        out: list[n.Stmt] = []
+        final = self.grid_into(out, p, call.arg("output_tensor"), row, col, call.arg("atomic"))
+        out.append(n.Assign(store.targets, self.ref(final), span=store.span))
+        return out
+
+    def scratch(self, p: _Plan, cast: n.Assign) -> list[n.Stmt]:
+        """Every ``[m, n]`` output tile written, converted, into a scratch of the cast's
+        dtype, which is then read whole into Mat for the matmuls that use the cast."""
+        self.span = p.call.span or p.stmt.span
+        out: list[n.Stmt] = []
+        dtype = cast.value.arg("target_type")  # type: ignore[attr-defined]
+        tensor = self.emit(out, f"{cast.targets[0].name}_scratch", LOCAL_OP,
+                           shape=(p.M, p.N), dtype=dtype)
+        final = self.grid_into(out, p, tensor, 0, 0, None)
+        tile = self.emit(out, cast.targets[0].name, LOAD_OP, tensor=final,
+                         offsets=(self.index(0), self.index(0)), shapes=(p.M, p.N),
+                         target_memory="Mat")
+        target = cast.targets[0]
+        self.retyped[target.name] = tile.type
+        out.append(n.Assign((n.Var(target.name, type=tile.type, span=target.span),),
+                            self.ref(tile), span=cast.span))
+        return out
+
+    def grid_into(self, out: list[n.Stmt], p: _Plan, dst: n.Var, base_row: Index,
+                  base_col: Index, atomic: Any) -> n.Var:
+        """The output tiles reduced over K and stored at (base_row, base_col) of ``dst``."""
         self.span = p.call.span or p.stmt.span
         self.changed = True
-        call: n.Call = store.value  # type: ignore[assignment]
-        base_row, base_col = call.arg("offsets")
-        out: list[n.Stmt] = []
 
-        def rows(stmts: list[n.Stmt], i: Index, tm: int, dst: n.Var) -> n.Var:
+        def rows(stmts: list[n.Stmt], i: Index, tm: int, dst1: n.Var) -> n.Var:
             def cols(inner: list[n.Stmt], j: Index, tn: int, dst2: n.Var) -> n.Var:
                 bias = p.bias
                 if bias is not None and p.n < p.N:
@@ -289,11 +362,8 @@ class _Tiler:
                 return self.emit(inner, dst2.name, STORE_OP, tile=acc,
                                  offsets=(self.index(combine("+", base_row, i, self.span)),
                                           self.index(combine("+", base_col, j, self.span))),
-                                 output_tensor=dst2, atomic=call.arg("atomic"))
+                                 output_tensor=dst2, atomic=atomic)
 
-            return self.segments(stmts, p.N, p.n, dst, cols, "ni")
+            return self.segments(stmts, p.N, p.n, dst1, cols, "ni")
 
-        dst = call.arg("output_tensor")
-        final = self.segments(out, p.M, p.m, dst, rows, "mi")
-        out.append(n.Assign(store.targets, self.ref(final), span=store.span))
-        return out
+        return self.segments(out, p.M, p.m, dst, rows, "mi")
