@@ -16,7 +16,7 @@ static 2-D tiles in Mat (the bias in Mat or Bias) is given the tile ``(m, n, k)`
   of tiles where ``m``/``n`` do not divide), each reduced over K as above and stored
   straight into its window of the store's tensor, the stores chained; a Mat bias is read
   per tile as its ``[1, n]`` window;
-* the output does not fit and its one use is a ``pl.cast(c, BF16 or FP16, mode="rint")``
+* the output (fitting L0C or not) has one use, a ``pl.cast(c, BF16 or FP16, mode="rint")``
   whose every use is a matmul operand: the tiles are written, converted with round half to
   even (what the cube's Acc -> Mat write-back does), into a scratch of the cast dtype,
   which is read whole into Mat in place of the cast (and may be cut in turn).
@@ -134,11 +134,11 @@ class _Tiler:
                 else None
             if plan is None:
                 out.append(stmt)
+            elif self.cast_for_matmuls(plan, body[pos + 1:]) or (
+                    not plan.k_only and self.stored_once(plan, body[pos + 1:])):
+                waiting[plan.stmt.targets[0].name] = plan
             elif plan.k_only:
                 out.extend(self.k_only(plan))
-            elif self.stored_once(plan, body[pos + 1:]) or self.cast_for_matmuls(
-                    plan, body[pos + 1:]):
-                waiting[plan.stmt.targets[0].name] = plan
             else:
                 out.append(stmt)  # no placement: the capacity check reports it
         return out

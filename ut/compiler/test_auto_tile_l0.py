@@ -241,10 +241,12 @@ def chained(M, K, N, E, mode):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_a_chained_result_goes_through_a_rounded_scratch(platform):
-    # [272, 352] FP32 is 374 KiB: over both arches' Acc.  Its BF16 cast (round half to even)
-    # feeds a second matmul, itself too large for L0A as one [272, 352] tile.
-    M, K, N, E = 272, 192, 352, 32
+@pytest.mark.parametrize("M,K,N,E", [(272, 192, 352, 32), (256, 256, 256, 64)],
+                         ids=["over-acc", "fits-acc-on-a5"])
+def test_a_chained_result_goes_through_a_rounded_scratch(platform, M, K, N, E):
+    # [272, 352] FP32 is 374 KiB: over both arches' Acc.  [256, 256] FP32 fits a5's 256 KiB
+    # Acc (only K is cut there).  The BF16 cast (round half to even) feeds a second matmul,
+    # itself too large for L0A as one [M, N] BF16 tile.
     cfg = RunConfig(platform=platform)
     a, b, bias = _data(M, K, N, "BF16", seed=5)
     e = np.random.default_rng(6).standard_normal((N, E)).astype(ml_dtypes.bfloat16)
