@@ -43,8 +43,8 @@ from pytest_pypto.compiler.tensor_valid import combine
 from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, iter_stmts, rewrite_bodies, stmt_uses
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.casts import mode_name
+from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.ops.cast import CAST_OP
 from pytest_pypto.ir.ops.memory import LOAD_OP, STORE_OP
 from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
