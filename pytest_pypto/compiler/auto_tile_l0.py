@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_pypto.compiler.capacity import tile_bytes
 from pytest_pypto.compiler.l0_chooser import choose_l0_tile, config_for
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
@@ -45,6 +46,7 @@ from pytest_pypto.compiler.walk import NameGen, all_names, iter_stmts, rewrite_b
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.casts import mode_name
 from pytest_pypto.ir.dtypes import INDEX
+from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.ops.cast import CAST_OP
 from pytest_pypto.ir.ops.memory import LOAD_OP, STORE_OP
 from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
@@ -104,7 +106,11 @@ class _Tiler:
         self.names = NameGen(lambda: all_names(fn))
         self.uses: dict[str, int] = {}
         self.operand_uses: dict[str, int] = {}  # as lhs/rhs of a matmul
+        self.defined: dict[str, n.Span | None] = {}  # where a tile is defined
         for stmt in iter_stmts(fn.body):
+            if isinstance(stmt, n.Assign):
+                for t in stmt.targets:
+                    self.defined.setdefault(t.name, stmt.span)
             for name in stmt_uses(stmt):
                 self.uses[name] = self.uses.get(name, 0) + 1
             call = stmt.value if isinstance(stmt, n.Assign) else None
@@ -188,6 +194,8 @@ class _Tiler:
         operands = [v for v in (lhs, rhs, acc, bias) if v is not None]
         if not all(isinstance(v, n.Var) and _static_2d(v.type) for v in operands):
             return None
+        self.check_placed(call, lhs, "lhs", "Left", "L0A")
+        self.check_placed(call, rhs, "rhs", "Right", "L0B")
         if call.op == "tile.matmul_acc" and call.arg("init_cond") is not None:
             return None
         lt, rt = lhs.type, rhs.type
@@ -223,6 +231,27 @@ class _Tiler:
         if isinstance(value, n.Var) and value.name in self.retyped:
             return n.Var(value.name, type=self.retyped[value.name], span=value.span)
         return value
+
+    def check_placed(self, call: n.Call, var: n.Var, role: str, space: str, unit: str) -> None:
+        """An operand the user already put in Left/Right that cannot fit there by itself is
+        an error at its definition: AutoL0 cuts only Mat operands."""
+        t: TileType = var.type  # type: ignore[assignment]
+        if t.space != space:
+            return
+        need, limit = tile_bytes(t, self.ctx.arch), self.ctx.arch.capacity[space]
+        if need <= limit:
+            return
+        dims = ", ".join(map(str, t.shape))
+        raise CapacityError(
+            f"{call.op}'s {role} operand '{var.name}' is already in {space} ({unit}) as "
+            f"[{dims}] {t.dtype.name}: {need} bytes, over the {limit} bytes of the "
+            f"'{self.ctx.arch.name}' backend; AutoL0 does not cut tiles already placed in "
+            f"Left or Right",
+            self.defined.get(var.name) or call.span,
+            hint=f"keep it in Mat and pass it to {call.op} directly, so it is cut into L0 "
+                 f"tiles, or extract a smaller {space} tile by hand",
+            arch=self.ctx.arch.name,
+        )
 
     # ---------------------------------------------------------------- building
     def ref(self, var: n.Var) -> n.Var:

@@ -274,3 +274,31 @@ def test_a_k_tail_block_is_narrower():
     assert 272 % k
     tiles = _left_tiles(biased(128, 272, 128), RunConfig(platform="a2a3sim"))
     assert {t.shape[1] for t in tiles} == {k, 272 % k}
+
+
+def test_an_operand_already_in_left_that_cannot_fit_fails_at_its_line():
+    # [128, 512] BF16 is 128 KiB, twice L0A: AutoL0 does not cut a tile the user placed.
+    M, K, N = 128, 512, 64
+
+    @pl.program
+    class Placed:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+              out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            a_mat = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+            b_mat = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+            a_left = pl.move(a_mat, target_memory=pl.Mem.Left)  # placed-left
+            c = pl.tile.matmul(a_left, b_mat)
+            out = pl.store(c, [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+                 out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            out = self.k(a, b, out)
+            return out
+
+    with pytest.raises(CapacityError, match=r"'a_left' is already in Left.*131072 bytes") as info:
+        compile(Placed, RunConfig(platform="a5sim"))
+    assert info.value.file == __file__ and info.value.line == line_of("placed-left")
+    assert "keep it in Mat" in (info.value.hint or "")
