@@ -24,14 +24,17 @@ static 2-D tiles in Mat (the bias in Mat or Bias) is given the tile ``(m, n, k)`
 The chooser may pick any loop order (A-, B- or output-stationary) but one accumulator at
 a time: the generated code holds one ``[m, n]`` Acc tile.
 
-Everything else is left as written (a Vec or Left/Right operand, a dynamic or partly valid
-shape, a K off the cube fractal, an accumulator in another use, a Bias-resident bias
-that would need cutting along N); if it does not fit, the capacity check reports it at
-the user's line.  Generated statements carry the span of the user's matmul.
+A Vec left operand of ``matmul``/``matmul_acc`` is moved to Mat once, before its blocks
+are extracted; its output is only cut along K.  Everything else is left as written (a Vec
+right or a Left/Right operand, a dynamic or partly valid shape, a K off the cube fractal,
+an accumulator in another use, a Bias-resident bias that would need cutting along N); if
+it does not fit, the capacity check reports it at the user's line.  Generated statements
+carry the span of the user's matmul.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +51,7 @@ from pytest_pypto.ir.casts import mode_name
 from pytest_pypto.ir.dtypes import INDEX
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.ops.cast import CAST_OP
-from pytest_pypto.ir.ops.memory import LOAD_OP, STORE_OP
+from pytest_pypto.ir.ops.memory import LOAD_OP, MOVE_OP, STORE_OP
 from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.ir.types import ScalarType, TileType
@@ -199,7 +202,8 @@ class _Tiler:
         if call.op == "tile.matmul_acc" and call.arg("init_cond") is not None:
             return None
         lt, rt = lhs.type, rhs.type
-        if lt.space != "Mat" or rt.space != "Mat":
+        vec_left = lt.space == "Vec" and call.op != "tile.matmul_bias"
+        if (lt.space != "Mat" and not vec_left) or rt.space != "Mat":
             return None
         if bias is not None and bias.type.space not in ("Mat", "Bias"):
             return None
@@ -224,6 +228,8 @@ class _Tiler:
             return None
         if bias is not None and bias.type.space == "Bias" and n_ < N:
             return None  # a Bias tile is not cut into windows
+        if vec_left and (m, n_) != (M, N):
+            return None  # a Vec left operand: only K is cut
         return _Plan(stmt, call, lhs, rhs, acc, bias, M, N, K, m, n_, k)
 
     def typed(self, value: Any) -> Any:
@@ -343,9 +349,17 @@ class _Tiler:
         self.span = p.call.span or p.stmt.span
         self.changed = True
         out: list[n.Stmt] = []
+        p = self.staged(out, p)
         acc = self.reduce_k(out, p, 0, 0, p.M, p.N, p.bias)
         out.append(n.Assign(p.stmt.targets, self.ref(acc), span=p.stmt.span))
         return out
+
+    def staged(self, out: list[n.Stmt], p: _Plan) -> _Plan:
+        """A Vec left operand moved to Mat once, before its blocks are extracted."""
+        if p.lhs.type.space != "Vec":  # type: ignore[union-attr]
+            return p
+        mat = self.emit(out, f"{p.lhs.name}_mat", MOVE_OP, tile=p.lhs, target_memory="Mat")
+        return dataclasses.replace(p, lhs=mat)
 
     # ------------------------------------------------------------------ the output grid
     def grid(self, p: _Plan, store: n.Assign) -> list[n.Stmt]:
@@ -380,6 +394,7 @@ class _Tiler:
         """The output tiles reduced over K and stored at (base_row, base_col) of ``dst``."""
         self.span = p.call.span or p.stmt.span
         self.changed = True
+        p = self.staged(out, p)
 
         def rows(stmts: list[n.Stmt], i: Index, tm: int, dst1: n.Var) -> n.Var:
             def cols(inner: list[n.Stmt], j: Index, tn: int, dst2: n.Var) -> n.Var:

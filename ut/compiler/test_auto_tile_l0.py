@@ -302,3 +302,33 @@ def test_an_operand_already_in_left_that_cannot_fit_fails_at_its_line():
         compile(Placed, RunConfig(platform="a5sim"))
     assert info.value.file == __file__ and info.value.line == line_of("placed-left")
     assert "keep it in Mat" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_vec_left_operand_is_staged_in_mat_and_cut_along_k(platform):
+    # [64, 1024] BF16 in Vec (128 KiB) is twice L0A; the [64, 64] FP32 output fits Acc.
+    M, K, N = 64, 1024, 64
+
+    @pl.program
+    class VecLeft:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+              out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            a_vec = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Vec)
+            b_mat = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+            c = pl.tile.matmul(a_vec, b_mat)
+            out = pl.store(c, [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+                 out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            out = self.k(a, b, out)
+            return out
+
+    cfg = RunConfig(platform=platform)
+    assert all(t.shape[1] < K for t in _left_tiles(VecLeft, cfg))
+    a, b, _ = _data(M, K, N, "BF16", seed=9)
+    out = np.zeros((M, N), np.float32)
+    run(compile(VecLeft, cfg), a, b, out, config=cfg)
+    np.testing.assert_allclose(out, _wide(a) @ _wide(b), rtol=1e-4, atol=2e-3)
