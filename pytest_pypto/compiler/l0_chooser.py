@@ -43,10 +43,11 @@ class Stationarity(enum.Enum):
     BStationary = 2  # the right operand, held for the whole K (k == K)
 
 
-@dataclass
+@dataclass(slots=True)
 class L0TileConfig:
     """The problem, the L0 capacities, the alignments, the allowed design points and the
-    cost model of one choice.  Defaults: BF16 x BF16 -> FP32 on a2a3's numbers."""
+    cost model of one choice.  Defaults: BF16 x BF16 -> FP32 on a2a3's numbers.  Only these
+    fields exist (a misspelt one is an AttributeError, as in PyPTO)."""
 
     M: int = 0
     N: int = 0

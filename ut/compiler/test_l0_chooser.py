@@ -127,3 +127,5 @@ def test_pypto_spelling_is_importable():
     assert r.stationarity == passes.l0_tile_chooser.Stationarity.OutputStationary
     with pytest.raises(AttributeError):
         r.m = 1  # a result is read-only, as PyPTO's
+    with pytest.raises(AttributeError):
+        cfg.l0_a_bytes = 1  # a misspelt field is not silently a new attribute
