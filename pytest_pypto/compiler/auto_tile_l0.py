@@ -158,14 +158,26 @@ class _Tiler:
         name = plan.stmt.targets[0].name
         if plan.acc is not None or self.uses.get(name, 0) != 1:
             return False
-        for stmt in rest:
+        for pos, stmt in enumerate(rest):
             call = stmt.value if isinstance(stmt, n.Assign) else None
             if isinstance(call, n.Call) and call.op == STORE_OP:
                 src, offsets = call.arg("tile"), call.arg("offsets")
                 if isinstance(src, n.Var) and src.name == name:
                     return offsets is not None and len(offsets) == 2 and \
-                        len(stmt.targets) == 1
+                        len(stmt.targets) == 1 and self.movable_past(rest[:pos])
         return False
+
+    def movable_past(self, between: list[n.Stmt]) -> bool:
+        """The matmul may be computed later, at its store or cast: nothing in between can
+        write a buffer in place (only plain calls whose result is a buffer of its own)."""
+        for stmt in between:
+            call = stmt.value if isinstance(stmt, n.Assign) else None
+            if not isinstance(call, n.Call):
+                return False
+            spec = self.ctx.registry.get(call.op)
+            if spec is None or (spec.mem.result or "").startswith("same:"):
+                return False
+        return True
 
     def cast_for_matmuls(self, plan: _Plan, rest: list[n.Stmt]) -> bool:
         """The result's one use is a later round-half-to-even cast of this body to BF16 or
@@ -174,7 +186,7 @@ class _Tiler:
         name = plan.stmt.targets[0].name
         if plan.acc is not None or self.uses.get(name, 0) != 1:
             return False
-        for stmt in rest:
+        for pos, stmt in enumerate(rest):
             call = stmt.value if isinstance(stmt, n.Assign) else None
             if not (isinstance(call, n.Call) and call.op == CAST_OP):
                 continue
@@ -185,7 +197,8 @@ class _Tiler:
             if dtype not in ("BF16", "FP16") or mode_name(call.arg("mode") or "round") != "rint":
                 return False
             cast = stmt.targets[0].name
-            return 0 < self.uses.get(cast, 0) == self.operand_uses.get(cast, 0)
+            return 0 < self.uses.get(cast, 0) == self.operand_uses.get(cast, 0) and \
+                self.movable_past(rest[:pos])
         return False
 
     # ------------------------------------------------------------------ choice
