@@ -114,6 +114,11 @@ class ArchSpec:
     acc_m_align: Mapping[str, int]
     cube_fractal: int
     vec_row_align_bytes: int
+    # docs/design/arch.md §3 the cube's L0 tiling cost model (compiler/l0_chooser.py): L1->L0A/L0B
+    # and FIXPIPE drain bandwidths in bytes per cycle, fixed cycles per drain, per drained row
+    # (floor) and per extra burst pass, cycles per MAD issue, the K fractal in bytes and the
+    # cube passes an FP32 fractal takes
+    l0_cost_model: Mapping[str, float]
     # docs/design/arch.md §4 cores
     aic_cores: int
     aiv_cores: int
@@ -181,6 +186,20 @@ A2A3 = ArchSpec(
     acc_m_align=_ro({"FP32": 16, "INT32": 32}),
     cube_fractal=16,
     vec_row_align_bytes=32,
+    l0_cost_model=_ro(
+        {
+            "bw_l0a": 129.7,
+            "bw_l0b": 85.4,
+            "bw_drain": 118.0,
+            "drain_fixed_cycles": 164.0,
+            "drain_row_cycles": 4.45,
+            "drain_penalty_cycles": 2.6,
+            "drain_c0_bytes": 32,
+            "mad_head_cycles": 21,
+            "mad_k_fractal_bytes": 32,
+            "mad_fp32_passes": 2,
+        }
+    ),
     aic_cores=24,
     aiv_cores=48,
     dies=1,
@@ -289,6 +308,20 @@ A5 = ArchSpec(
     acc_m_align=_ro({"FP32": 16, "INT32": 16}),
     cube_fractal=16,
     vec_row_align_bytes=32,
+    l0_cost_model=_ro(
+        {
+            "bw_l0a": 206.3,
+            "bw_l0b": 223.8,
+            "bw_drain": 30.0,
+            "drain_fixed_cycles": 343.4,
+            "drain_row_cycles": 4.59,
+            "drain_penalty_cycles": 0.26,
+            "drain_c0_bytes": 32,
+            "mad_head_cycles": 25,
+            "mad_k_fractal_bytes": 32,
+            "mad_fp32_passes": 8,
+        }
+    ),
     aic_cores=36,
     aiv_cores=72,
     dies=2,

@@ -21,6 +21,7 @@ from pathlib import Path
 from pytest_pypto._version import __version__
 from pytest_pypto.arch import MODE_NAMES, spec
 from pytest_pypto.compiler import (
+    auto_tile_l0,
     batching,
     capacity,
     cores,
@@ -69,6 +70,7 @@ PASSES: list[Pass] = [
     Pass("lower_tensor_ops", tensor_lowering.lower_tensor_ops, reports_rewrites=True),
     Pass("check_directions", directions.check_directions, keeps_exprs=True),
     Pass("check_memref_slots", memref_slots.check_memref_slots, keeps_exprs=True),
+    Pass("auto_tile_l0", auto_tile_l0.auto_tile_l0, reports_rewrites=True),
     Pass("infer_memory_spaces", memspace.infer_memory_spaces),
     Pass("check_types_for_arch", typecheck.check_types_for_arch, keeps_exprs=True),
     Pass("check_bounds", typecheck.check_bounds, keeps_exprs=True),

@@ -36,6 +36,9 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("acc_m_align", "Acc rows are rounded up to this many rows per accumulator dtype"),
         ("cube_fractal", "the cube unit's fractal: matmul dims off it get a warning"),
         ("vec_row_align_bytes", "Vec tile rows should be a multiple of this many bytes"),
+        ("l0_cost_model", "the AutoL0 tile chooser's cost model: L1->L0A/L0B and drain "
+                          "bandwidths (bytes/cycle), drain and MAD cycle counts, the K "
+                          "fractal, FP32 cube passes"),
     )),
     ("Cores", (
         ("aic_cores", "cube cores per device"),

@@ -224,7 +224,8 @@ def test_returned_params_memo_gives_the_plain_answers():
 
 def test_keeping_passes_are_the_ones_that_rewrite_no_expression():
     """The pass list's keeps_exprs flags: every pass that rewrites IR is False."""
-    rewriting = {"check_placement", "flatten_calls", "lower_tensor_ops", "infer_memory_spaces"}
+    rewriting = {"check_placement", "flatten_calls", "lower_tensor_ops", "auto_tile_l0",
+                 "infer_memory_spaces"}
     assert {p.name for p in PASSES if not p.keeps_exprs} == rewriting
 
 

@@ -100,7 +100,7 @@ def test_a_reporting_pass_that_rewrote_empties_the_memo():
 
 def test_the_passes_that_report_rewrites_are_the_occasional_rewriters():
     assert {p.name for p in PASSES if p.reports_rewrites} == {
-        "check_placement", "flatten_calls", "lower_tensor_ops"}
+        "check_placement", "flatten_calls", "lower_tensor_ops", "auto_tile_l0"}
     assert not any(p.reports_rewrites and p.keeps_exprs for p in PASSES)
 
 
