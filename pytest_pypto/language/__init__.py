@@ -36,6 +36,7 @@ from pytest_pypto.ir.dtypes import (
     UINT16,
     UINT32,
     UINT64,
+    TASK_ID,
     DataType,
 )
 from pytest_pypto.ir.errors import PyptoError
@@ -69,10 +70,18 @@ from pytest_pypto.language.surface import (
     Tuple,
     at,
     cross_core_slot,
+    manual_scope,
     split,
     spmd,
+    spmd_submit,
+    submit,
 )
-from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
+from pytest_pypto.language.unsupported import (
+    Layout,
+    OpNamespace,
+    SystemNamespace,
+    unsupported_names,
+)
 
 Mem = MemorySpace
 
@@ -86,6 +95,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
+    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system",
 ]
 
 
@@ -154,6 +164,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
+system = SystemNamespace()  # pl.system.task_dummy (language/scheduling.py)
 
 DN = Layout("DN")
 ND = Layout("ND")

@@ -38,7 +38,7 @@ from pytest_pypto.ir.nodes import (
     Var,
 )
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType, type_str
-from pytest_pypto.language import annots, calls, memref, scalars
+from pytest_pypto.language import annots, calls, memref, scalars, scheduling
 from pytest_pypto.language.arrays import read_element
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
@@ -46,6 +46,8 @@ from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.memref import MemRef
 from pytest_pypto.language.subscripts import create_tensor, read_subscript
 from pytest_pypto.language.surface import (
+    SUBMIT_FUNCTIONS,
+    task_dummy,
     ANNOTATION_FORMS,
     ITERATORS,
     AnnotationForm,
@@ -302,6 +304,10 @@ class ExprParser:
                 if not isinstance(pos[0].value, Expr) or isinstance(pos[0].value.type, ScalarType):
                     return self.scalar_cast(pos, kw, node)
             return calls.op_call(self.ctx, target.namespace, target.op_name, pos, kw, node)
+        if target in SUBMIT_FUNCTIONS:  # pl.submit / pl.spmd_submit (language/scheduling.py)
+            return scheduling.parse_submit(self, target, node)
+        if target is task_dummy:
+            return scheduling.parse_task_dummy(self, node)
         if isinstance(target, DslFunction):
             return self.dsl_call(target.name, node)
         if target is DynVar or getattr(target, "__name__", "") == "dynamic":

@@ -47,7 +47,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
-        "block", "kwargs", "seconds",
+        "block", "kwargs", "seconds", "manual", "predicate", "skipped",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -70,6 +70,11 @@ class Task:
         self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
         self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
         self.seconds = 0.0  # host wall time inside the kernel (measured, not a device time)
+        # Explicit scheduling (docs/design/scheduling.md §1-§4): in a manual scope (no
+        # automatic dependencies), a dispatch predicate, and whether it skipped the kernel.
+        self.manual = False
+        self.predicate: tuple[Any, ...] | None = None
+        self.skipped = False
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -103,6 +108,10 @@ class Task:
         }
         if self.block is not None:
             record["block"] = {"index": self.block[0], "count": self.block[1]}
+        if self.manual:
+            record["manual"] = True
+        if self.predicate is not None:
+            record["predicate_skipped"] = self.skipped
         return record
 
 
@@ -265,6 +274,14 @@ class TaskGraph:
         # are derived from the submitted windows only when the record is asked for
         # (`settle`), with the same result as computing them while the tasks ran.
         self.deferred = deferred and seed is None and not strict_war
+        # Explicit scheduling (docs/design/scheduling.md): declared deps per task id, the
+        # task ranges of multi-block launches (a TaskId names its whole launch), argument
+        # positions left out of tracking, buffers made with manual_dep=True.
+        self.explicit_scheduling = False
+        self.explicit: dict[int, tuple[int, ...]] = {}
+        self.groups: dict[int, tuple[int, int]] = {}
+        self.untracked: dict[int, tuple[int, ...]] = {}
+        self.manual_roots: set[int] = set()
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
 
@@ -276,29 +293,36 @@ class TaskGraph:
         return self._cores
 
     # -- submission --------------------------------------------------------------
-    def submit(self, kernel: Any, call_args: list, handles: list) -> Task:
+    def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
         self.tasks.append(task)
         self.pending[task.id] = task
+        if sched is not None:
+            self.explicit_scheduling = True
+            sched.apply(task, self)
         if not self.deferred:
             self._link(task)
         return task
 
     def launch(
-        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool
+        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool,
+        sched: Any = None,
     ) -> list[Task]:
         """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
         the first (the blocks of one launch do not order each other), each a writer of
         its Out/InOut ranges, so a later task depends on every block."""
-        first = self.submit(kernel, call_args, handles)
+        first = self.submit(kernel, call_args, handles, sched)
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
+        if blocks > 1:
+            self.groups[first.id] = (first.id, first.id + blocks)
         for i, task in enumerate(tasks):
             task.block = (i, blocks)
+            task.manual, task.predicate = first.manual, first.predicate
             if pass_block:
                 task.kwargs = {"_launch": (i, blocks)}
             if i and not self.deferred:
@@ -311,6 +335,8 @@ class TaskGraph:
         deps = task.deps
         tid = task.id
         directions, handles = task.directions, task.handles
+        if task.manual or self.untracked:  # explicit scheduling (runtime/explicit.py)
+            directions, handles = self._tracked(task)
         for direction, h in zip(directions, handles):
             if h is None or direction == OUT:
                 continue
@@ -336,13 +362,30 @@ class TaskGraph:
             for direction, h in zip(directions, handles):
                 if h is not None and direction != OUT:
                     h.root.readers.add(h, tid)
+        explicit = self.explicit.get(tid)
+        if explicit:
+            for d in explicit:
+                deps[d] = "explicit"
         if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
             self._wait_for(task)
+
+    def _tracked(self, task: Task) -> tuple[Sequence[str], Sequence[Any]]:
+        """The arguments automatic tracking sees: none in a manual scope; else all but
+        `no_dep` positions and `manual_dep=True` buffers."""
+        if task.manual:
+            return (), ()
+        skip = self.untracked.get(task.id, ())
+        handles = [None if i in skip or (h is not None and h.root.id in self.manual_roots)
+                   else h for i, h in enumerate(task.handles)]
+        return task.directions, handles
 
     def _link_block(self, task: Task, first: Task) -> None:
         """A later block of a launch: the first block's dependencies, and a writer too."""
         task.deps = dict(first.deps)
-        for direction, h in zip(task.directions, task.handles):
+        directions, handles = task.directions, task.handles
+        if task.manual or self.untracked:
+            directions, handles = self._tracked(first)
+        for direction, h in zip(directions, handles):
             if h is None:
                 continue
             if direction != IN:
@@ -495,6 +538,9 @@ class TaskGraph:
             s = tasks[d].step + 1
             if s > earliest:
                 earliest = s
+        if task.core_type == "dummy":  # a dependency-only task occupies no core
+            task.step, task.slots = max(earliest - 1, 0), ()
+            return
         task.step, task.slots = self.cores.place(task.core_type, earliest)
 
     def _execute(self, task: Task) -> None:
@@ -503,6 +549,10 @@ class TaskGraph:
         task.order = len(self.executed)
         self.executed.append(task.id)
         start = perf_counter()
+        if task.predicate is not None and not _holds(task.predicate):
+            task.skipped = True  # retired without running; its dependents still unlock
+            task.done = True
+            return
         try:
             if task.kwargs is None:
                 result = task.fn(*task.call_args)
@@ -557,6 +607,16 @@ class TaskGraph:
             "war_hazards": list(self.war_hazards),
             "kernels": {name: _kernel_record(k) for name, k in self.kernels.items()},
         }
+
+
+_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b,
+        "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b}
+
+
+def _holds(predicate: tuple[Any, ...]) -> bool:
+    """A dispatch predicate ``(handle, indices, op, target)`` read at dispatch time."""
+    handle, indices, op, target = predicate
+    return bool(_OPS[op](handle.array[tuple(int(i) for i in indices)].item(), target))
 
 
 def write_back(returns: Sequence[int], call_args: Sequence[Any], result: Sequence[Any]) -> None:

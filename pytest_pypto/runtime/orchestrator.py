@@ -17,6 +17,7 @@ from pytest_pypto.ir.artifact import dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import new_buffer
+from pytest_pypto.runtime.explicit import DUMMY_KERNEL, INVALID, Sched, task_ids
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
@@ -123,12 +124,16 @@ class Orchestrator:
 
     # -- tasks -------------------------------------------------------------------
     def submit(
-        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False
+        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False,
+        deps: Any = (), task_id: bool = False, manual: bool = False, no_dep: Any = (),
+        predicate: Any = None,
     ) -> Any:
         """Record one task of ``kernel``; returns the arguments at positions ``returns``.
 
         ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
-        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``."""
+        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``.
+        The rest is explicit scheduling (runtime/explicit.py): with ``task_id`` the
+        task's TaskId follows the returned arguments."""
         k = self._kernels.get(kernel)
         if k is None:
             raise SimulationError(
@@ -177,8 +182,12 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
+        sched = None
+        if deps or manual or no_dep or predicate is not None:
+            ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
+            sched = Sched(ids, manual, tuple(no_dep), predicate)
         if blocks is None:
-            self._graph.submit(k, call_args, handles)
+            first = self._graph.submit(k, call_args, handles, sched)
         else:
             n = int(blocks)
             if n < 1:
@@ -186,10 +195,36 @@ class Orchestrator:
                     f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
                     "(the block count is computed at run time)"
                 )
-            self._graph.launch(k, call_args, handles, n, launch)
+            first = self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+        if task_id:
+            values = (*(args[r] for r in returns), first.id)
+            return values[0] if len(values) == 1 else values
         if len(returns) == 1:
             return args[returns[0]]
         return tuple(args[r] for r in returns)
+
+    # -- explicit scheduling (runtime/explicit.py) ------------------------------------
+    def task_dummy(self, deps: Any = ()) -> int:
+        """`pl.system.task_dummy(deps=[...])`: a task with no kernel; its TaskId."""
+        ids = task_ids(deps, len(self._graph.tasks))
+        return self._graph.submit(DUMMY_KERNEL, [], [], Sched(ids, True, (), None)).id
+
+    @staticmethod
+    def array_create(extent: int, dtype: str) -> Any:
+        """`pl.array.create` in orchestration (TaskId arrays start all invalid)."""
+        if dtype == "TASK_ID":
+            return [INVALID] * int(extent)
+        return [0] * int(extent)
+
+    @staticmethod
+    def array_get(array: Any, index: Any) -> Any:
+        return array[_array_index(array, index)]
+
+    @staticmethod
+    def array_set(array: Any, index: Any, value: Any) -> Any:
+        new = list(array)
+        new[_array_index(array, index)] = int(value)
+        return new
 
     # -- helpers -----------------------------------------------------------------
     @staticmethod
@@ -241,3 +276,13 @@ class Orchestrator:
                     f"(tensor '{t.root.name}', at run time)"
                 )
         return idx
+
+
+def _array_index(array: Any, index: Any) -> int:
+    i = int(index)
+    if not 0 <= i < len(array):
+        raise SimulationError(
+            f"array index {i} is outside the array of extent {len(array)} (at run time)",
+            hint=f"indices run from 0 to {len(array) - 1}",
+        )
+    return i
