@@ -145,5 +145,11 @@ class SimulationError(PyptoError):
     """Raised by the simulator: dynamic bounds, dtype bindings, artifact mismatches."""
 
 
+class RaceError(SimulationError):
+    """Two tasks touch overlapping elements of one tensor (at least one writing) with no
+    dependency path between them, in a run that relies on explicit dependencies
+    (docs/design/scheduling.md §5).  ``races`` lists each pair found."""
+
+
 class PyptoWarning(UserWarning):
     """Warnings of the toolchain (rendered like errors, level 'warning')."""

@@ -36,6 +36,7 @@ from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.runtime.locate import scalar_values, span_in
+from pytest_pypto.runtime.races import traced_args
 from pytest_pypto.runtime.tensors import TensorHandle, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -47,7 +48,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
-        "block", "kwargs", "seconds", "manual", "predicate", "skipped",
+        "block", "kwargs", "seconds", "manual", "predicate", "skipped", "epoch",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -75,6 +76,7 @@ class Task:
         self.manual = False
         self.predicate: tuple[Any, ...] | None = None
         self.skipped = False
+        self.epoch = 0  # tasks executed when this one was submitted (runtime/races.py)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -282,6 +284,10 @@ class TaskGraph:
         self.groups: dict[int, tuple[int, int]] = {}
         self.untracked: dict[int, tuple[int, ...]] = {}
         self.manual_roots: set[int] = set()
+        # The race detector (runtime/races.py): on for this run, and what each task ran
+        # after explicit scheduling began touched.
+        self.race_check = False
+        self.accesses: dict[int, list] = {}
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
 
@@ -295,6 +301,7 @@ class TaskGraph:
     # -- submission --------------------------------------------------------------
     def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
+        task.epoch = len(self.executed)
         self.tasks.append(task)
         self.pending[task.id] = task
         if sched is not None:
@@ -315,6 +322,7 @@ class TaskGraph:
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
+            task.epoch = first.epoch
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
@@ -553,11 +561,14 @@ class TaskGraph:
             task.skipped = True  # retired without running; its dependents still unlock
             task.done = True
             return
+        args = task.call_args
+        if self.race_check and self.explicit_scheduling and task.handles:
+            args = traced_args(task, self.accesses.setdefault(task.id, []))
         try:
             if task.kwargs is None:
-                result = task.fn(*task.call_args)
+                result = task.fn(*args)
             else:
-                result = task.fn(*task.call_args, **task.kwargs)
+                result = task.fn(*args, **task.kwargs)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, docs/design/checks.md §6)
             kernel = self.kernels[task.kernel]
             tb = exc.__traceback__
@@ -576,7 +587,7 @@ class TaskGraph:
         task.seconds = perf_counter() - start
         self.kernel_seconds += task.seconds
         if result:
-            write_back(task.returns, task.call_args, result)
+            write_back(task.returns, args, result)
         task.done = True
 
     # -- record ------------------------------------------------------------------

@@ -184,6 +184,7 @@ class Orchestrator:
                 handles.append(None)
         sched = None
         if deps or manual or no_dep or predicate is not None:
+            self.beyond_submits = True  # no fixed schedule: predicates and races are per run
             ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
             sched = Sched(ids, manual, tuple(no_dep), predicate)
         if blocks is None:
@@ -206,6 +207,7 @@ class Orchestrator:
     # -- explicit scheduling (runtime/explicit.py) ------------------------------------
     def task_dummy(self, deps: Any = ()) -> int:
         """`pl.system.task_dummy(deps=[...])`: a task with no kernel; its TaskId."""
+        self.beyond_submits = True
         ids = task_ids(deps, len(self._graph.tasks))
         return self._graph.submit(DUMMY_KERNEL, [], [], Sched(ids, True, (), None)).id
 

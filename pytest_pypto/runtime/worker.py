@@ -49,6 +49,7 @@ from pytest_pypto.runtime.express import (
     replay,
     signature,
 )
+from pytest_pypto.runtime.races import find_races, race_error
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
 from pytest_pypto.runtime.locate import scalar_values, span_in
@@ -295,10 +296,15 @@ class Worker:
                 else:
                     graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
                                       kernels=kernels, deferred=True)
+                    graph.race_check = cfg.race_check
                     rt = Orchestrator(kernels, graph, [])
                     entry = loaded.make_orchestration(rt)
                     entry(*entry_handles(plan, values, rt.roots))
                     graph.drain()
+                    if graph.race_check and graph.explicit_scheduling:
+                        races = find_races(graph)
+                        if races:
+                            raise race_error(manifest.program, graph, races)
             finally:
                 QUIET_FLOATS.reset(quiet_ops)
                 _loud_floats(quiet)
