@@ -16,6 +16,7 @@ from pytest_pypto.ir.dtypes import TASK_ID
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Assign, Call, For, FuncCall
 from pytest_pypto.ir.types import ScalarType, TupleType
+from pytest_pypto.runtime.trace import chrome_trace
 
 R, C, TR, TC = 32, 32, 16, 16
 M, N = R // TR, C // TC
@@ -249,3 +250,16 @@ def test_deps_add_to_automatic_tracking_outside_a_manual_scope(tmp_path, pypto_r
     run = pytest_pypto.run(pypto_runner.compile(P), x, o, config=config)
     kinds = {(e["from"], e["to"]): e["kind"] for e in run.deps()["edges"]}
     assert kinds[(0, 1)] == "explicit" and kinds[(1, 2)] == "RAW"  # o: written by 1, read by 2
+
+
+def test_the_trace_shows_declared_edges_apart_and_skips_the_coreless_dummy(
+        pypto_runner, pypto_config, pypto_rng):
+    x = pypto_rng.standard_normal((R, C)).astype(np.float32)
+    o = np.zeros((R, C), np.float32)
+    run = pytest_pypto.run(pypto_runner.compile(Regions), x, o, config=pypto_config)
+    events = chrome_trace(run.deps())["traceEvents"]
+    flows = [e for e in events if e["ph"] == "s"]
+    # tile i*N+j waits for tile (i, j-1) (deps=[prev]) and the row before (deps=[tids]):
+    # every edge between cored tasks is declared, none inferred
+    assert flows and {e["cat"] for e in flows} == {"explicit dependency"}
+    assert not any(e["ph"] == "X" and e["name"] == "task_dummy" for e in events)
