@@ -68,7 +68,9 @@ class OrchestrationEmitter(Emitter):
                 and s.value.op.rpartition(".")[2] in ("create_tensor", "create"):
             target = self.names(s.targets[0].name)
             args = self._rt_args(s.value, 3)
-            self.emit(depth, f"{target} = rt.create_tensor({args}, name={s.targets[0].name!r})")
+            manual = ", manual_dep=True" if s.value.arg("manual_dep") else ""
+            self.emit(depth, f"{target} = rt.create_tensor({args}, name={s.targets[0].name!r}"
+                             f"{manual})")
             return
         super().stmt(s, depth, yield_to)
 

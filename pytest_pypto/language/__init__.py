@@ -31,12 +31,12 @@ from pytest_pypto.ir.dtypes import (
     INT16,
     INT32,
     INT64,
+    TASK_ID,
     UINT4,
     UINT8,
     UINT16,
     UINT32,
     UINT64,
-    TASK_ID,
     DataType,
 )
 from pytest_pypto.ir.errors import PyptoError

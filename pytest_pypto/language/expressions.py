@@ -46,14 +46,14 @@ from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.memref import MemRef
 from pytest_pypto.language.subscripts import create_tensor, read_subscript
 from pytest_pypto.language.surface import (
-    SUBMIT_FUNCTIONS,
-    task_dummy,
     ANNOTATION_FORMS,
     ITERATORS,
+    SUBMIT_FUNCTIONS,
     AnnotationForm,
     DslFunction,
     OpStub,
     TileView,
+    task_dummy,
 )
 
 _MISSING = object()

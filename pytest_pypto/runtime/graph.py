@@ -343,7 +343,7 @@ class TaskGraph:
         deps = task.deps
         tid = task.id
         directions, handles = task.directions, task.handles
-        if task.manual or self.untracked:  # explicit scheduling (runtime/explicit.py)
+        if task.manual or self.untracked or self.manual_roots:  # explicit scheduling
             directions, handles = self._tracked(task)
         for direction, h in zip(directions, handles):
             if h is None or direction == OUT:
@@ -391,7 +391,7 @@ class TaskGraph:
         """A later block of a launch: the first block's dependencies, and a writer too."""
         task.deps = dict(first.deps)
         directions, handles = task.directions, task.handles
-        if task.manual or self.untracked:
+        if task.manual or self.untracked or self.manual_roots:
             directions, handles = self._tracked(first)
         for direction, h in zip(directions, handles):
             if h is None:

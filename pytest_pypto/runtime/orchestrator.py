@@ -46,9 +46,11 @@ class Orchestrator:
         return whole_root(self.roots, data, dtype, name, origin)
 
     def create_tensor(
-        self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None
+        self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None,
+        manual_dep: bool = False,
     ) -> TensorHandle:
-        """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given."""
+        """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given;
+        with ``manual_dep`` no task's use of it is tracked (runtime/explicit.py)."""
         self.beyond_submits = True
         if isinstance(dtype, str):
             dtype = dtype_by_name(dtype)
@@ -57,7 +59,11 @@ class Orchestrator:
             raise SimulationError(f"pl.create_tensor got a negative dimension in {list(shape)}")
         label = name or f"create_tensor#{len(self.roots)}"
         data = new_buffer(shape, dtype, name=label, value=init_value)
-        return self.add_root(data, dtype, label, "create_tensor")
+        handle = self.add_root(data, dtype, label, "create_tensor")
+        if manual_dep:
+            self._graph.manual_roots.add(handle.root.id)
+            self._graph.explicit_scheduling = True  # so the race detector looks at it
+        return handle
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
         return slice_view(self._handle(t, "slice"), shape, offsets)

@@ -49,12 +49,12 @@ from pytest_pypto.runtime.express import (
     replay,
     signature,
 )
-from pytest_pypto.runtime.races import find_races, race_error
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, registry_bind
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
+from pytest_pypto.runtime.races import find_races, race_error
 from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
 from pytest_pypto.runtime.staging import POOL, EntryPlan, entry_handles, refill, stage_values
 from pytest_pypto.runtime.timeout import RunTimedOut

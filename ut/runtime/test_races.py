@@ -190,3 +190,43 @@ def test_no_race_check_turns_the_check_off(pypto_runner, pypto_config, pypto_rng
     off = dataclasses.replace(pypto_config, race_check=False)
     run = pytest_pypto.run(pypto_runner.compile(Races), x, b, o, config=off)
     assert run.deps()["edges"] == [{"from": 0, "to": 2, "kind": "explicit"}]
+
+
+@pl.program
+class Scratch:
+    """A manual_dep=True scratch buffer and a no_dep_args= region: no automatic edges."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def fill(self, x: pl.Tensor[[R, C], pl.FP32], b: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+             row: pl.Scalar[pl.INDEX]) -> pl.Tensor[[R, C], pl.FP32]:
+        return pl.store(pl.add(pl.load(x, [row, 0], [H, C]), 1.0), [row, 0], b)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def use(self, b: pl.Tensor[[R, C], pl.FP32], o: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+            row: pl.Scalar[pl.INDEX]) -> pl.Tensor[[R, C], pl.FP32]:
+        return pl.store(pl.mul(pl.load(b, [row, 0], [H, C]), 2.0), [row, 0], o)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def ordered(self, x: pl.Tensor[[R, C], pl.FP32],
+                o: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        b = pl.create_tensor([R, C], dtype=pl.FP32, manual_dep=True)
+        b, t = pl.submit(self.fill, x, b, 0)
+        o, _ = pl.submit(self.use, b, o, 0, deps=[t])
+        b, _ = pl.submit(self.fill, x, b, H)
+        o = self.use(b, o, H)  # b untracked: nothing orders this after the fill above
+        return o
+
+
+def test_a_manual_dep_buffer_is_ordered_only_by_deps(pypto_runner, pypto_config, pypto_rng):
+    compiled = pypto_runner.compile(Scratch)
+    x, _, o = _arrays(pypto_rng)
+    off = dataclasses.replace(pypto_config, race_check=False)
+    run = pytest_pypto.run(compiled, x, o, config=off)
+    np.testing.assert_allclose(o, (x + 1) * 2, rtol=1e-6)
+    edges = {(e["from"], e["to"], e["kind"]) for e in run.deps()["edges"]}
+    assert edges == {(0, 1, "explicit"), (1, 3, "WAW")}  # o is tracked, b is not
+    with pytest.raises(RaceError) as ei:
+        pytest_pypto.run(compiled, x, o, config=pypto_config)
+    (race,) = ei.value.races
+    assert (race["kind"], race["first"], race["second"]) == ("RAW", 2, 3)
+    assert race["tensor_name"] == "b"
