@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.runtime.races import traced_args
 
 INVALID = -1
 
@@ -23,22 +24,83 @@ INVALID = -1
 class Sched:
     """The explicit-scheduling part of one submission."""
 
-    __slots__ = ("deps", "manual", "no_dep", "predicate")
+    __slots__ = ("deps", "manual", "no_dep", "predicate", "blocks")
 
     def __init__(self, deps: tuple[int, ...], manual: bool, no_dep: tuple[int, ...],
-                 predicate: tuple[Any, ...] | None) -> None:
+                 predicate: tuple[Any, ...] | None, blocks: int = 1) -> None:
         self.deps = deps
         self.manual = manual
         self.no_dep = no_dep
         self.predicate = predicate
+        self.blocks = blocks  # a launch of several blocks: its TaskId names them all
 
-    def apply(self, task: Any, graph: Any) -> None:
+    def apply(self, task: Any, state: ExplicitState) -> None:
+        state.used = True
         task.manual = self.manual
         task.predicate = self.predicate
         if self.deps:
-            graph.explicit[task.id] = expand(self.deps, graph)
+            state.explicit[task.id] = expand(self.deps, state)
         if self.no_dep:
-            graph.untracked[task.id] = self.no_dep
+            state.untracked[task.id] = self.no_dep
+            state.untracking = True
+        if self.blocks > 1:
+            state.groups[task.id] = (task.id, task.id + self.blocks)
+
+
+class ExplicitState:
+    """A task graph's explicit-scheduling bookkeeping.
+
+    ``explicit``: declared deps per task id; ``groups``: the task range of each
+    multi-block launch (its TaskId names them all); ``untracked``: argument positions
+    left out of automatic tracking; ``manual_roots``: buffers made with manual_dep=True;
+    ``race_check``: the race detector is on (runtime/races.py) and ``accesses`` what each
+    traced task touched; ``used``: the run relies on explicit dependencies somewhere.
+    """
+
+    def __init__(self) -> None:
+        self.used = False
+        self.untracking = False  # some argument or buffer is left out of tracking
+        self.explicit: dict[int, tuple[int, ...]] = {}
+        self.groups: dict[int, tuple[int, int]] = {}
+        self.untracked: dict[int, tuple[int, ...]] = {}
+        self.manual_roots: set[int] = set()
+        self.race_check = False
+        self.accesses: dict[int, list] = {}
+
+    def add_manual_root(self, root_id: int) -> None:
+        self.manual_roots.add(root_id)
+        self.used = self.untracking = True
+
+    def tracked(self, task: Any) -> tuple[Any, list]:
+        """The arguments automatic tracking sees: none in a manual scope; else all but the
+        `no_dep` positions and `manual_dep=True` buffers."""
+        if task.manual:
+            return (), []
+        skip = self.untracked.get(task.id, ())
+        manual_roots = self.manual_roots
+        handles = [None if i in skip or (h is not None and h.root.id in manual_roots) else h
+                   for i, h in enumerate(task.handles)]
+        return task.directions, handles
+
+    def arguments(self, task: Any) -> list | None:
+        """What the task's kernel is called with: None when its predicate is false (the
+        task is skipped), `Traced` views while the race detector records."""
+        if task.predicate is not None and not holds(task.predicate):
+            task.skipped = True
+            return None
+        if self.race_check and task.handles:
+            return traced_args(task, self.accesses.setdefault(task.id, []))
+        return task.call_args
+
+
+def explicit_record(task: Any) -> dict[str, Any]:
+    """A task's explicit-scheduling fields in deps.json."""
+    record: dict[str, Any] = {}
+    if task.manual:
+        record["manual"] = True
+    if task.predicate is not None:
+        record["predicate_skipped"] = task.skipped
+    return record
 
 
 def task_ids(values: Iterable[Any], ntasks: int) -> tuple[int, ...]:
@@ -60,9 +122,9 @@ def task_ids(values: Iterable[Any], ntasks: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def expand(deps: tuple[int, ...], graph: Any) -> tuple[int, ...]:
+def expand(deps: tuple[int, ...], state: Any) -> tuple[int, ...]:
     """Each TaskId as the ids of every task of its launch."""
-    groups = graph.groups
+    groups = state.groups
     if not groups:
         return deps
     out: list[int] = []
@@ -88,3 +150,13 @@ class _DummyKernel:
 
 
 DUMMY_KERNEL = _DummyKernel()
+
+
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b,
+            "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b}
+
+
+def holds(predicate: tuple[Any, ...]) -> bool:
+    """A dispatch predicate ``(handle, indices, op, target)``, read at dispatch time."""
+    handle, indices, op, target = predicate
+    return bool(_COMPARE[op](handle.array[tuple(int(i) for i in indices)].item(), target))

@@ -35,8 +35,8 @@ from typing import Any
 from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
+from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
-from pytest_pypto.runtime.races import traced_args
 from pytest_pypto.runtime.tensors import TensorHandle, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -71,12 +71,9 @@ class Task:
         self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
         self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
         self.seconds = 0.0  # host wall time inside the kernel (measured, not a device time)
-        # Explicit scheduling (docs/design/scheduling.md §1-§4): in a manual scope (no
-        # automatic dependencies), a dispatch predicate, and whether it skipped the kernel.
-        self.manual = False
+        self.manual = self.skipped = False  # explicit scheduling (runtime/explicit.py), and
         self.predicate: tuple[Any, ...] | None = None
-        self.skipped = False
-        self.epoch = 0  # tasks executed when this one was submitted (runtime/races.py)
+        self.epoch = 0  # the tasks executed when this one was submitted (runtime/races.py)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -110,10 +107,7 @@ class Task:
         }
         if self.block is not None:
             record["block"] = {"index": self.block[0], "count": self.block[1]}
-        if self.manual:
-            record["manual"] = True
-        if self.predicate is not None:
-            record["predicate_skipped"] = self.skipped
+        record.update(explicit_record(self))
         return record
 
 
@@ -276,18 +270,7 @@ class TaskGraph:
         # are derived from the submitted windows only when the record is asked for
         # (`settle`), with the same result as computing them while the tasks ran.
         self.deferred = deferred and seed is None and not strict_war
-        # Explicit scheduling (docs/design/scheduling.md): declared deps per task id, the
-        # task ranges of multi-block launches (a TaskId names its whole launch), argument
-        # positions left out of tracking, buffers made with manual_dep=True.
-        self.explicit_scheduling = False
-        self.explicit: dict[int, tuple[int, ...]] = {}
-        self.groups: dict[int, tuple[int, int]] = {}
-        self.untracked: dict[int, tuple[int, ...]] = {}
-        self.manual_roots: set[int] = set()
-        # The race detector (runtime/races.py): on for this run, and what each task ran
-        # after explicit scheduling began touched.
-        self.race_check = False
-        self.accesses: dict[int, list] = {}
+        self.sched = ExplicitState()  # deps=, manual scopes, races (runtime/explicit.py)
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
 
@@ -305,8 +288,7 @@ class TaskGraph:
         self.tasks.append(task)
         self.pending[task.id] = task
         if sched is not None:
-            self.explicit_scheduling = True
-            sched.apply(task, self)
+            sched.apply(task, self.sched)
         if not self.deferred:
             self._link(task)
         return task
@@ -326,8 +308,6 @@ class TaskGraph:
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
-        if blocks > 1:
-            self.groups[first.id] = (first.id, first.id + blocks)
         for i, task in enumerate(tasks):
             task.block = (i, blocks)
             task.manual, task.predicate = first.manual, first.predicate
@@ -342,9 +322,8 @@ class TaskGraph:
         (and, under strict_war, reader) indexes, which it then joins."""
         deps = task.deps
         tid = task.id
-        directions, handles = task.directions, task.handles
-        if task.manual or self.untracked or self.manual_roots:  # explicit scheduling
-            directions, handles = self._tracked(task)
+        directions, handles = self.sched.tracked(task) if task.manual or self.sched.untracking \
+            else (task.directions, task.handles)  # (explicit scheduling: runtime/explicit.py)
         for direction, h in zip(directions, handles):
             if h is None or direction == OUT:
                 continue
@@ -370,29 +349,15 @@ class TaskGraph:
             for direction, h in zip(directions, handles):
                 if h is not None and direction != OUT:
                     h.root.readers.add(h, tid)
-        explicit = self.explicit.get(tid)
-        if explicit:
-            for d in explicit:
-                deps[d] = "explicit"
+        deps.update(dict.fromkeys(self.sched.explicit.get(tid, ()), "explicit"))
         if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
             self._wait_for(task)
-
-    def _tracked(self, task: Task) -> tuple[Sequence[str], Sequence[Any]]:
-        """The arguments automatic tracking sees: none in a manual scope; else all but
-        `no_dep` positions and `manual_dep=True` buffers."""
-        if task.manual:
-            return (), ()
-        skip = self.untracked.get(task.id, ())
-        handles = [None if i in skip or (h is not None and h.root.id in self.manual_roots)
-                   else h for i, h in enumerate(task.handles)]
-        return task.directions, handles
 
     def _link_block(self, task: Task, first: Task) -> None:
         """A later block of a launch: the first block's dependencies, and a writer too."""
         task.deps = dict(first.deps)
-        directions, handles = task.directions, task.handles
-        if task.manual or self.untracked or self.manual_roots:
-            directions, handles = self._tracked(first)
+        directions, handles = self.sched.tracked(first) if task.manual or self.sched.untracking \
+            else (task.directions, task.handles)
         for direction, h in zip(directions, handles):
             if h is None:
                 continue
@@ -546,10 +511,8 @@ class TaskGraph:
             s = tasks[d].step + 1
             if s > earliest:
                 earliest = s
-        if task.core_type == "dummy":  # a dependency-only task occupies no core
-            task.step, task.slots = max(earliest - 1, 0), ()
-            return
-        task.step, task.slots = self.cores.place(task.core_type, earliest)
+        task.step, task.slots = self.cores.place(task.core_type, earliest) \
+            if task.core_type != "dummy" else (max(earliest - 1, 0), ())  # (task_dummy: no core)
 
     def _execute(self, task: Task) -> None:
         if not self.deferred:
@@ -557,13 +520,10 @@ class TaskGraph:
         task.order = len(self.executed)
         self.executed.append(task.id)
         start = perf_counter()
-        if task.predicate is not None and not _holds(task.predicate):
-            task.skipped = True  # retired without running; its dependents still unlock
+        args = self.sched.arguments(task) if self.sched.used else task.call_args
+        if args is None:  # a false predicate: retired unrun, its dependents still unlock
             task.done = True
             return
-        args = task.call_args
-        if self.race_check and self.explicit_scheduling and task.handles:
-            args = traced_args(task, self.accesses.setdefault(task.id, []))
         try:
             if task.kwargs is None:
                 result = task.fn(*args)
@@ -618,16 +578,6 @@ class TaskGraph:
             "war_hazards": list(self.war_hazards),
             "kernels": {name: _kernel_record(k) for name, k in self.kernels.items()},
         }
-
-
-_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b,
-        "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b}
-
-
-def _holds(predicate: tuple[Any, ...]) -> bool:
-    """A dispatch predicate ``(handle, indices, op, target)`` read at dispatch time."""
-    handle, indices, op, target = predicate
-    return bool(_OPS[op](handle.array[tuple(int(i) for i in indices)].item(), target))
 
 
 def write_back(returns: Sequence[int], call_args: Sequence[Any], result: Sequence[Any]) -> None:

@@ -61,8 +61,7 @@ class Orchestrator:
         data = new_buffer(shape, dtype, name=label, value=init_value)
         handle = self.add_root(data, dtype, label, "create_tensor")
         if manual_dep:
-            self._graph.manual_roots.add(handle.root.id)
-            self._graph.explicit_scheduling = True  # so the race detector looks at it
+            self._graph.sched.add_manual_root(handle.root.id)
         return handle
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
@@ -189,10 +188,11 @@ class Orchestrator:
                 call_args.append(a)
                 handles.append(None)
         sched = None
-        if deps or manual or no_dep or predicate is not None:
+        if deps or manual or no_dep or task_id or predicate is not None:
             self.beyond_submits = True  # no fixed schedule: predicates and races are per run
             ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
-            sched = Sched(ids, manual, tuple(no_dep), predicate)
+            sched = Sched(ids, manual, tuple(no_dep), predicate,
+                          1 if blocks is None else int(blocks))
         if blocks is None:
             first = self._graph.submit(k, call_args, handles, sched)
         else:

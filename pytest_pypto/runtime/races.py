@@ -180,7 +180,7 @@ def find_races(graph: Any) -> list[dict[str, Any]]:
     found: dict[tuple[int, int], dict[str, Any]] = {}
     for task in tasks:
         j = task.id
-        for h, write in task_windows(task, graph.accesses.get(j)):
+        for h, write in task_windows(task, graph.sched.accesses.get(j)):
             rid = h.root.id
             w_index = writers.setdefault(rid, WindowIndex())
             r_index = readers.setdefault(rid, WindowIndex())
@@ -203,8 +203,8 @@ def find_races(graph: Any) -> list[dict[str, Any]]:
 def _relies(graph: Any) -> Any:
     """Whether a task's ordering is (partly) the user's: manual, explicit deps, untracked
     arguments or buffers."""
-    tasks, explicit, untracked = graph.tasks, graph.explicit, graph.untracked
-    manual_roots = graph.manual_roots
+    tasks, explicit, untracked = graph.tasks, graph.sched.explicit, graph.sched.untracked
+    manual_roots = graph.sched.manual_roots
 
     def relies(t: int) -> bool:
         task = tasks[t]

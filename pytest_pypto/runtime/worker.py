@@ -296,12 +296,12 @@ class Worker:
                 else:
                     graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
                                       kernels=kernels, deferred=True)
-                    graph.race_check = cfg.race_check
+                    graph.sched.race_check = cfg.race_check
                     rt = Orchestrator(kernels, graph, [])
                     entry = loaded.make_orchestration(rt)
                     entry(*entry_handles(plan, values, rt.roots))
                     graph.drain()
-                    if graph.race_check and graph.explicit_scheduling:
+                    if graph.sched.race_check and graph.sched.used:
                         races = find_races(graph)
                         if races:
                             raise race_error(manifest.program, graph, races)
