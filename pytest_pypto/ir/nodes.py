@@ -114,6 +114,7 @@ class FuncCall(Expr):
     manual: bool = False
     predicate: tuple[Any, ...] | None = None
     no_dep: tuple[int, ...] = ()  # argument positions left out of automatic tracking
+    dumps: tuple[int, ...] = ()  # argument positions of the selective dump (dumps=, dump_tag)
 
 
 @dataclass(eq=False)

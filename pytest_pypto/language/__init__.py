@@ -70,6 +70,7 @@ from pytest_pypto.language.surface import (
     Tuple,
     at,
     cross_core_slot,
+    dump_tag,
     manual_scope,
     split,
     spmd,
@@ -95,7 +96,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
-    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system",
+    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag",
 ]
 
 

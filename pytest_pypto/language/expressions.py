@@ -360,6 +360,8 @@ class ExprParser:
             return create_tensor(self, pos, kw, node)
         if name == "static_assert":
             return self.static_assert(pos, node)
+        if name == "dump_tag":
+            return scheduling.dump_tag(self, pos, kw, node)
         if name == "static_print":
             shown = [a.value if not isinstance(a.value, Expr) else repr_expr(a.value) for a in pos]
             print(f"{self.ctx.span(node)}: static_print:", *shown)

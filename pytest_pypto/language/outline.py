@@ -147,6 +147,13 @@ def outline(
     if options.no_dep_args:
         wanted = {id(bp.env.get(n)) for n in options.no_dep_args}
         call.no_dep = tuple(i for i, a in enumerate(args) if id(a) in wanted)
+    if options.dumps is not None:
+        call.dumps = scheduling.dump_positions(bp.ep, call, options.dumps, f"{what}()")
+    tags = getattr(ctx, "dump_tags", ())
+    if tags:  # pl.dump_tag'ed values this task is passed
+        call.dumps = (*call.dumps, *(i for i, a in enumerate(args)
+                                     if isinstance(a, Var) and a.name in tags
+                                     and i not in call.dumps))
     if not exports:
         bp.out.append(ExprStmt(call, span=ctx.span(stmt)))
         if tid_name is not None:

@@ -40,6 +40,7 @@ class RegionOptions:
     deps: ast.expr | None = None
     predicate: ast.expr | None = None
     no_dep_args: tuple[str, ...] = ()
+    dumps: ast.expr | None = None  # the dumps= tensor list (language/scheduling.py)
 
 
 def region_kind(bp: BodyParser, stmt: ast.With) -> Any:
@@ -111,8 +112,6 @@ def at_options(bp: BodyParser, call: ast.Call) -> RegionOptions:
     if level is not surface.Level.CORE_GROUP:
         raise Tier3Hit(f"pl.at(level=pl.Level.{level.name})",
                        "tier 3: hierarchy levels other than CORE_GROUP", level_node)
-    if "dumps" in given:
-        raise Tier3Hit("pl.at(dumps=...)", "tier 3: debug dumps", given["dumps"])
     if "role" in given:
         raise ctx.error(
             ParserSyntaxError, "role= is not supported with level=pl.Level.CORE_GROUP",
@@ -121,7 +120,7 @@ def at_options(bp: BodyParser, call: ast.Call) -> RegionOptions:
     for name in ("allow_early_resolve", "windowize"):
         if name in given:
             bool_literal(bp, given[name], f"pl.at() {name}")
-    options = RegionOptions(deps=given.get("deps"))
+    options = RegionOptions(deps=given.get("deps"), dumps=given.get("dumps"))
     if "no_dep_args" in given:
         options.no_dep_args = no_dep_names(bp, given["no_dep_args"])
     if "name_hint" in given:

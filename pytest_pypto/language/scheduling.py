@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from pytest_pypto.language.statements import BodyParser
 
 TASK_TYPE = ScalarType(TASK_ID)
-_SUBMIT_KEYWORDS = ("deps", "predicate", "allow_early_resolve", "core_num", "sync_start")
+_SUBMIT_KEYWORDS = ("deps", "predicate", "allow_early_resolve", "core_num", "sync_start",
+                    "dumps")
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<="}
 _MIRROR = {"==": "==", "!=": "!=", ">": "<", "<": ">", ">=": "<=", "<=": ">="}
 
@@ -155,7 +156,45 @@ def parse_submit(ep: ExprParser, target: Any, node: ast.Call) -> FuncCall:
     if spmd:
         call.blocks = _core_num(ep, special["core_num"])
     attach(ep, call, special.get("deps"), special.get("predicate"), name)
+    if "dumps" in special:
+        call.dumps = dump_positions(ep, call, special["dumps"], name)
     return with_task_id(call)
+
+
+def dump_positions(ep: ExprParser, call: FuncCall, node: ast.expr, owner: str) -> tuple[int, ...]:
+    """`dumps=[t, ...]`: the argument positions of the named tensors (docs/design/scheduling.md
+    §6); each entry must be a tensor the task is passed."""
+    ctx = ep.ctx
+    hint = "dumps=[x, scratch] (tensors passed to this task)"
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        raise ctx.error(ParserSyntaxError, f"{owner} dumps= takes a list of tensors", node,
+                        hint=hint)
+    positions: list[int] = []
+    for elt in node.elts:
+        value = ep.eval(elt)
+        if not isinstance(getattr(value, "type", None), TensorType):
+            raise ctx.error(ParserTypeError, f"{owner} dumps= entries must be tensors, but "
+                            f"'{ctx.text(elt)}' is not", elt, hint=hint)
+        found = [i for i, a in enumerate(call.args) if a is value
+                 or (isinstance(a, Var) and isinstance(value, Var) and a.name == value.name)]
+        if not found:
+            raise ctx.error(ParserTypeError, f"{owner} dumps= entry '{ctx.text(elt)}' is not an "
+                            "argument of this task", elt, hint=hint)
+        positions.extend(found)
+    return tuple(dict.fromkeys(positions))
+
+
+def dump_tag(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> None:
+    """`pl.dump_tag(t)`: tag a tensor for the selective dump (docs/design/scheduling.md §6);
+    the tasks later passed this value dump it.  Parses to nothing else."""
+    ctx = ep.ctx
+    if len(pos) != 1 or kw or not isinstance(getattr(pos[0].value, "type", None), TensorType):
+        raise ctx.error(ParserTypeError, "pl.dump_tag takes one tensor: pl.dump_tag(t)", node,
+                        hint="pl.dump_tag(x) before the calls that use x")
+    value = pos[0].value
+    if isinstance(value, Var):
+        ctx.dump_tags = (*getattr(ctx, "dump_tags", ()), value.name)
+    return None
 
 
 def _core_num(ep: ExprParser, node: ast.expr) -> Expr:

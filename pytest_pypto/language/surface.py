@@ -309,6 +309,9 @@ task_dummy = DslFunction(
     "task_dummy", "`barrier = pl.system.task_dummy(deps=[...])`: a dependency-only task."
 )
 SUBMIT_FUNCTIONS = (submit, spmd_submit)
+dump_tag = DslFunction(
+    "dump_tag", "`pl.dump_tag(t)`: mark a tensor for the selective argument dump of its tasks."
+)
 # pl.max / pl.min, also spelled pl.tile.max / pl.tile.min (Scalar max/min, not reductions).
 SCALAR_MINMAX = {
     "max": DslFunction("max", "Scalar maximum (not a reduction: see pl.row_max)."),

@@ -34,7 +34,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
     "tensor views with strides": ("TensorView",),
-    "debug dumps": ("dump_tag",),
     "function attributes": ("func_attr",),
 }
 

@@ -207,6 +207,12 @@ def build():
      ParserTypeError, "predicate= needs one index per dimension of 'x' (2), got 1", 13),
     ("b = pl.system.task_dummy(after=[None])",
      ParserSyntaxError, "Unknown keyword argument 'after' in pl.system.task_dummy()", 13),
+    ("o, t = pl.submit(self.k, x, o, dumps=[7])",
+     ParserTypeError, "pl.submit dumps= entries must be tensors, but '7' is not", 13),
+    ("y = pl.create_tensor([R, C], dtype=pl.FP32)\no, t = pl.submit(self.k, x, o, dumps=[y])",
+     ParserTypeError, "pl.submit dumps= entry 'y' is not an argument of this task", 14),
+    ("pl.dump_tag(3)",
+     ParserTypeError, "pl.dump_tag takes one tensor", 13),
     ("with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[7]):\n"
      "    o = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], o)",
      ParserTypeError, "no_dep_args= entries must be bare tensor names", 13),
@@ -263,3 +269,25 @@ def test_the_trace_shows_declared_edges_apart_and_skips_the_coreless_dummy(
     # every edge between cored tasks is declared, none inferred
     assert flows and {e["cat"] for e in flows} == {"explicit dependency"}
     assert not any(e["ph"] == "X" and e["name"] == "task_dummy" for e in events)
+
+
+def test_dumps_and_dump_tag_record_the_dumped_arguments_and_change_no_result(
+        tmp_path, pypto_runner, pypto_config, pypto_rng):
+    P = _parse(tmp_path, "o, t = pl.submit(self.k, x, o, dumps=[o])\n"
+                         "pl.dump_tag(x)\n"
+                         "with pl.at(level=pl.Level.CORE_GROUP, name_hint='r'):\n"
+                         "    o = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], o)\n"
+                         "with pl.at(level=pl.Level.CORE_GROUP, name_hint='q', dumps=[o]):\n"
+                         "    o = pl.store(pl.load(o, [0, 0], [R, C]), [0, 0], o)")
+    calls = [c for _, c in _calls(P.functions["main"]) if isinstance(c, FuncCall)]
+    calls += [s.expr for s in P.functions["main"].body if isinstance(getattr(s, "expr", None),
+                                                                     FuncCall)]
+    by_name = {c.callee: c for c in calls}
+    assert by_name["k"].dumps == (1,)  # o is argument 1 of k(x, o)
+    r_params = [p.name for p in P.functions["r"].params]
+    assert [r_params[i] for i in by_name["r"].dumps] == ["x"]  # tagged by pl.dump_tag
+    assert [p.name for p in P.functions["q"].params][by_name["q"].dumps[0]] == "o"
+    x = pypto_rng.standard_normal((R, C)).astype(np.float32)
+    o = np.zeros((R, C), np.float32)
+    pytest_pypto.run(pypto_runner.compile(P), x, o, config=pypto_config)
+    np.testing.assert_array_equal(o, x)
