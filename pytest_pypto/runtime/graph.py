@@ -304,13 +304,12 @@ class TaskGraph:
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
-            task.epoch = first.epoch
+            task.epoch, task.manual, task.predicate = first.epoch, first.manual, first.predicate
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
         for i, task in enumerate(tasks):
             task.block = (i, blocks)
-            task.manual, task.predicate = first.manual, first.predicate
             if pass_block:
                 task.kwargs = {"_launch": (i, blocks)}
             if i and not self.deferred:
@@ -349,7 +348,8 @@ class TaskGraph:
             for direction, h in zip(directions, handles):
                 if h is not None and direction != OUT:
                     h.root.readers.add(h, tid)
-        deps.update(dict.fromkeys(self.sched.explicit.get(tid, ()), "explicit"))
+        if self.sched.explicit and tid in self.sched.explicit:  # declared deps= edges
+            deps.update(dict.fromkeys(self.sched.explicit[tid], "explicit"))
         if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
             self._wait_for(task)
 
