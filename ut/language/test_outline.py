@@ -352,7 +352,6 @@ def test_accepted_keywords_and_optimizations_are_recorded_without_effect(tmp_pat
 
 @pytest.mark.parametrize(("with_line", "construct"), [
     ("with pl.at(level=pl.Level.HOST):", "pl.at(level=pl.Level.HOST)"),
-    ("with pl.at(level=pl.Level.CORE_GROUP, dumps=[x]):", "pl.at(dumps=...)"),
 ])
 def test_tier3_forms_are_recorded_and_raise_at_compile(tmp_path, with_line, construct):
     P = _program_with(tmp_path, with_line)
