@@ -66,6 +66,7 @@ class ExplicitState:
         self.manual_roots: set[int] = set()
         self.race_check = False
         self.accesses: dict[int, list] = {}
+        self.lines: dict[int, int] = {}  # task id -> the orchestration line submitting it
 
     def add_manual_root(self, root_id: int) -> None:
         self.manual_roots.add(root_id)

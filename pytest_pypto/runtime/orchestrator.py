@@ -9,6 +9,7 @@ from the handles.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,8 @@ class Orchestrator:
                     "(the block count is computed at run time)"
                 )
             first = self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+        if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
+            self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
         if task_id:
             values = (*(args[r] for r in returns), first.id)
             return values[0] if len(values) == 1 else values
@@ -215,7 +218,9 @@ class Orchestrator:
         """`pl.system.task_dummy(deps=[...])`: a task with no kernel; its TaskId."""
         self.beyond_submits = True
         ids = task_ids(deps, len(self._graph.tasks))
-        return self._graph.submit(DUMMY_KERNEL, [], [], Sched(ids, True, (), None)).id
+        task = self._graph.submit(DUMMY_KERNEL, [], [], Sched(ids, True, (), None))
+        self._graph.sched.lines[task.id] = sys._getframe(1).f_lineno
+        return task.id
 
     @staticmethod
     def array_create(extent: int, dtype: str) -> Any:

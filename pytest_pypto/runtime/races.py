@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.ir.errors import RaceError
+from pytest_pypto.runtime.locate import span_at
 from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, overlaps
 
 IN, OUT, INOUT = "In", "Out", "InOut"
@@ -257,13 +258,24 @@ def _region(a: TensorHandle, b: TensorHandle) -> str:
     return f"bytes [{max(a.lo, b.lo) * size}, {min(a.hi, b.hi) * size})"
 
 
-def race_error(program: str, graph: Any, races: list[dict[str, Any]]) -> RaceError:
-    """The failure naming the first race (and up to a few more in notes)."""
+def race_error(program: str, graph: Any, races: list[dict[str, Any]],
+               orchestration_spans: Any = None) -> RaceError:
+    """The failure naming the first race (and up to a few more in notes), at the line
+    submitting the later task of the first pair."""
     tasks = graph.tasks
+    spans = orchestration_spans or {}
+
+    def submitted(t: int) -> Any:
+        block = tasks[t].block
+        line = graph.sched.lines.get(t - block[0] if block else t)
+        return span_at(spans, line) if line is not None else None
 
     def who(t: int) -> str:
         kernel = tasks[t].kernel
-        where = _kernel_line(graph, kernel)
+        at = submitted(t)
+        where = f"submitted at {at.file}:{at.line}" if at is not None else ""
+        body = _kernel_line(graph, kernel)
+        where = ", ".join(w for w in (where, f"kernel at {body}" if body else "") if w)
         return f"task {t} (kernel '{kernel}'{', ' + where if where else ''})"
 
     def line(r: dict[str, Any]) -> str:
@@ -274,11 +286,11 @@ def race_error(program: str, graph: Any, races: list[dict[str, Any]]) -> RaceErr
 
     first = races[0]
     kernel = graph.kernels.get(tasks[first["second"]].kernel)
-    spans = getattr(kernel, "spans", None) or {}
+    body = getattr(kernel, "spans", None) or {}
     error = RaceError(
         f"'{program}': {len(races)} race(s) in a run that relies on explicit dependencies: "
         f"{line(first)}",
-        spans[min(spans)] if spans else None,
+        submitted(first["second"]) or (body[min(body)] if body else None),
         hint=f"order them: pass the TaskId of task {first['first']} "
         f"('{tasks[first['first']].kernel}') in deps=[...] of task {first['second']} "
         f"('{tasks[first['second']].kernel}'), or leave the manual scope "

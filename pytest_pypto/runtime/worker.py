@@ -304,7 +304,8 @@ class Worker:
                     if graph.sched.race_check and graph.sched.used:
                         races = find_races(graph)
                         if races:
-                            raise race_error(manifest.program, graph, races)
+                            raise race_error(manifest.program, graph, races,
+                                             loaded.orchestration_spans)
             finally:
                 QUIET_FLOATS.reset(quiet_ops)
                 _loud_floats(quiet)

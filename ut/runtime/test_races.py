@@ -35,9 +35,9 @@ class Races:
             o: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
         with pl.manual_scope():
             b, t0 = pl.submit(self.fill, x, b, 0)
-            b, t1 = pl.submit(self.fill, x, b, H)
+            b, t1 = pl.submit(self.fill, x, b, H)  # fill-h
             o, _ = pl.submit(self.use, b, o, 0, deps=[t0])
-            o, _ = pl.submit(self.use, b, o, H)  # the missing deps=[t1]
+            o, _ = pl.submit(self.use, b, o, H)  # missing
         return o
 
 
@@ -61,8 +61,10 @@ def test_missing_dependency_is_a_raw_race_even_when_the_order_happens_to_work(
     (race,) = err.races
     assert (race["kind"], race["first"], race["second"]) == ("RAW", 1, 3)
     assert race["tensor_name"] == "b" and race["region"] == f"[{H}:{R}, 0:{C}]"
-    assert f"task 3 (kernel 'use', {__file__}:{line_of('use-line')})" in err.message
-    assert f"task 1 (kernel 'fill', {__file__}:{line_of('fill-line')})" in err.message
+    assert (f"task 3 (kernel 'use', submitted at {__file__}:{line_of('missing')}, "
+            f"kernel at {__file__}:{line_of('use-line')})") in err.message
+    assert f"task 1 (kernel 'fill', submitted at {__file__}:{line_of('fill-h')}" in err.message
+    assert (err.span.file, err.span.line) == (__file__, line_of("missing"))
     assert "deps=[...] of task 3" in err.hint
     np.testing.assert_array_equal(o, 0)  # a failed run writes nothing back
 
