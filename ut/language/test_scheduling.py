@@ -13,7 +13,12 @@ import pytest
 import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto.ir.dtypes import TASK_ID
-from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from pytest_pypto.ir.errors import (
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    RaceError,
+)
 from pytest_pypto.ir.nodes import Assign, Call, For, FuncCall
 from pytest_pypto.ir.types import ScalarType, TupleType
 from pytest_pypto.runtime.trace import chrome_trace
@@ -291,3 +296,23 @@ def test_dumps_and_dump_tag_record_the_dumped_arguments_and_change_no_result(
     o = np.zeros((R, C), np.float32)
     pytest_pypto.run(pypto_runner.compile(P), x, o, config=pypto_config)
     np.testing.assert_array_equal(o, x)
+
+
+def test_no_dep_args_leaves_that_argument_untracked(tmp_path, pypto_runner, pypto_config,
+                                                     pypto_rng):
+    P = _parse(tmp_path, "o, t = pl.submit(self.k, x, o)\n"
+                         "with pl.at(level=pl.Level.CORE_GROUP, name_hint='r', no_dep_args=[o],"
+                         " deps=[t]):\n"
+                         "    o = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], o)\n"
+                         "o, _ = pl.submit(self.k, x, o)")
+    compiled = pypto_runner.compile(P)
+    x = pypto_rng.standard_normal((R, C)).astype(np.float32)
+    o = np.zeros((R, C), np.float32)
+    off = dataclasses.replace(pypto_config, race_check=False)
+    run = pytest_pypto.run(compiled, x, o, config=off)
+    edges = {(e["from"], e["to"], e["kind"]) for e in run.deps()["edges"]}
+    # the region neither waits for o's writer nor becomes one: task 2 follows task 0 only
+    assert edges == {(0, 1, "explicit"), (0, 2, "WAW")}
+    with pytest.raises(RaceError) as ei:
+        pytest_pypto.run(compiled, x, o, config=pypto_config)
+    assert [(r["first"], r["second"], r["kind"]) for r in ei.value.races] == [(1, 2, "WAW")]
