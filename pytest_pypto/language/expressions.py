@@ -54,6 +54,7 @@ from pytest_pypto.language.surface import (
     OpStub,
     TileView,
     task_dummy,
+    task_invalid,
 )
 
 _MISSING = object()
@@ -308,6 +309,11 @@ class ExprParser:
             return scheduling.parse_submit(self, target, node)
         if target is task_dummy:
             return scheduling.parse_task_dummy(self, node)
+        if target is task_invalid:
+            if node.args or node.keywords:
+                raise self.ctx.error(ParserSyntaxError, "pl.system.task_invalid() takes no "
+                                     "arguments", node)
+            return scheduling.invalid_task_id(self.ctx.span(node))
         if isinstance(target, DslFunction):
             return self.dsl_call(target.name, node)
         if target is DynVar or getattr(target, "__name__", "") == "dynamic":

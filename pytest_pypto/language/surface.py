@@ -308,6 +308,9 @@ spmd_submit = DslFunction(
 task_dummy = DslFunction(
     "task_dummy", "`barrier = pl.system.task_dummy(deps=[...])`: a dependency-only task."
 )
+task_invalid = DslFunction(
+    "task_invalid", "`pl.system.task_invalid()`: the TaskId of no task (as None in deps=)."
+)
 SUBMIT_FUNCTIONS = (submit, spmd_submit)
 dump_tag = DslFunction(
     "dump_tag", "`pl.dump_tag(t)`: mark a tensor for the selective argument dump of its tasks."

@@ -19,7 +19,13 @@ from typing import Any
 from pytest_pypto.ir.errors import UnsupportedFeatureError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.ir.registry import REGISTRY
-from pytest_pypto.language.surface import SCALAR_MINMAX, OpStub, Unsupported, task_dummy
+from pytest_pypto.language.surface import (
+    SCALAR_MINMAX,
+    OpStub,
+    Unsupported,
+    task_dummy,
+    task_invalid,
+)
 
 _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "explicit task dependencies": (
@@ -129,13 +135,16 @@ def _definition_span(fn: Any) -> Any:
 
 
 class SystemNamespace:
-    """`pl.system`: `task_dummy` (explicit scheduling); its other ops are Tier 3."""
+    """`pl.system`: `task_dummy`, `task_invalid` (explicit scheduling); its other ops are
+    Tier 3."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         if name == "task_dummy":
             return task_dummy
+        if name == "task_invalid":
+            return task_invalid
         return Unsupported(f"system.{name}", 3, "hand-written cross-core kernels")
 
     def __repr__(self) -> str:

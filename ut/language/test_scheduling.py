@@ -242,7 +242,8 @@ def test_manual_scope_belongs_to_the_orchestration():
 
 
 def test_none_seeds_and_none_deps_add_no_edge(tmp_path, pypto_runner, pypto_config, pypto_rng):
-    P = _parse(tmp_path, "prev = None\no, t = pl.submit(self.k, x, o, deps=[prev, None])")
+    P = _parse(tmp_path, "prev = None\nnone = pl.system.task_invalid()\n"
+                         "o, t = pl.submit(self.k, x, o, deps=[prev, None, none])")
     x = pypto_rng.standard_normal((R, C)).astype(np.float32)
     o = np.zeros((R, C), np.float32)
     run = pytest_pypto.run(pypto_runner.compile(P), x, o, config=pypto_config)
