@@ -42,6 +42,11 @@ def invalid_task_id(span: Any) -> Const:
     return Const(-1, type=TASK_TYPE, span=span)
 
 
+def in_orchestration(ctx: Any) -> bool:
+    """Whether ``ctx``'s function submits tasks (where a TaskId, and None as one, exist)."""
+    return ctx.program.headers[ctx.function_name].kind in ("Orchestration", "Opaque")
+
+
 def is_task_id(value: Any) -> bool:
     t = getattr(value, "type", None)
     return isinstance(t, (ScalarType, ArrayType)) and t.dtype is TASK_ID

@@ -304,7 +304,8 @@ class BodyParser:
             return
         if value is None:
             assigned = getattr(node, "value", None)
-            if isinstance(assigned, ast.Constant) and assigned.value is None:
+            if isinstance(assigned, ast.Constant) and assigned.value is None \
+                    and scheduling.in_orchestration(self.ctx):
                 # `prev_tid = None`: the TaskId of no task (docs/design/scheduling.md §2)
                 self.bind(name, scheduling.invalid_task_id(self.ctx.span(node)), node)
                 return
@@ -358,7 +359,8 @@ class BodyParser:
             return DynDim(value, type=ScalarType(scalars.dtypes.INDEX), span=self.ctx.span(node))
         if scalars.is_number(value):
             return scalars.make_const(value, span=self.ctx.span(node))
-        if value is None and isinstance(node, ast.Constant):  # a None TaskId seed
+        if value is None and isinstance(node, ast.Constant) \
+                and scheduling.in_orchestration(self.ctx):  # a None TaskId seed
             return scheduling.invalid_task_id(self.ctx.span(node))
         raise self.ctx.error(
             ParserTypeError,

@@ -317,3 +317,14 @@ def test_no_dep_args_leaves_that_argument_untracked(tmp_path, pypto_runner, pypt
     with pytest.raises(RaceError) as ei:
         pytest_pypto.run(compiled, x, o, config=pypto_config)
     assert [(r["first"], r["second"], r["kind"]) for r in ei.value.races] == [(1, 2, "WAW")]
+
+
+def test_none_is_no_value_in_a_kernel():
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[R, C], pl.FP32]) -> pl.Tensor[[R, C], pl.FP32]:
+                nothing = None  # kernel-none
+                return x
+    assert "the value assigned to 'nothing' produces nothing" in ei.value.message
