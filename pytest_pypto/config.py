@@ -119,6 +119,9 @@ class RunConfig:
     uninitialized: str = "poison"
     strict_war: bool = False
     schedule_seed: int | None = None
+    # The race detector of runs relying on explicit dependencies (docs/design/scheduling.md
+    # §5): on unless --pypto-no-race-check.
+    race_check: bool = True
     sim_clusters: int | None = None
     # Debugging switches (--pypto-precise, --pypto-timeout, --pypto-trace) and the
     # runtime that executes (None: the registry's choice for the platform).

@@ -34,7 +34,10 @@ from pytest_pypto.compiler import (
     typecheck,
 )
 from pytest_pypto.compiler.codegen import kernel_source
-from pytest_pypto.compiler.codegen_orchestration import orchestration_source
+from pytest_pypto.compiler.codegen_orchestration import (
+    orchestration_source,
+    uses_explicit_scheduling,
+)
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.listing import (
     header,
@@ -243,6 +246,8 @@ def _extra(
     """Manifest extras: the pass list, the entry's span (run-time staging errors), and
     PyPTO selections accepted without effect on this toolchain (README, migrating)."""
     extra: dict[str, object] = {"passes": [p.name for p in PASSES]}
+    if uses_explicit_scheduling(entry):
+        extra["explicit_scheduling"] = True
     if entry.span is not None:
         extra["entry_span"] = [entry.span.file, entry.span.line, entry.span.col]
     recorded = {**config.accepted_without_effect(), **(accepted or {})}

@@ -33,6 +33,15 @@ RT_METHODS = {
 }
 
 
+# Orchestration-side TaskId values: arrays of them and dependency-only tasks.
+_TASK_OPS = {
+    "array.create": "array_create",
+    "array.get_element": "array_get",
+    "array.update_element": "array_set",
+    "system.task_dummy": "task_dummy",
+}
+
+
 class OrchestrationEmitter(Emitter):
     def __init__(self, program: n.Program, registry,
                  returns: dict[str, list[int]] | None = None) -> None:
@@ -55,10 +64,13 @@ class OrchestrationEmitter(Emitter):
         }
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
-        if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op.rpartition(".")[2] in ("create_tensor", "create"):
+        if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op not in _TASK_OPS \
+                and s.value.op.rpartition(".")[2] in ("create_tensor", "create"):
             target = self.names(s.targets[0].name)
             args = self._rt_args(s.value, 3)
-            self.emit(depth, f"{target} = rt.create_tensor({args}, name={s.targets[0].name!r})")
+            manual = ", manual_dep=True" if s.value.arg("manual_dep") else ""
+            self.emit(depth, f"{target} = rt.create_tensor({args}, name={s.targets[0].name!r}"
+                             f"{manual})")
             return
         super().stmt(s, depth, yield_to)
 
@@ -82,10 +94,37 @@ class OrchestrationEmitter(Emitter):
                 launch = f", blocks={self.expr(e.blocks)}"
                 if e.callee in self.launch_kernels:
                     launch += ", launch=True"
-            return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch})"
+            return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch}{self._sched(e)})"
         assert isinstance(e, n.Call)
+        if e.op in _TASK_OPS:
+            return f"rt.{_TASK_OPS[e.op]}({self._task_op_args(e)})"
         method, count = RT_METHODS[e.op.rpartition(".")[2]]
         return f"rt.{method}({self._rt_args(e, count)})"
+
+    def _sched(self, e: n.FuncCall) -> str:
+        """The explicit-scheduling keywords of a task (docs/design/scheduling.md §2-§4)."""
+        out = ""
+        if e.deps:
+            out += f", deps={self.expr(list(e.deps))}"
+        if e.task_id:
+            out += ", task_id=True"
+        if e.manual:
+            out += ", manual=True"
+        if e.no_dep:
+            out += f", no_dep={tuple(e.no_dep)!r}"
+        if e.predicate is not None:
+            tensor, indices, op, target = e.predicate
+            out += (f", predicate=({self.expr(tensor)}, {self.expr(list(indices))}, "
+                    f"{op!r}, {target!r})")
+        return out
+
+    def _task_op_args(self, e: n.Call) -> str:
+        if e.op == "system.task_dummy":
+            return self.expr(list(e.arg("deps")))
+        if e.op == "array.create":
+            return f"{self.expr(e.arg('extent'))}, {e.arg('dtype').name!r}"
+        names = ("array", "index", "value") if e.op == "array.update_element" else ("array", "index")
+        return ", ".join(self.expr(e.arg(k)) for k in names)
 
     def dyn_binding(self, local: str, axis: int) -> str:
         return f"rt.dim({local}, {axis})"
@@ -109,6 +148,21 @@ class OrchestrationEmitter(Emitter):
             f"    def {fname}({', '.join(params)}):",
         ]
         return with_tables(self, out, fname)
+
+
+def uses_explicit_scheduling(entry: n.Function) -> bool:
+    """Whether the orchestration states any dependency itself (deps=, manual scopes,
+    no_dep_args=, predicates, TaskIds, task_dummy, manual_dep buffers): the worker then
+    keeps tasks pending until a sync point, as the race detector's order facts need
+    (docs/design/scheduling.md)."""
+    for _, e in iter_calls(entry.body):
+        if isinstance(e, n.FuncCall):
+            if e.deps or e.task_id or e.manual or e.no_dep or e.predicate is not None:
+                return True
+        elif e.op in _TASK_OPS or (
+                e.op.rpartition(".")[2] in ("create_tensor", "create") and e.arg("manual_dep")):
+            return True
+    return False
 
 
 def orchestration_source(program: n.Program, entry: n.Function, registry, header: str,

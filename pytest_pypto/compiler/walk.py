@@ -68,6 +68,9 @@ def expr_children(expr: n.Expr) -> list[n.Expr]:
     if isinstance(expr, n.Call):
         return [e for _, v in expr.args for e in arg_exprs(v)]
     if isinstance(expr, n.FuncCall):
+        if expr.deps or expr.predicate:  # explicit scheduling reads these too
+            extra = [*expr.deps, *(expr.predicate[:2] if expr.predicate else ())]
+            return [*expr.args, *(e for v in extra for e in arg_exprs(v))]
         return list(expr.args)
     if isinstance(expr, (n.BinOp, n.Compare)):
         return [expr.lhs, expr.rhs]

@@ -125,6 +125,7 @@ def run_config(
         dump_passes=settings.dump_passes,
         schedule_seed=settings.shuffle,
         strict_war=settings.strict_war,
+        race_check=not settings.no_race_check,
         precise=settings.precise,
         timeout=timeout,
         trace=settings.trace,

@@ -315,6 +315,15 @@ OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option(
+        "no-race-check",
+        "",
+        "do not check runs that rely on explicit dependencies (pl.manual_scope, deps=) for "
+        "unordered tasks touching the same elements (RaceError)",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
         "precise",
         "",
         "compute every op in FP32 without per-op rounding (rounding loss vs a wrong algorithm)",
@@ -400,6 +409,7 @@ class Settings(NamedTuple):
     alias: bool = False
     shuffle: int | None = None
     strict_war: bool = False
+    no_race_check: bool = False
     precise: bool = False
     timeout: float | None = None
     trace: bool = False

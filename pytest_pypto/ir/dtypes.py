@@ -89,7 +89,11 @@ ALL_DTYPES: tuple[DataType, ...] = (
     BOOL, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64, INDEX,
     FP16, FP32, BF16, FP8E4M3FN, FP8E5M2, FP8E8M0, FP4, HF8, HF4, INT4, UINT4,
 )
-DTYPES: dict[str, DataType] = {d.name: d for d in ALL_DTYPES}
+# A runtime task handle (`pl.TASK_ID`, docs/design/scheduling.md §2): the type of the
+# TaskIds `pl.submit` and `pl.at(...) as tid` bind; orchestration-only, no tensor or
+# tile holds it, so it is not among ALL_DTYPES.  -1 is the invalid TaskId (None).
+TASK_ID = DataType("TASK_ID", 64, "task", "int64")
+DTYPES: dict[str, DataType] = {d.name: d for d in (*ALL_DTYPES, TASK_ID)}
 
 
 def dtype_by_name(name: str) -> DataType:

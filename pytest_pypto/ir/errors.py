@@ -150,5 +150,11 @@ class MemoryLimitError(SimulationError):
     ``--pypto-max-memory``): stopped before the allocation, naming the tensor and line."""
 
 
+class RaceError(SimulationError):
+    """Two tasks touch overlapping elements of one tensor (at least one writing) with no
+    dependency path between them, in a run that relies on explicit dependencies
+    (docs/design/scheduling.md §5).  ``races`` lists each pair found."""
+
+
 class PyptoWarning(UserWarning):
     """Warnings of the toolchain (rendered like errors, level 'warning')."""

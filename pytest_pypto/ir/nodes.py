@@ -104,6 +104,17 @@ class FuncCall(Expr):
     callee: str
     args: tuple[Expr, ...] = ()
     blocks: Expr | None = None
+    # Explicit scheduling (docs/design/scheduling.md §2-§4): TaskId expressions this task
+    # waits for (`deps=`), whether the call also yields its TaskId (`pl.submit`, `as tid`:
+    # the result tuple ends with a Scalar[TASK_ID]), whether it sits in a
+    # `pl.manual_scope` (no automatic dependencies), and a dispatch predicate
+    # ``(tensor, indices, op, target)``.
+    deps: tuple[Expr, ...] = ()
+    task_id: bool = False
+    manual: bool = False
+    predicate: tuple[Any, ...] | None = None
+    no_dep: tuple[int, ...] = ()  # argument positions left out of automatic tracking
+    dumps: tuple[int, ...] = ()  # argument positions of the selective dump (dumps=, dump_tag)
 
 
 @dataclass(eq=False)

@@ -31,6 +31,7 @@ from pytest_pypto.ir.dtypes import (
     INT16,
     INT32,
     INT64,
+    TASK_ID,
     UINT4,
     UINT8,
     UINT16,
@@ -69,10 +70,19 @@ from pytest_pypto.language.surface import (
     Tuple,
     at,
     cross_core_slot,
+    dump_tag,
+    manual_scope,
     split,
     spmd,
+    spmd_submit,
+    submit,
 )
-from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
+from pytest_pypto.language.unsupported import (
+    Layout,
+    OpNamespace,
+    SystemNamespace,
+    unsupported_names,
+)
 
 Mem = MemorySpace
 
@@ -86,6 +96,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
+    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag",
 ]
 
 
@@ -154,6 +165,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
+system = SystemNamespace()  # pl.system.task_dummy (language/scheduling.py)
 
 DN = Layout("DN")
 ND = Layout("ND")

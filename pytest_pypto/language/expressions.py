@@ -38,7 +38,7 @@ from pytest_pypto.ir.nodes import (
     Var,
 )
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType, type_str
-from pytest_pypto.language import annots, calls, memref, scalars
+from pytest_pypto.language import annots, calls, memref, scalars, scheduling
 from pytest_pypto.language.arrays import read_element
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
@@ -48,10 +48,13 @@ from pytest_pypto.language.subscripts import create_tensor, read_subscript
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
     ITERATORS,
+    SUBMIT_FUNCTIONS,
     AnnotationForm,
     DslFunction,
     OpStub,
     TileView,
+    task_dummy,
+    task_invalid,
 )
 from pytest_pypto.language.unsupported import JitFunction
 
@@ -303,6 +306,15 @@ class ExprParser:
                 if not isinstance(pos[0].value, Expr) or isinstance(pos[0].value.type, ScalarType):
                     return self.scalar_cast(pos, kw, node)
             return calls.op_call(self.ctx, target.namespace, target.op_name, pos, kw, node)
+        if target in SUBMIT_FUNCTIONS:  # pl.submit / pl.spmd_submit (language/scheduling.py)
+            return scheduling.parse_submit(self, target, node)
+        if target is task_dummy:
+            return scheduling.parse_task_dummy(self, node)
+        if target is task_invalid:
+            if node.args or node.keywords:
+                raise self.ctx.error(ParserSyntaxError, "pl.system.task_invalid() takes no "
+                                     "arguments", node)
+            return scheduling.invalid_task_id(self.ctx.span(node))
         if isinstance(target, DslFunction):
             return self.dsl_call(target.name, node)
         if target is DynVar or getattr(target, "__name__", "") == "dynamic":
@@ -357,6 +369,8 @@ class ExprParser:
             return create_tensor(self, pos, kw, node)
         if name == "static_assert":
             return self.static_assert(pos, node)
+        if name == "dump_tag":
+            return scheduling.dump_tag(self, pos, kw, node)
         if name == "static_print":
             shown = [a.value if not isinstance(a.value, Expr) else repr_expr(a.value) for a in pos]
             print(f"{self.ctx.span(node)}: static_print:", *shown)

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Expr, FuncCall, Stmt
 from pytest_pypto.ir.types import ScalarType
-from pytest_pypto.language import outline, region_options, scalars, surface
-from pytest_pypto.language.context import Tier3Hit
+from pytest_pypto.language import outline, region_options, scalars, scheduling, surface
 
 if TYPE_CHECKING:
     from pytest_pypto.language.statements import BodyParser
@@ -69,8 +68,19 @@ def parse_spmd_loop(bp: BodyParser, stmt: ast.For) -> None:
                 hint=hint,
             )
     options, blocks = spmd_options(bp, call)
+    _deps_need_tid(bp, options, None)
     outline.outline(bp, stmt, stmt.body, options, blocks=blocks, index_name=stmt.target.id,
                     what="pl.spmd")
+
+
+def _deps_need_tid(bp: BodyParser, options: region_options.RegionOptions,
+                   tid: str | None) -> None:
+    """PyPTO takes deps= on a pl.spmd scope only in the `with ... as tid` form."""
+    if options.deps is not None and tid is None:
+        raise bp.ctx.error(
+            ParserSyntaxError, "pl.spmd() deps= needs the `with pl.spmd(...) as tid:` form",
+            options.deps, hint="with pl.spmd(n, deps=[tid_a]) as tid_b:",
+        )
 
 
 def parse_spmd_with(bp: BodyParser, stmt: ast.With) -> None:
@@ -78,6 +88,8 @@ def parse_spmd_with(bp: BodyParser, stmt: ast.With) -> None:
     call = stmt.items[0].context_expr
     assert isinstance(call, ast.Call)
     options, blocks = spmd_options(bp, call)
+    tid = scheduling.region_task_id(bp, stmt)
+    _deps_need_tid(bp, options, tid)
     has_optimizations = options.split is not None or options.slot_num is not None
     carrier = _lone_at(bp, stmt.body)
     if carrier is not None:
@@ -90,10 +102,15 @@ def parse_spmd_with(bp: BodyParser, stmt: ast.With) -> None:
             )
         inner = carrier.items[0].context_expr
         assert isinstance(inner, ast.Call)
-        outline.outline(bp, carrier, carrier.body, region_options.at_options(bp, inner), blocks=blocks)
+        at = region_options.at_options(bp, inner)
+        at.deps = at.deps if options.deps is None else options.deps
+        at.predicate = options.predicate
+        outline.outline(bp, carrier, carrier.body, at, blocks=blocks,
+                        tid_name=tid or scheduling.region_task_id(bp, carrier))
         return
     if reads_block_idx(stmt.body) or has_optimizations:
-        outline.outline(bp, stmt, stmt.body, options, blocks=blocks, what="pl.spmd")
+        outline.outline(bp, stmt, stmt.body, options, blocks=blocks, what="pl.spmd",
+                        tid_name=tid)
         return
     dispatches = _dispatches(stmt.body)
     if not dispatches:
@@ -125,6 +142,9 @@ def parse_spmd_with(bp: BodyParser, stmt: ast.With) -> None:
     bp.block(stmt.body)
     for call_expr in _func_calls(bp.out[start:]):
         call_expr.blocks = blocks
+        scheduling.attach(bp.ep, call_expr, options.deps, options.predicate, "pl.spmd()")
+        if tid is not None:
+            scheduling.bind_task_id(bp, call_expr, tid, stmt)
 
 
 def spmd_options(bp: BodyParser, call: ast.Call) -> tuple[region_options.RegionOptions, Expr]:
@@ -150,9 +170,6 @@ def spmd_options(bp: BodyParser, call: ast.Call) -> tuple[region_options.RegionO
                 kw.value,
             )
         given[kw.arg] = kw.value
-    for name in ("deps", "predicate"):
-        if name in given:
-            raise Tier3Hit(f"pl.spmd({name}=...)", region_options.EXPLICIT_DEPS, given[name])
     if "core_num" not in given:
         raise ctx.error(
             ParserSyntaxError, "pl.spmd() requires core_num (first positional argument)", call,
@@ -162,7 +179,8 @@ def spmd_options(bp: BodyParser, call: ast.Call) -> tuple[region_options.RegionO
     for name in ("sync_start", "allow_early_resolve"):
         if name in given:
             region_options.bool_literal(bp, given[name], f"pl.spmd() {name}")
-    options = region_options.RegionOptions()
+    options = region_options.RegionOptions(deps=given.get("deps"),
+                                           predicate=given.get("predicate"))
     if "name_hint" in given:
         hint = region_options.name_hint(bp, given["name_hint"], "pl.spmd()")
         options.name_hint = hint[: -len(_SUFFIX)] if hint.endswith(_SUFFIX) else hint

@@ -49,6 +49,7 @@ from pytest_pypto.ir.nodes import (
 )
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction, ScalarType, TensorType, TupleType
+from pytest_pypto.language import scheduling
 from pytest_pypto.language.context import FunctionContext, Header, Unavailable, assigned_names
 from pytest_pypto.language.region_options import RegionOptions, at_options, region_kind
 
@@ -65,7 +66,7 @@ def parse_at(bp: BodyParser, stmt: ast.With) -> None:
     call = stmt.items[0].context_expr
     assert isinstance(call, ast.Call)
     options = at_options(bp, call)
-    outline(bp, stmt, stmt.body, options)
+    outline(bp, stmt, stmt.body, options, tid_name=scheduling.region_task_id(bp, stmt))
 
 
 # ------------------------------------------------------------- outlining
@@ -74,6 +75,7 @@ def parse_at(bp: BodyParser, stmt: ast.With) -> None:
 def outline(
     bp: BodyParser, stmt: ast.stmt, body: list[ast.stmt], options: RegionOptions, *,
     blocks: Expr | None = None, index_name: str | None = None, what: str = "pl.at",
+    tid_name: str | None = None,
 ) -> None:
     """Parse ``body`` as a new InCore function and emit its call in ``bp``'s function.
 
@@ -141,8 +143,21 @@ def outline(
         enclosing.kind = "Orchestration"  # PyPTO promotes a parent that outlines
     result = types[0] if len(types) == 1 else TupleType(types) if types else None
     call = FuncCall(name, tuple(args), type=result, span=ctx.span(stmt), blocks=blocks)
+    scheduling.attach(bp.ep, call, options.deps, options.predicate, f"{what}()")
+    if options.no_dep_args:
+        wanted = {id(bp.env.get(n)) for n in options.no_dep_args}
+        call.no_dep = tuple(i for i, a in enumerate(args) if id(a) in wanted)
+    if options.dumps is not None:
+        call.dumps = scheduling.dump_positions(bp.ep, call, options.dumps, f"{what}()")
+    tags = getattr(ctx, "dump_tags", ())
+    if tags:  # pl.dump_tag'ed values this task is passed
+        call.dumps = (*call.dumps, *(i for i, a in enumerate(args)
+                                     if isinstance(a, Var) and a.name in tags
+                                     and i not in call.dumps))
     if not exports:
         bp.out.append(ExprStmt(call, span=ctx.span(stmt)))
+        if tid_name is not None:
+            scheduling.bind_task_id(bp, call, tid_name, stmt)
         return
     targets = []
     for outer_name, value in exports:
@@ -152,6 +167,8 @@ def outline(
         targets.append(target)
         bp.env[outer_name] = target
     bp.out.append(Assign(tuple(targets), call, span=ctx.span(stmt)))
+    if tid_name is not None:
+        scheduling.bind_task_id(bp, call, tid_name, stmt)
 
 
 def _index() -> Any:

@@ -35,6 +35,12 @@ class RegionOptions:
     name_hint: str = ""
     split: str | None = None  # pl.SplitMode member name
     slot_num: int | None = None  # pl.cross_core_slot(slot_num=N)
+    # Explicit scheduling (language/scheduling.py): the deps= / predicate= expressions
+    # (parsed when the region's call is made) and the no_dep_args= tensor names.
+    deps: ast.expr | None = None
+    predicate: ast.expr | None = None
+    no_dep_args: tuple[str, ...] = ()
+    dumps: ast.expr | None = None  # the dumps= tensor list (language/scheduling.py)
 
 
 def region_kind(bp: BodyParser, stmt: ast.With) -> Any:
@@ -63,8 +69,6 @@ def region_kind(bp: BodyParser, stmt: ast.With) -> Any:
             ParserSyntaxError, f"pl.{found.name} must be called: with pl.{found.name}(...):",
             item.context_expr,
         )
-    if item.optional_vars is not None:
-        raise Tier3Hit(f"with pl.{found.name}(...) as <task id>", EXPLICIT_DEPS, item.optional_vars)
     return found
 
 
@@ -108,10 +112,6 @@ def at_options(bp: BodyParser, call: ast.Call) -> RegionOptions:
     if level is not surface.Level.CORE_GROUP:
         raise Tier3Hit(f"pl.at(level=pl.Level.{level.name})",
                        "tier 3: hierarchy levels other than CORE_GROUP", level_node)
-    for name, what in (("deps", EXPLICIT_DEPS), ("no_dep_args", EXPLICIT_DEPS),
-                       ("dumps", "tier 3: debug dumps")):
-        if name in given:
-            raise Tier3Hit(f"pl.at({name}=...)", what, given[name])
     if "role" in given:
         raise ctx.error(
             ParserSyntaxError, "role= is not supported with level=pl.Level.CORE_GROUP",
@@ -120,12 +120,32 @@ def at_options(bp: BodyParser, call: ast.Call) -> RegionOptions:
     for name in ("allow_early_resolve", "windowize"):
         if name in given:
             bool_literal(bp, given[name], f"pl.at() {name}")
-    options = RegionOptions()
+    options = RegionOptions(deps=given.get("deps"), dumps=given.get("dumps"))
+    if "no_dep_args" in given:
+        options.no_dep_args = no_dep_names(bp, given["no_dep_args"])
     if "name_hint" in given:
         options.name_hint = name_hint(bp, given["name_hint"], "pl.at()")
     if "optimizations" in given:
         optimizations(bp, given["optimizations"], "pl.at", options)
     return options
+
+
+def no_dep_names(bp: BodyParser, node: ast.expr) -> tuple[str, ...]:
+    """`no_dep_args=[t1, t2]`: bare names of tensors visible here."""
+    ctx = bp.ctx
+    hint = "no_dep_args=[scratch] (tensor names; TaskIds go in deps=)"
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        raise ctx.error(ParserSyntaxError, "pl.at() no_dep_args= takes a list of tensor names",
+                        node, hint=hint)
+    names = []
+    for elt in node.elts:
+        value = bp.ep.eval(elt) if isinstance(elt, ast.Name) else None
+        if not isinstance(elt, ast.Name) or getattr(getattr(value, "type", None), "kind",
+                                                     None) != "Tensor":
+            raise ctx.error(ParserTypeError, f"pl.at() no_dep_args= entries must be bare tensor "
+                            f"names, got '{ctx.text(elt)}'", elt, hint=hint)
+        names.append(elt.id)
+    return tuple(names)
 
 
 def bool_literal(bp: BodyParser, node: ast.expr, what: str) -> bool:

@@ -15,7 +15,16 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, Par
 from pytest_pypto.ir.nodes import Assign, Call, DynDim, Expr, ExprStmt, Return, Stmt, Var
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, calls, control, launch, loops, outline, scalars
+from pytest_pypto.language import (
+    annots,
+    calls,
+    control,
+    launch,
+    loops,
+    outline,
+    scalars,
+    scheduling,
+)
 from pytest_pypto.language.arrays import write_element
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.expressions import ExprParser
@@ -230,6 +239,9 @@ class BodyParser:
         self.bind(stmt.target.id, value, stmt)
 
     def _With(self, stmt: ast.With) -> None:
+        if scheduling.is_manual_scope(self, stmt):
+            scheduling.parse_manual_scope(self, stmt)
+            return
         kind = outline.region_kind(self, stmt)  # pl.manual_scope ... raise or record here
         if kind is at:
             outline.parse_at(self, stmt)
@@ -291,6 +303,12 @@ class BodyParser:
             self.env[name] = var
             return
         if value is None:
+            assigned = getattr(node, "value", None)
+            if isinstance(assigned, ast.Constant) and assigned.value is None \
+                    and scheduling.in_orchestration(self.ctx):
+                # `prev_tid = None`: the TaskId of no task (docs/design/scheduling.md §2)
+                self.bind(name, scheduling.invalid_task_id(self.ctx.span(node)), node)
+                return
             raise self.ctx.error(
                 ParserTypeError, f"the value assigned to '{name}' produces nothing", node
             )
@@ -341,6 +359,9 @@ class BodyParser:
             return DynDim(value, type=ScalarType(scalars.dtypes.INDEX), span=self.ctx.span(node))
         if scalars.is_number(value):
             return scalars.make_const(value, span=self.ctx.span(node))
+        if value is None and isinstance(node, ast.Constant) \
+                and scheduling.in_orchestration(self.ctx):  # a None TaskId seed
+            return scheduling.invalid_task_id(self.ctx.span(node))
         raise self.ctx.error(
             ParserTypeError,
             f"{value!r} is a parse-time value, not a run-time one: it cannot be carried, "

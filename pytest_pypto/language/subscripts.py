@@ -20,7 +20,6 @@ from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, TensorType
 from pytest_pypto.language import calls, scalars
 from pytest_pypto.language.calls import Arg
-from pytest_pypto.language.context import Tier3Hit
 
 if TYPE_CHECKING:
     from pytest_pypto.language.expressions import ExprParser
@@ -216,13 +215,19 @@ def write_subscript(ep: ExprParser, base: Expr, node: ast.Subscript, value: Any,
 def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Call:
     """`pl.create_tensor(shape, dtype, init_value=None)` as a "tensor.create" Call."""
     ctx = ep.ctx
-    if "manual_dep" in kw and kw["manual_dep"].value:
-        raise Tier3Hit("create_tensor(manual_dep=True)", "tier 3: explicit task dependencies", node)
+    manual = kw.get("manual_dep")
+    if manual is not None and not isinstance(manual.value, bool):
+        raise ctx.error(ParserTypeError, "pl.create_tensor manual_dep= must be True or False",
+                        manual.node, hint="manual_dep=True")
     kw = {k: v for k, v in kw.items() if k != "manual_dep"}
     if "tensor.create" in REGISTRY:
         spec = REGISTRY["tensor.create"]
         bound = calls.bind(ctx, spec, "pl.create_tensor", pos, kw, node)
-        return calls.build_call(ctx, spec, "pl.create_tensor", bound, node)
+        call = calls.build_call(ctx, spec, "pl.create_tensor", bound, node)
+        if manual is not None and manual.value:
+            # no automatic dependencies for this buffer (docs/design/scheduling.md §1)
+            call.set_arg("manual_dep", True)
+        return call
     names = ("shape", "dtype", "init_value")
     if len(pos) > 3 or any(k not in names for k in kw):
         raise ctx.error(
@@ -264,6 +269,8 @@ def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.
     if any(isinstance(d, int) and d <= 0 for d in dims):
         raise ctx.error(ParserTypeError, "pl.create_tensor dims must be positive", node)
     args = (("shape", tuple(dims)), ("dtype", dtype), ("init_value", init))
+    if manual is not None and manual.value:
+        args += (("manual_dep", True),)  # no automatic dependencies (docs/design/scheduling.md §1)
     return Call("tensor.create", args, type=TensorType(tuple(type_dims), dtype), span=ctx.span(node))
 
 

@@ -295,6 +295,26 @@ cross_core_slot = DslFunction(
     "cross_core_slot", "`pl.cross_core_slot(slot_num=N)` in `optimizations=[...]` of pl.at / pl.spmd."
 )
 REGION_FUNCTIONS = (at, spmd)
+# Explicit scheduling (language/scheduling.py, docs/design/scheduling.md).
+manual_scope = DslFunction(
+    "manual_scope", "`with pl.manual_scope():` tasks inside are ordered only by their deps=."
+)
+submit = DslFunction(
+    "submit", "`out, tid = pl.submit(self.kernel, *args, deps=[...])`: a task and its TaskId."
+)
+spmd_submit = DslFunction(
+    "spmd_submit", "`out, tid = pl.spmd_submit(self.kernel, *args, core_num=n, deps=[...])`."
+)
+task_dummy = DslFunction(
+    "task_dummy", "`barrier = pl.system.task_dummy(deps=[...])`: a dependency-only task."
+)
+task_invalid = DslFunction(
+    "task_invalid", "`pl.system.task_invalid()`: the TaskId of no task (as None in deps=)."
+)
+SUBMIT_FUNCTIONS = (submit, spmd_submit)
+dump_tag = DslFunction(
+    "dump_tag", "`pl.dump_tag(t)`: mark a tensor for the selective argument dump of its tasks."
+)
 # pl.max / pl.min, also spelled pl.tile.max / pl.tile.min (Scalar max/min, not reductions).
 SCALAR_MINMAX = {
     "max": DslFunction("max", "Scalar maximum (not a reduction: see pl.row_max)."),

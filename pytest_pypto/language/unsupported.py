@@ -19,22 +19,27 @@ from typing import Any
 from pytest_pypto.ir.errors import UnsupportedFeatureError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.ir.registry import REGISTRY
-from pytest_pypto.language.surface import SCALAR_MINMAX, OpStub, Unsupported
+from pytest_pypto.language.surface import (
+    SCALAR_MINMAX,
+    OpStub,
+    Unsupported,
+    task_dummy,
+    task_invalid,
+)
 
 _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "explicit task dependencies": (
-        "manual_scope", "scope", "submit", "spmd_submit", "no_dep", "TaskId", "TASK_ID",
+        "scope", "no_dep", "TaskId",
     ),
     "hand-written cross-core kernels": (
         "cluster", "split_aiv", "get_subblock_idx", "tpush_to_aiv", "tpush_to_aic",
         "tpop_from_aic", "tpop_from_aiv", "tfree_to_aic", "tfree_to_aiv",
         "aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer", "import_peer_buffer",
-        "aiv_shard", "aic_gather", "system",
+        "aiv_shard", "aic_gather",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
     "tensor views with strides": ("TensorView",),
-    "debug dumps": ("dump_tag",),
     "function attributes": ("func_attr",),
 }
 
@@ -164,6 +169,23 @@ def _definition_span(fn: Any) -> Any:
         return None
     text = linecache.getline(code.co_filename, code.co_firstlineno)
     return Span(code.co_filename, code.co_firstlineno, len(text) - len(text.lstrip()) + 1)
+
+
+class SystemNamespace:
+    """`pl.system`: `task_dummy`, `task_invalid` (explicit scheduling); its other ops are
+    Tier 3."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name == "task_dummy":
+            return task_dummy
+        if name == "task_invalid":
+            return task_invalid
+        return Unsupported(f"system.{name}", 3, "hand-written cross-core kernels")
+
+    def __repr__(self) -> str:
+        return "pl.system"
 
 
 class Layout:

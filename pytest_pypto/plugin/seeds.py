@@ -59,7 +59,7 @@ def repro_command(config: pytest.Config, nodeid: str, platform: str) -> str:
     if s.shuffle is not None:
         args.append(f"--pypto-shuffle {s.shuffle}")
     for on, flag in ((s.strict_war, "--pypto-strict-war"), (s.precise, "--pypto-precise"),
-                     (s.isolate, "--pypto-isolate")):
+                     (s.isolate, "--pypto-isolate"), (s.no_race_check, "--pypto-no-race-check")):
         if on:
             args.append(flag)
     if s.timeout is not None:

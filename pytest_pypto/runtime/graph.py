@@ -41,6 +41,7 @@ from typing import Any
 from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
+from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.placement import Cores, Ranks
 from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, covers, overlaps
@@ -54,7 +55,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
-        "block", "kwargs", "seconds",
+        "block", "kwargs", "seconds", "manual", "predicate", "skipped", "epoch",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -77,6 +78,9 @@ class Task:
         self.block: tuple[int, int] | None = None  # (index, count) in a pl.spmd launch
         self.kwargs: dict[str, Any] | None = None  # the launch, for a kernel that reads it
         self.seconds = 0.0  # host wall time inside the kernel (measured, not a device time)
+        self.manual = self.skipped = False  # explicit scheduling (runtime/explicit.py), and
+        self.predicate: tuple[Any, ...] | None = None
+        self.epoch = 0  # the tasks executed when this one was submitted (runtime/races.py)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -110,6 +114,7 @@ class Task:
         }
         if self.block is not None:
             record["block"] = {"index": self.block[0], "count": self.block[1]}
+        record.update(explicit_record(self))
         return record
 
 
@@ -154,6 +159,7 @@ class TaskGraph:
         # results and record are the same; an intermediate is then freed as soon as
         # orchestration lets it go, instead of living until the run drains.
         self.eager = eager and self.deferred
+        self.sched = ExplicitState()  # deps=, manual scopes, races (runtime/explicit.py)
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
         # root id -> (writes, reads) of tasks not yet run, for sync points (`_pending_on`)
@@ -169,9 +175,12 @@ class TaskGraph:
         return self._cores
 
     # -- submission --------------------------------------------------------------
-    def submit(self, kernel: Any, call_args: list, handles: list) -> Task:
+    def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
+        task.epoch = len(self.executed)
         self.tasks.append(task)
+        if sched is not None:
+            sched.apply(task, self.sched)
         if self.eager:
             self._execute(task)
             return task
@@ -181,19 +190,21 @@ class TaskGraph:
         return task
 
     def launch(
-        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool
+        self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool,
+        sched: Any = None,
     ) -> list[Task]:
         """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
         the first (the blocks of one launch do not order each other), each a writer of
         its Out/InOut ranges, so a later task depends on every block."""
         eager, self.eager = self.eager, False  # every block gets its launch data first
         try:
-            first = self.submit(kernel, call_args, handles)
+            first = self.submit(kernel, call_args, handles, sched)
         finally:
             self.eager = eager
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
+            task.epoch, task.manual, task.predicate = first.epoch, first.manual, first.predicate
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
@@ -213,7 +224,8 @@ class TaskGraph:
         (and, under strict_war, reader) indexes, which it then joins."""
         deps = task.deps
         tid = task.id
-        directions, handles = task.directions, task.handles
+        directions, handles = self.sched.tracked(task) if task.manual or self.sched.untracking \
+            else (task.directions, task.handles)  # (explicit scheduling: runtime/explicit.py)
         for direction, h in zip(directions, handles):
             if h is None or direction == OUT:
                 continue
@@ -239,13 +251,17 @@ class TaskGraph:
             for direction, h in zip(directions, handles):
                 if h is not None and direction != OUT:
                     h.root.readers.add(h, tid)
+        if self.sched.explicit and tid in self.sched.explicit:  # declared deps= edges
+            deps.update(dict.fromkeys(self.sched.explicit[tid], "explicit"))
         if self.rng is not None:  # the seeded schedule's ready-task bookkeeping
             self._wait_for(task)
 
     def _link_block(self, task: Task, first: Task) -> None:
         """A later block of a launch: the first block's dependencies, and a writer too."""
         task.deps = dict(first.deps)
-        for direction, h in zip(task.directions, task.handles):
+        directions, handles = self.sched.tracked(first) if task.manual or self.sched.untracking \
+            else (task.directions, task.handles)
+        for direction, h in zip(directions, handles):
             if h is None:
                 continue
             if direction != IN:
@@ -443,7 +459,8 @@ class TaskGraph:
             s = tasks[d].step + 1
             if s > earliest:
                 earliest = s
-        task.step, task.slots = self.cores.place(task.core_type, earliest)
+        task.step, task.slots = self.cores.place(task.core_type, earliest) \
+            if task.core_type != "dummy" else (max(earliest - 1, 0), ())  # (task_dummy: no core)
 
     def _execute(self, task: Task) -> None:
         if not self.deferred:
@@ -451,11 +468,15 @@ class TaskGraph:
         task.order = len(self.executed)
         self.executed.append(task.id)
         start = perf_counter()
+        args = self.sched.arguments(task) if self.sched.used else task.call_args
+        if args is None:  # a false predicate: retired unrun, its dependents still unlock
+            task.done = True
+            return
         try:
             if task.kwargs is None:
-                result = task.fn(*task.call_args)
+                result = task.fn(*args)
             else:
-                result = task.fn(*task.call_args, **task.kwargs)
+                result = task.fn(*args, **task.kwargs)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, docs/design/checks.md §6)
             kernel = self.kernels[task.kernel]
             tb = exc.__traceback__
@@ -474,7 +495,7 @@ class TaskGraph:
         task.seconds = perf_counter() - start
         self.kernel_seconds += task.seconds
         if result:
-            write_back(task.returns, task.call_args, result)
+            write_back(task.returns, args, result)
         task.done = True
         # Keep what the record needs (windows, scalar values), not the buffers: an
         # intermediate is freed once orchestration and the pending tasks let it go.

@@ -63,6 +63,11 @@ def _nearest(table: Mapping[int, Any], line: int) -> Any:
     return got
 
 
+def span_at(spans: Mapping[int, Span], line: int) -> Span | None:
+    """The user span of generated line ``line`` (the nearest mapped line above it)."""
+    return _nearest(spans, line) if spans else None
+
+
 def span_in(tb: TracebackType | None, path: str, spans: Mapping[int, Span]) -> Span | None:
     """The user span of the innermost traceback frame executing ``path``."""
     if not spans:

@@ -9,6 +9,7 @@ from the handles.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 from weakref import finalize
 
@@ -18,6 +19,7 @@ from pytest_pypto.ir.artifact import dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import MemoryLimitError, SimulationError
 from pytest_pypto.ir.values import new_buffer, size_text
+from pytest_pypto.runtime.explicit import DUMMY_KERNEL, INVALID, Sched, task_ids
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
@@ -80,9 +82,11 @@ class Orchestrator:
         return whole_root(self.roots, data, dtype, name, origin)
 
     def create_tensor(
-        self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None
+        self, shape: Any, dtype: DataType | str, init_value: Any = None, name: str | None = None,
+        manual_dep: bool = False,
     ) -> TensorHandle:
-        """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given."""
+        """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given;
+        with ``manual_dep`` no task's use of it is tracked (runtime/explicit.py)."""
         self.beyond_submits = True
         if isinstance(dtype, str):
             dtype = dtype_by_name(dtype)
@@ -110,6 +114,8 @@ class Orchestrator:
         if limit is not None:  # count it while it lives
             made[0] += nbytes
             finalize(data, _forget, made, nbytes)
+        if manual_dep:
+            self._graph.sched.add_manual_root(handle.root.id)
         return handle
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
@@ -178,12 +184,16 @@ class Orchestrator:
 
     # -- tasks -------------------------------------------------------------------
     def submit(
-        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False
+        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False,
+        deps: Any = (), task_id: bool = False, manual: bool = False, no_dep: Any = (),
+        predicate: Any = None,
     ) -> Any:
         """Record one task of ``kernel``; returns the arguments at positions ``returns``.
 
         ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
-        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``."""
+        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``.
+        The rest is explicit scheduling (runtime/explicit.py): with ``task_id`` the
+        task's TaskId follows the returned arguments."""
         k = self._kernels.get(kernel)
         if k is None:
             raise SimulationError(
@@ -232,8 +242,14 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
+        sched = None
+        if deps or manual or no_dep or task_id or predicate is not None:
+            self.beyond_submits = True  # no fixed schedule: predicates and races are per run
+            ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
+            sched = Sched(ids, manual, tuple(no_dep), predicate,
+                          1 if blocks is None else int(blocks))
         if blocks is None:
-            self._graph.submit(k, call_args, handles)
+            first = self._graph.submit(k, call_args, handles, sched)
         else:
             n = int(blocks)
             if n < 1:
@@ -241,10 +257,41 @@ class Orchestrator:
                     f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
                     "(the block count is computed at run time)"
                 )
-            self._graph.launch(k, call_args, handles, n, launch)
+            first = self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+        if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
+            self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
+        if task_id:
+            values = (*(args[r] for r in returns), first.id)
+            return values[0] if len(values) == 1 else values
         if len(returns) == 1:
             return args[returns[0]]
         return tuple(args[r] for r in returns)
+
+    # -- explicit scheduling (runtime/explicit.py) ------------------------------------
+    def task_dummy(self, deps: Any = ()) -> int:
+        """`pl.system.task_dummy(deps=[...])`: a task with no kernel; its TaskId."""
+        self.beyond_submits = True
+        ids = task_ids(deps, len(self._graph.tasks))
+        task = self._graph.submit(DUMMY_KERNEL, [], [], Sched(ids, True, (), None))
+        self._graph.sched.lines[task.id] = sys._getframe(1).f_lineno
+        return task.id
+
+    @staticmethod
+    def array_create(extent: int, dtype: str) -> Any:
+        """`pl.array.create` in orchestration (TaskId arrays start all invalid)."""
+        if dtype == "TASK_ID":
+            return [INVALID] * int(extent)
+        return [0] * int(extent)
+
+    @staticmethod
+    def array_get(array: Any, index: Any) -> Any:
+        return array[_array_index(array, index)]
+
+    @staticmethod
+    def array_set(array: Any, index: Any, value: Any) -> Any:
+        new = list(array)
+        new[_array_index(array, index)] = int(value)
+        return new
 
     # -- helpers -----------------------------------------------------------------
     @staticmethod
@@ -296,3 +343,13 @@ class Orchestrator:
                     f"(tensor '{t.root.name}', at run time)"
                 )
         return idx
+
+
+def _array_index(array: Any, index: Any) -> int:
+    i = int(index)
+    if not 0 <= i < len(array):
+        raise SimulationError(
+            f"array index {i} is outside the array of extent {len(array)} (at run time)",
+            hint=f"indices run from 0 to {len(array) - 1}",
+        )
+    return i

@@ -14,7 +14,9 @@ chrome://tracing open:
   its parameters (name -> direction, tensor, shape), its dependencies, execution
   order and the host time spent in it;
 * one flow (``ph: "s"`` on the producer, ``ph: "f"`` with ``bp: "e"`` on the
-  consumer, a shared ``id``) per RAW/WAW edge, so the UI draws an arrow.
+  consumer, a shared ``id``) per RAW/WAW edge, so the UI draws an arrow; a declared
+  ``deps=`` edge (kind "explicit", docs/design/scheduling.md §2) has the category
+  "explicit dependency", apart from the inferred ones.
 
 Timing: the simulator has no device timing model.  The clock is *logical*: a
 task's start is its placement step (`placement.Cores`: a unit-time list schedule
@@ -121,9 +123,11 @@ def chrome_trace(record: dict[str, Any]) -> dict[str, Any]:
                            "dur": STEP_US, "args": args})
     for n, edge in enumerate(record.get("edges", ()), start=1):
         src, dst = by_id.get(edge["from"]), by_id.get(edge["to"])
-        if src is None or dst is None:
-            continue
-        common = {"name": edge["kind"], "cat": "dependency", "id": n, "pid": _PID}
+        if src is None or dst is None or not src["slots"] or not dst["slots"]:
+            continue  # (a pl.system.task_dummy occupies no core: its edges show in args)
+        # a declared deps= edge is its own category, apart from the inferred RAW/WAW ones
+        cat = "explicit dependency" if edge["kind"] == "explicit" else "dependency"
+        common = {"name": edge["kind"], "cat": cat, "id": n, "pid": _PID}
         events.append({**common, "ph": "s", "tid": tid[src["slots"][0]],
                        "ts": (src["step"] + 0.5) * STEP_US})
         events.append({**common, "ph": "f", "bp": "e", "tid": tid[dst["slots"][0]],

@@ -54,6 +54,7 @@ from pytest_pypto.runtime.loader import Binder, LoadedArtifact, load_artifact, r
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
+from pytest_pypto.runtime.races import find_races, race_error
 from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
 from pytest_pypto.runtime.staging import (
     POOL,
@@ -301,7 +302,9 @@ class Worker:
                     seconds = replay(schedule, values)
                 else:
                     graph = TaskGraph(clusters, seed=cfg.schedule_seed, strict_war=cfg.strict_war,
-                                      kernels=kernels, deferred=True, eager=True)
+                                      kernels=kernels, deferred=True,
+                                      eager=not manifest.extra.get("explicit_scheduling"))
+                    graph.sched.race_check = cfg.race_check
                     rt = Orchestrator(kernels, graph, [], max_memory=cfg.max_memory)
                     entry = loaded.make_orchestration(rt)
                     handles = entry_handles(plan, values, rt.roots)
@@ -309,6 +312,11 @@ class Worker:
                     entry(*handles)
                     del handles  # the entry's own names hold what it still uses
                     graph.drain()
+                    if graph.sched.race_check and graph.sched.used:
+                        races = find_races(graph)
+                        if races:
+                            raise race_error(manifest.program, graph, races,
+                                             loaded.orchestration_spans)
             finally:
                 QUIET_FLOATS.reset(quiet_ops)
                 _loud_floats(quiet)

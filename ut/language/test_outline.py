@@ -352,11 +352,6 @@ def test_accepted_keywords_and_optimizations_are_recorded_without_effect(tmp_pat
 
 @pytest.mark.parametrize(("with_line", "construct"), [
     ("with pl.at(level=pl.Level.HOST):", "pl.at(level=pl.Level.HOST)"),
-    ("with pl.at(level=pl.Level.CORE_GROUP, deps=[]):", "pl.at(deps=...)"),
-    ("with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[x]):", "pl.at(no_dep_args=...)"),
-    ("with pl.at(level=pl.Level.CORE_GROUP, dumps=[x]):", "pl.at(dumps=...)"),
-    ("with pl.at(level=pl.Level.CORE_GROUP) as tid:", "with pl.at(...) as <task id>"),
-    ("with pl.spmd(2, deps=[]):", "pl.spmd(deps=...)"),
 ])
 def test_tier3_forms_are_recorded_and_raise_at_compile(tmp_path, with_line, construct):
     P = _program_with(tmp_path, with_line)

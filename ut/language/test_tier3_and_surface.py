@@ -17,12 +17,12 @@ from pytest_pypto.ir.types import DynVar, TensorType
 from pytest_pypto.language.surface import NotRunnable
 
 
-def test_manual_scope_is_recorded_with_its_line(line_of):
+def test_scope_is_recorded_with_its_line(line_of):
     @pl.program
     class P:
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(self, x: pl.Tensor[[64, 64], pl.FP32]):
-            with pl.manual_scope():  # manual
+            with pl.scope():  # manual
                 pass
 
         @pl.function(type=pl.FunctionType.InCore)
@@ -30,7 +30,7 @@ def test_manual_scope_is_recorded_with_its_line(line_of):
             t = pl.load(x, [0, 0], [64, 64])
 
     u = P.functions["main"].unsupported
-    assert u is not None and u.construct == "pl.manual_scope"
+    assert u is not None and u.construct == "pl.scope"
     assert "tier 3" in u.reason and "explicit task dependencies" in u.reason
     assert u.span.line == line_of("manual")
     assert P.functions["fine"].unsupported is None

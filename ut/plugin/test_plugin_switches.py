@@ -26,19 +26,21 @@ from ut.helpers import line_of
 PROBE = """
 def test_probe(pypto_config):
     c = pypto_config
-    print("SWITCHES", c.schedule_seed, c.strict_war, c.precise, c.trace)
+    print("SWITCHES", c.schedule_seed, c.strict_war, c.precise, c.trace, c.race_check)
 """
 
-# (option, cli args, ini line, env pair, the printed "seed strict precise trace")
+# (option, cli args, ini line, env pair, the printed "seed strict precise trace races")
 SWITCHES = [
     ("shuffle", ["--pypto-shuffle", "7"], "pypto_shuffle = 7", ("PYPTO_SHUFFLE", "7"),
-     "7 False False False"),
+     "7 False False False True"),
     ("strict-war", ["--pypto-strict-war"], "pypto_strict_war = true",
-     ("PYPTO_STRICT_WAR", "1"), "None True False False"),
+     ("PYPTO_STRICT_WAR", "1"), "None True False False True"),
     ("precise", ["--pypto-precise"], "pypto_precise = yes", ("PYPTO_PRECISE", "on"),
-     "None False True False"),
+     "None False True False True"),
     ("trace", ["--pypto-trace"], "pypto_trace = 1", ("PYPTO_TRACE", "true"),
-     "None False False True"),
+     "None False False True True"),
+    ("no-race-check", ["--pypto-no-race-check"], "pypto_no_race_check = 1",
+     ("PYPTO_NO_RACE_CHECK", "yes"), "None False False False False"),
 ]
 
 

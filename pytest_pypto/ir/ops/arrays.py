@@ -19,9 +19,10 @@ from pytest_pypto.ir.ops.elements import check_written_value
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import ArrayType, ScalarType
 
-# PyPTO: "integer or BOOL" (its TASK_ID element type has no counterpart here).
+# PyPTO: "integer or BOOL", and TASK_ID (an orchestration array of TaskIds,
+# docs/design/scheduling.md §2).
 ARRAY_DTYPES = ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
-                "INDEX", "BOOL")
+                "INDEX", "BOOL", "TASK_ID")
 
 
 def _array(info: CallInfo, name: str = "array") -> ArrayType:
@@ -74,6 +75,8 @@ def _create_type(info: CallInfo) -> ArrayType:
 
 
 def _create_execute(*, extent: int, dtype: Any, out: Any = None, **_: Any) -> Any:
+    if dtype.name == "TASK_ID":  # every slot starts as the invalid TaskId (no producer)
+        return np.full(int(extent), -1, dtype=np.int64)
     return np.zeros(int(extent), dtype=_numpy_dtype(dtype))
 
 
