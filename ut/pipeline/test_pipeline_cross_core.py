@@ -54,3 +54,28 @@ def test_an_opaque_entry_parameter_written_by_a_region_becomes_inout(platform, r
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
     (kernel,) = compiled.manifest.kernels
     assert dict((x.name, x.direction) for x in kernel.args)["c"] == "InOut"
+
+
+ROWS = pl.dynamic("ROWS")
+
+
+@pl.jit
+def pairs_per_block(x: pl.Tensor[[ROWS, 16, 16], pl.FP32],
+                    out: pl.Out[pl.Tensor[[ROWS, 16, 16], pl.FP32]]):
+    x.bind_dynamic(0, ROWS)
+    out.bind_dynamic(0, ROWS)
+    blocks = pl.tensor.dim(x, 0) // 2
+    for g in pl.spmd(blocks, name_hint="pairs"):
+        r = g * 2
+        out[r : r + 1, :, :] = pl.add(x[r : r + 1, :, :], 1.0)
+        out[r + 1 : r + 2, :, :] = pl.mul(x[r + 1 : r + 2, :, :], 2.0)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_window_from_r_plus_1_to_r_plus_2_is_one_row_when_r_is_dynamic(platform, rng):
+    x = rng.standard_normal((6, 16, 16)).astype(np.float32)
+    out = np.zeros_like(x)
+    pairs_per_block(x, out, config=RunConfig(platform=platform))
+    np.testing.assert_array_equal(out[0::2], x[0::2] + np.float32(1))
+    np.testing.assert_array_equal(out[1::2], x[1::2] * np.float32(2))
