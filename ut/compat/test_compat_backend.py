@@ -45,3 +45,33 @@ def test_ptoas_helpers_import_and_refuse_when_used():
         _preprocess_ptoas_output("text")
     with pytest.raises(UnsupportedFeatureError, match="ptoas"):
         _run_ptoas("a.pto", "a.cpp")
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_case_run_with_chip_swimlane_writes_records_pypto_reads(platform, tmp_path,
+                                                                  monkeypatch) -> None:
+    """``--enable-chip-swimlane`` (RunConfig.enable_chip_swimlane): the run's records land in
+    build_output/<case>_<stamp>/dfx_outputs, as PyPTO's swimlane tests look for them."""
+    import json
+
+    from pypto_kit import TorchAdd
+
+    from pytest_pypto.compat.runconfig import RunConfig
+    from pytest_pypto.harness.runner import Runner
+    from pytest_pypto.harness.seeding import make_rng
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYPTO_PROG_BUILD_DIR", raising=False)
+    off = Runner(RunConfig(platform=platform, seed=1), rng_factory=lambda: make_rng(1))
+    off.check(TorchAdd())
+    assert not (tmp_path / "build_output").exists()
+    config = RunConfig(platform=platform, seed=1, enable_chip_swimlane=4)
+    Runner(config, rng_factory=lambda: make_rng(1)).check(TorchAdd())
+    (records,) = (tmp_path / "build_output").glob("*/dfx_outputs/chip_swimlane_records.json")
+    data = json.loads(records.read_text())
+    assert data["chip_swimlane_level"] == 4
+    assert len(data["tasks"]) >= 1
+    assert all(t["end_time_us"] > t["start_time_us"] for t in data["tasks"])
+    (names,) = records.parent.glob("name_map_*.json")
+    kernels = set(json.loads(names.read_text())["callable_id_to_name"].values())
+    assert kernels == {t["kernel"] for t in data["tasks"]}
