@@ -144,6 +144,7 @@ while_ = DslFunction("while_", "`for (x,) in pl.while_(init_values=(x0,)):` a wh
 cond = DslFunction("cond", "`pl.cond(c)`: the condition, first statement of a pl.while_ body.")
 create_tensor = DslFunction("create_tensor", "`pl.create_tensor(shape, dtype, init_value=None)`.")
 const = DslFunction("const", "`pl.const(value, dtype)`: a typed constant.")
+AUTO = -1  # `pl.reserve_buffer(base=pl.AUTO)`: the toolchain places the buffer
 static_assert = DslFunction("static_assert", "`pl.static_assert(cond, msg)` at parse time.")
 static_print = DslFunction("static_print", "`pl.static_print(...)` prints at parse time.")
 max = SCALAR_MINMAX["max"]  # noqa: A001

@@ -15,7 +15,16 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, Par
 from pytest_pypto.ir.nodes import Assign, Call, DynDim, Expr, ExprStmt, Return, Stmt, Var
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, calls, control, launch, loops, outline, scalars
+from pytest_pypto.language import (
+    annots,
+    calls,
+    control,
+    cross_core,
+    launch,
+    loops,
+    outline,
+    scalars,
+)
 from pytest_pypto.language.arrays import write_element
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.expressions import ExprParser
@@ -207,7 +216,7 @@ class BodyParser:
             )
         name = stmt.target.id
         ann, _ = annots.to_type(self.ctx, self.ep.eval(stmt.annotation), stmt.annotation)
-        value = self.ep.eval(stmt.value)
+        value = self.ep.eval(cross_core.typed_pop(self.ep, stmt))
         if scalars.is_number(value) and isinstance(ann, ScalarType):
             if scalars.category(scalars.literal_dtype(value)) == scalars.category(ann.dtype):
                 value = scalars.make_const(value, ann.dtype, self.ctx.span(stmt.value))

@@ -30,6 +30,9 @@ class FunctionType(enum.Enum):
 
 TIER1_FUNCTION_TYPES = frozenset({"Opaque", "Orchestration", "InCore"})
 TIER2_FUNCTION_TYPES = frozenset({"Inline"})
+# Hand-written cross-core kernels: a Group runs its AIC and AIV kernels as one task
+# (docs/design/language.md §14).
+CROSS_CORE_FUNCTION_TYPES = frozenset({"AIC", "AIV", "Group"})
 ITERATORS = ("range", "parallel", "unroll", "pipeline")  # the pl.* functions a for loop iterates
 
 

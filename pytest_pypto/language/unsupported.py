@@ -26,10 +26,7 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
         "manual_scope", "scope", "submit", "spmd_submit", "no_dep", "TaskId", "TASK_ID",
     ),
     "hand-written cross-core kernels": (
-        "cluster", "split_aiv", "get_subblock_idx", "tpush_to_aiv", "tpush_to_aic",
-        "tpop_from_aic", "tpop_from_aiv", "tfree_to_aic", "tfree_to_aiv",
-        "aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer", "import_peer_buffer",
-        "aiv_shard", "aic_gather", "system",
+        "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather", "system",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),

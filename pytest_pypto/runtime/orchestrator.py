@@ -18,6 +18,7 @@ from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import new_buffer
 from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.lanes import group_kernel
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
     RootBuffer,
@@ -34,6 +35,7 @@ class Orchestrator:
 
     def __init__(self, kernels: dict[str, Kernel], graph: TaskGraph, roots: list[RootBuffer]):
         self._kernels = kernels
+        self._groups: dict[str, Kernel] = {}  # Group task kernels, built on first submit
         self._graph = graph
         self.roots = roots
         # Whether the orchestration did more than submit tasks (made a tensor, read or
@@ -129,12 +131,31 @@ class Orchestrator:
 
         ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
         ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``."""
+        return self._submit(self._kernel(kernel), args, returns, blocks, launch)
+
+    def submit_group(self, group: str, args: Any, members: Any, returns: Any = (),
+                     slots: Any = (8, 4)) -> Any:
+        """Record one task of a Group: ``members`` are (kernel, the Group argument position
+        of each of its parameters); its kernels run side by side (`runtime.lanes`)."""
+        k = self._groups.get(group)
+        if k is None:
+            func_id = max((x.func_id for x in self._kernels.values()), default=-1) + 1
+            k = self._groups[group] = group_kernel(
+                group, func_id, [(self._kernel(m), tuple(pos)) for m, pos in members],
+                len(args), tuple(returns), tuple(slots))
+        return self._submit(k, args, returns, None, False)
+
+    def _kernel(self, kernel: str) -> Kernel:
         k = self._kernels.get(kernel)
         if k is None:
             raise SimulationError(
                 f"orchestration submits kernel '{kernel}', which the artifact does not have "
                 f"(kernels: {', '.join(self._kernels) or 'none'})"
             )
+        return k
+
+    def _submit(self, k: Kernel, args: Any, returns: Any, blocks: Any, launch: bool) -> Any:
+        kernel = k.name
         if len(args) != len(k.kinds):
             raise SimulationError(
                 f"task of kernel '{kernel}' got {len(args)} arguments, but the kernel takes "

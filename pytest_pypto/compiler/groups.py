@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Group functions: one AIC and one AIV kernel run as one task (docs/design/language.md §14).
+
+A ``pl.FunctionType.Group`` body calls its two kernels, each once, with the Group's
+own parameters as arguments, and returns what they return.  An orchestration call
+of the Group is one task; the runtime runs the two kernels side by side, their
+pipes between them (runtime/lanes.py).  `members` gives codegen each kernel with the
+Group parameter each of its arguments is.
+"""
+
+from __future__ import annotations
+
+from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.errors import PlacementError
+
+__all__ = ["check_group", "members"]
+
+
+def _value(stmt: n.Stmt) -> n.Expr | None:
+    if isinstance(stmt, n.Assign):
+        return stmt.value
+    return stmt.expr if isinstance(stmt, n.ExprStmt) else None
+
+
+def _calls(fn: n.Function) -> list[n.FuncCall]:
+    calls = []
+    for stmt in fn.body:
+        value = _value(stmt)
+        if isinstance(value, n.FuncCall):
+            calls.append(value)
+    return calls
+
+
+def check_group(program: n.Program, fn: n.Function, ctx: PassContext) -> None:
+    """The Group's body is calls of one AIC and one AIV kernel on its parameters."""
+    params = {p.name for p in fn.params}
+    roles: dict[str, n.FuncCall] = {}
+    for stmt in fn.body:
+        if isinstance(stmt, n.Return):
+            continue
+        value = _value(stmt)
+        callee = program.functions.get(value.callee) if isinstance(value, n.FuncCall) else None
+        core = callee.attrs.get("core") if callee is not None else None
+        if core is None:
+            raise PlacementError(
+                f"Group function '{fn.name}' may only call its pl.FunctionType.AIC and "
+                f"pl.FunctionType.AIV kernels",
+                stmt.span or fn.span,
+                hint="compute in the AIC / AIV kernels; the Group only runs them together",
+                arch=ctx.arch.name,
+            )
+        if core in roles:
+            raise PlacementError(
+                f"Group function '{fn.name}' calls two {core.upper()} kernels "
+                f"('{roles[core].callee}' and '{value.callee}')",
+                stmt.span or fn.span,
+                hint="a Group runs one AIC and one AIV kernel",
+                arch=ctx.arch.name,
+            )
+        for arg in value.args:
+            if not (isinstance(arg, n.Var) and arg.name in params):
+                raise PlacementError(
+                    f"Group function '{fn.name}' passes '{value.callee}' a value that is not "
+                    f"one of its parameters",
+                    stmt.span or fn.span,
+                    hint="pass the Group's parameters straight to its kernels",
+                    arch=ctx.arch.name,
+                )
+        roles[core] = value
+    if set(roles) != {"aic", "aiv"}:
+        missing = ("AIC" if "aic" not in roles else "AIV")
+        raise PlacementError(
+            f"Group function '{fn.name}' calls no pl.FunctionType.{missing} kernel",
+            fn.span,
+            hint="a Group runs one AIC and one AIV kernel that talk through pipes",
+            arch=ctx.arch.name,
+        )
+
+
+def members(program: n.Program, fn: n.Function) -> list[tuple[str, tuple[int, ...]]]:
+    """(kernel, Group parameter position of each of its arguments), AIC first."""
+    index = {p.name: i for i, p in enumerate(fn.params)}
+    found = [
+        (program.functions[c.callee].attrs.get("core", ""), c.callee,
+         tuple(index[a.name] for a in c.args if isinstance(a, n.Var)))
+        for c in _calls(fn)
+    ]
+    return [(name, positions) for _, name, positions in sorted(found)]
