@@ -20,6 +20,7 @@ from pytest_pypto.compiler.groups import members
 from pytest_pypto.compiler.structure import GROUP_KIND
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.ops.cross_core import SYNCALL_OP
 
 # Orchestration tensor ops -> (rt method, number of leading params it takes).
 RT_METHODS = {
@@ -60,6 +61,15 @@ class OrchestrationEmitter(Emitter):
                    for _, e in iter_calls(f.body))
         }
 
+    @functools.cached_property
+    def barrier_kernels(self) -> set[str]:
+        """Kernels holding a `pl.system.syncall`: a launch of one runs its blocks side by
+        side (runtime/lanes.py)."""
+        return {
+            f.name for f in self.program.functions.values()
+            if any(isinstance(e, n.Call) and e.op == SYNCALL_OP for _, e in iter_calls(f.body))
+        }
+
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
         if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op.rpartition(".")[2] in ("create_tensor", "create"):
             target = self.names(s.targets[0].name)
@@ -93,6 +103,8 @@ class OrchestrationEmitter(Emitter):
                 launch = f", blocks={self.expr(e.blocks)}"
                 if e.callee in self.launch_kernels:
                     launch += ", launch=True"
+                if e.callee in self.barrier_kernels:
+                    launch += ", barrier=True"
             return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch})"
         assert isinstance(e, n.Call)
         method, count = RT_METHODS[e.op.rpartition(".")[2]]

@@ -72,7 +72,12 @@ from pytest_pypto.language.surface import (
     split,
     spmd,
 )
-from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
+from pytest_pypto.language.unsupported import (
+    Layout,
+    OpNamespace,
+    SystemNamespace,
+    unsupported_names,
+)
 
 Mem = MemorySpace
 
@@ -86,6 +91,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
+    "system", "AUTO",
 ]
 
 
@@ -155,6 +161,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
+system = SystemNamespace()  # pl.system.syncall (ir/ops/cross_core.py); other names: Tier 3
 
 DN = Layout("DN")
 ND = Layout("ND")

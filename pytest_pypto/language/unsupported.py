@@ -26,7 +26,7 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
         "manual_scope", "scope", "submit", "spmd_submit", "no_dep", "TaskId", "TASK_ID",
     ),
     "hand-written cross-core kernels": (
-        "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather", "system",
+        "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
@@ -175,3 +175,21 @@ class OpNamespace:
 
     def __repr__(self) -> str:
         return f"pl.{self._namespace}"
+
+
+class SystemNamespace(OpNamespace):
+    """`pl.system`: the ops the registry spells `system.<name>`; any other name is an inert
+    Tier 3 marker (the parser reports it when a kernel uses it)."""
+
+    def __init__(self) -> None:
+        super().__init__("system")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if REGISTRY.by_namespace("system", name):
+            return super().__getattr__(name)
+        return Unsupported(f"system.{name}", 3, "hand-written cross-core kernels")
+
+    def _known(self, name: str) -> bool:
+        return bool(REGISTRY.by_namespace("system", name))

@@ -28,7 +28,7 @@ from pytest_pypto.ir.ops.cross_core import LANE
 from pytest_pypto.runtime.graph import write_back
 from pytest_pypto.runtime.loader import Kernel
 
-__all__ = ["Pipe", "group_kernel", "run_group"]
+__all__ = ["Pipe", "barrier_launch", "group_kernel", "run_group"]
 
 _STRONGER = {"In": 0, "Out": 1, "InOut": 2, "Scalar": -1}
 
@@ -64,6 +64,8 @@ class _Group:
         self.deadlock: list[str] | None = None
         self.failure: BaseException | None = None
         self.pipes: dict[tuple[str, int], Pipe] = {}
+        self.arrived = 0  # members at the current pl.system.syncall barrier
+        self.generation = 0  # barriers passed
 
     # -- turns (called with self.cond held) ---------------------------------------
     def pass_turn(self, i: int) -> None:
@@ -159,6 +161,18 @@ class _Endpoint:
                      f"{op} from {pipe.label()}, which is empty", self._where())
         return pipe.queue.popleft()
 
+    def barrier(self, op: str) -> None:
+        """`pl.system.syncall`: wait until every member has arrived."""
+        g = self.group
+        with g.cond:
+            generation = g.generation
+            g.arrived += 1
+            if g.arrived == len(g.names):
+                g.arrived = 0
+                g.generation += 1
+        g.wait_until(self.index, lambda: g.generation > generation,
+                     f"{op}, which the other blocks of the launch never reach", self._where())
+
     def free(self, direction: str, pipe_id: int, op: str) -> None:
         pipe = self.group.pipe(direction, pipe_id, op)
         if pipe.in_use - len(pipe.queue) <= 0:
@@ -170,9 +184,13 @@ class _Endpoint:
         pipe.in_use -= 1
 
 
-def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int]) -> None:
-    """Run ``members`` (kernel, call arguments) as one Group (the module docstring)."""
-    group = _Group([k.name for k, _ in members], slots)
+def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int],
+              kwargs: Sequence[dict[str, Any]] | None = None,
+              names: Sequence[str] | None = None) -> None:
+    """Run ``members`` (kernel, call arguments; ``kwargs`` per member) side by side (the
+    module docstring); ``names`` label them in a deadlock report."""
+    group = _Group(list(names) if names else [k.name for k, _ in members], slots)
+    extra = list(kwargs) if kwargs is not None else [{} for _ in members]
 
     def member(i: int, kernel: Kernel, args: list[Any]) -> None:
         LANE.endpoint = _Endpoint(group, i, kernel)
@@ -180,7 +198,7 @@ def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int
             with group.cond:
                 group.cond.wait_for(lambda: group.turn == i or group.stopped)
             if not group.stopped:
-                result = kernel.fn(*args)
+                result = kernel.fn(*args, **extra[i])
                 write_back(kernel.returns, args, result or ())
         except _Abort:
             pass
@@ -210,7 +228,7 @@ def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int
         raise group.failure
     if group.deadlock is not None:
         raise SimulationError(
-            "cross-core deadlock: no kernel of the Group can go on; "
+            "cross-core deadlock: no kernel of the group can go on; "
             + "; ".join(group.deadlock),
             hint="every pop needs a push on the same pipe id before the peer waits itself, "
             "and every push a free slot (pop and free before pushing more than slot_num tiles)",
@@ -250,4 +268,24 @@ def group_kernel(name: str, func_id: int, members: Sequence[tuple[Kernel, Sequen
         name=name, func_id=func_id, core_type="mix", fn=run, arg_names=tuple(names),
         directions=tuple(directions), kinds=tuple(kinds), dtypes=tuple(dtypes),
         shapes=tuple(shapes), returns=tuple(returns),
+    )
+
+
+def barrier_launch(kernel: Kernel, blocks: int, pass_block: bool) -> Kernel:
+    """A `pl.spmd(blocks)` launch of a kernel holding `pl.system.syncall`, as one task whose
+    blocks run side by side (each with its ``_launch``), so the barrier holds."""
+
+    def run(*args: Any) -> tuple:
+        run_group(
+            [(kernel, list(args))] * blocks, (0, 0),
+            kwargs=[{"_launch": (i, blocks)} if pass_block else {} for i in range(blocks)],
+            names=[f"{kernel.name} block {i}" for i in range(blocks)],
+        )
+        return tuple(args[r] for r in kernel.returns)
+
+    return Kernel(
+        name=kernel.name, func_id=kernel.func_id, core_type=kernel.core_type, fn=run,
+        arg_names=kernel.arg_names, directions=kernel.directions, kinds=kernel.kinds,
+        dtypes=kernel.dtypes, shapes=kernel.shapes, returns=kernel.returns, path=kernel.path,
+        spans=kernel.spans, scalars=kernel.scalars,
     )

@@ -18,7 +18,7 @@ from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import new_buffer
 from pytest_pypto.runtime.graph import TaskGraph
-from pytest_pypto.runtime.lanes import group_kernel
+from pytest_pypto.runtime.lanes import barrier_launch, group_kernel
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
     RootBuffer,
@@ -125,13 +125,18 @@ class Orchestrator:
 
     # -- tasks -------------------------------------------------------------------
     def submit(
-        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False
+        self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False,
+        barrier: bool = False,
     ) -> Any:
         """Record one task of ``kernel``; returns the arguments at positions ``returns``.
 
         ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
         ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``."""
-        return self._submit(self._kernel(kernel), args, returns, blocks, launch)
+        k = self._kernel(kernel)
+        if barrier and blocks is not None and int(blocks) > 1:
+            # a pl.system.syncall: the launch's blocks run side by side, as one task
+            k, blocks = barrier_launch(k, int(blocks), launch), None
+        return self._submit(k, args, returns, blocks, launch)
 
     def submit_group(self, group: str, args: Any, members: Any, returns: Any = (),
                      slots: Any = (8, 4)) -> Any:

@@ -422,3 +422,104 @@ def test_an_external_cpp_kernel_is_refused_naming_why():
     assert isinstance(err, UnsupportedFeatureError)
     assert "external C++ kernel" in err.message and "numpy simulator" in err.message
     assert err.line == line_of("# extern")
+
+
+# ------------------------------------------------------------------ pl.system.syncall
+
+B, R, C = 4, 8, 16
+
+
+@pl.program
+class RotateThroughScratch:
+    """Each block writes its rows to a scratch tensor, waits for all, then reads the next
+    block's rows: right only if every block wrote before any read."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[B * R, C], pl.FP32], tmp: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
+          out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+        i = pl.tile.get_block_idx()
+        tmp = pl.store(pl.load(x, [i * R, 0], [R, C]), [i * R, 0], tmp)
+        pl.system.syncall(core_type="aiv_only")
+        u = pl.load(tmp, [((i + 1) % B) * R, 0], [R, C])
+        out = pl.store(u, [i * R, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[B * R, C], pl.FP32],
+             tmp: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
+             out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+        with pl.spmd(B):
+            out = self.k(x, tmp, out)
+        return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_syncall_holds_every_block_until_all_arrive(platform, rng):
+    x = rng.standard_normal((B * R, C)).astype(np.float32)
+    tmp = np.zeros_like(x)
+    out = np.zeros_like(x)
+    run = _group_run(RotateThroughScratch, platform, x, tmp, out)
+    np.testing.assert_array_equal(out, np.roll(x.reshape(B, R, C), -1, axis=0).reshape(B * R, C))
+    assert [t["kernel"] for t in run.tasks] == ["k"]  # the launch's blocks ran as one task
+
+
+@pl.program
+class BlockZeroSkipsTheBarrier:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[B * R, C], pl.FP32], ws: pl.Tensor[[16], pl.INT32],
+          out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+        i = pl.tile.get_block_idx()
+        if i > 0:
+            pl.system.syncall(mode="soft", core_type="aiv_only", gm_workspace=ws,
+                              used_cores=B)  # skipped-barrier
+        out = pl.store(pl.load(x, [i * R, 0], [R, C]), [i * R, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[B * R, C], pl.FP32], ws: pl.Tensor[[16], pl.INT32],
+             out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+        with pl.spmd(B):
+            out = self.k(x, ws, out)
+        return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_block_that_never_reaches_the_barrier_is_a_deadlock(platform, rng):
+    x = rng.standard_normal((B * R, C)).astype(np.float32)
+    with pytest.raises(SimulationError) as ei:
+        _group_run(BlockZeroSkipsTheBarrier, platform, x, np.zeros(16, np.int32),
+                   np.zeros_like(x))
+    msg = ei.value.message
+    assert "'k block 0' has finished" in msg
+    where = f"{__file__}:{line_of('# skipped-barrier') - 1}"
+    for i in (1, 2, 3):
+        assert f"'k block {i}' waits at {where}: tile.syncall" in msg
+
+
+def test_syncall_modes_and_workspace_are_checked_at_their_line():
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.program
+        class HardWithWorkspace:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, ws: pl.Tensor[[16], pl.INT32]):
+                pl.system.syncall(core_type="mix", gm_workspace=ws)  # hard-ws
+
+    assert "in hard mode takes no gm_workspace / used_cores" in ei.value.message
+    assert ei.value.line == line_of("# hard-ws")
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.program
+        class SmallWorkspace:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, ws: pl.Tensor[[8], pl.INT32]):
+                pl.system.syncall(mode="soft", core_type="mix", gm_workspace=ws, used_cores=2)  # ws8
+
+    assert "INT32 tensor of at least 16 elements, got INT32[8]" in ei.value.message
+    assert ei.value.line == line_of("# ws8")
+
+
+def test_other_pl_system_names_stay_tier3_markers():
+    marker = pl.system.task_dummy
+    assert (type(marker).__name__, marker.name, marker.tier) == ("Unsupported",
+                                                                 "system.task_dummy", 3)
+    assert pl.system.syncall is pl.system.syncall  # an op stub, resolved once
+    assert type(pl.system.syncall).__name__ == "OpStub"

@@ -271,3 +271,76 @@ for _op, _dir in FREE_OPS.items():
         spellings=(_op.split(".")[1],),
         doc="Give the oldest popped slot of pipe id back to its producer.",
     ))
+
+
+# ------------------------------------------------------------------ syncall
+
+SYNCALL_OP = "tile.syncall"
+SYNCALL_CORE_TYPES = ("aiv_only", "aic_only", "mix")
+_INT32_MAX = (1 << 31) - 1
+_WORKSPACE_ELEMENTS = 16  # one exclusive 64-byte cache line of INT32 counters
+
+
+def _syncall_type(info: CallInfo) -> None:
+    mode, core = info.values.get("mode"), info.values.get("core_type")
+    workspace = info.types.get("gm_workspace")
+    used = info.values.get("used_cores")
+    used_given = used is not None or info.types.get("used_cores") is not None
+    if mode not in ("hard", "soft"):
+        raise OpTypeError(f"The operator {info.op} requires mode 'hard' or 'soft', got {mode!r}")
+    if core not in SYNCALL_CORE_TYPES:
+        raise OpTypeError(
+            f"The operator {info.op} requires core_type one of {', '.join(SYNCALL_CORE_TYPES)}, "
+            f"got {core!r}"
+        )
+    if mode == "hard":
+        if workspace is not None or used_given:
+            raise OpTypeError(
+                f"The operator {info.op} in hard mode takes no gm_workspace / used_cores",
+                "pass mode='soft' for the GM-polling barrier",
+            )
+        return None
+    if workspace is None or not used_given:
+        raise OpTypeError(
+            f"The operator {info.op} in soft mode requires gm_workspace (a shared, zeroed INT32 "
+            "tensor) and used_cores (the participant count)",
+        )
+    if workspace.dtype.name != "INT32" or not all(isinstance(d, int) for d in workspace.shape) \
+            or _elements(workspace.shape) < _WORKSPACE_ELEMENTS:
+        raise OpTypeError(
+            f"The operator {info.op} requires gm_workspace to be an INT32 tensor of at least "
+            f"{_WORKSPACE_ELEMENTS} elements, got {workspace.dtype.name}{dims(workspace.shape)}"
+        )
+    if isinstance(used, int) and not 0 <= used <= _INT32_MAX:
+        raise OpTypeError(f"The operator {info.op} requires used_cores in [0, {_INT32_MAX}], "
+                          f"got {used}")
+    return None
+
+
+def _elements(shape: Any) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
+
+
+def _syncall_execute(gm_workspace=None, used_cores=None, *, core_type="mix", mode="hard",
+                     out=None):
+    endpoint = LANE.endpoint
+    if endpoint is not None:  # the blocks of a launch run side by side (runtime/lanes.py)
+        endpoint.barrier(SYNCALL_OP)
+
+
+register(OpSpec(
+    name=SYNCALL_OP,
+    params=(ParamSpec("core_type", "str", default="mix", keyword_only=True),
+            ParamSpec("mode", "str", default="hard", keyword_only=True),
+            ParamSpec("gm_workspace", "tensor", default=None, optional=True, keyword_only=True),
+            ParamSpec("used_cores", "scalar", default=None, optional=True, keyword_only=True)),
+    type_rule=_syncall_type, mem=MemRule(), execute=_syncall_execute,
+    spellings=("system.syncall",),
+    doc="Barrier across every block of the pl.spmd launch running this kernel: no block goes "
+        "past it before all have reached it (mode 'hard', or 'soft' with a zeroed INT32 "
+        "gm_workspace of >= 16 elements and used_cores).  The simulator runs such a launch's "
+        "blocks side by side; a block that can never arrive is a deadlock error.",
+))
