@@ -11,10 +11,12 @@ Group parameter each of its arguments is.
 from __future__ import annotations
 
 from pytest_pypto.compiler.passes import PassContext
+from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.ir import nodes as n
-from pytest_pypto.ir.errors import PlacementError
+from pytest_pypto.ir.errors import MemorySpaceError, PlacementError
+from pytest_pypto.ir.types import TileType
 
-__all__ = ["check_group", "members"]
+__all__ = ["check_group", "check_pinned_core", "members"]
 
 
 def _value(stmt: n.Stmt) -> n.Expr | None:
@@ -76,6 +78,26 @@ def check_group(program: n.Program, fn: n.Function, ctx: PassContext) -> None:
             hint="a Group runs one AIC and one AIV kernel that talk through pipes",
             arch=ctx.arch.name,
         )
+
+
+def check_pinned_core(fn: n.Function, touched: str, ctx: PassContext) -> None:
+    """A pl.FunctionType.AIC kernel holds cube tiles only, an AIV kernel vector tiles only
+    (``touched``: the class its tiles give it, compiler/cores.py)."""
+    pinned = fn.attrs.get("core")
+    if pinned is None or touched == pinned:
+        return
+    if touched == "aiv" and not any(isinstance(e, n.Call) and isinstance(e.type, TileType)
+                                    for _, e in iter_calls(fn.body)):
+        return  # no tile at all (a kernel of scalars): nothing runs on the wrong core
+    side = {"aic": "cube (Mat, Left, Right, Acc, Bias)", "aiv": "vector (Vec)"}
+    raise MemorySpaceError(
+        f"pl.FunctionType.{pinned.upper()} kernel '{fn.name}' uses "
+        f"{'both cube and vector' if touched == 'mix' else side[touched]} memory, but runs on "
+        f"the {pinned.upper()} core, which has only {side[pinned]} memory",
+        fn.span,
+        hint="send tiles to the other core with pl.tpush_to_aiv / pl.tpush_to_aic",
+        arch=ctx.arch.name,
+    )
 
 
 def members(program: n.Program, fn: n.Function) -> list[tuple[str, tuple[int, ...]]]:

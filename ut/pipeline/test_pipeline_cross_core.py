@@ -15,6 +15,7 @@ import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.ir.errors import (
     CompileError,
+    MemorySpaceError,
     ParserTypeError,
     PlacementError,
     SimulationError,
@@ -523,3 +524,27 @@ def test_other_pl_system_names_stay_tier3_markers():
                                                                  "system.task_dummy", 3)
     assert pl.system.syncall is pl.system.syncall  # an op stub, resolved once
     assert type(pl.system.syncall).__name__ == "OpStub"
+
+
+def test_an_aiv_kernel_holding_cube_tiles_is_a_memory_space_error():
+    @pl.program
+    class VectorDoesMatmul:
+        @pl.function(type=pl.FunctionType.AIV)  # aiv-matmul
+        def vec(self, x: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]
+                ) -> pl.Tensor[[D, D], pl.FP32]:
+            t = pl.load(x, [0, 0], [D, D], target_memory=pl.MemorySpace.Mat)
+            r = pl.matmul(pl.move(t, target_memory=pl.Mem.Left),
+                          pl.move(t, target_memory=pl.Mem.Right))
+            return pl.store(r, [0, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]
+                 ) -> pl.Tensor[[D, D], pl.FP32]:
+            out = self.vec(x, out)
+            return out
+
+    err = _compile_error(VectorDoesMatmul)
+    assert isinstance(err, MemorySpaceError)
+    assert "pl.FunctionType.AIV kernel 'vec' uses cube (Mat, Left, Right, Acc, Bias) memory" \
+        in err.message
+    assert err.line == line_of("# aiv-matmul") + 1
