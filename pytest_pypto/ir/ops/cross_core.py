@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cross-core pipes of hand-written AIC/AIV kernels (docs/design/language.md §14).
 
-PyPTO's `pl.system.*` ops as spelled `pl.*` (the `pl.system` namespace is not built here);
-kernel-only, so tile-level entries.
+PyPTO's `pl.system.*` ops, also spelled `pl.*`; kernel-only, so tile-level entries.
 
 A ``pl.FunctionType.Group`` task runs one AIC and one AIV kernel together; they talk
 through pipes.  A pipe has an id (``id=``, default 0) and a direction: C2V (cube
@@ -94,7 +93,7 @@ register(OpSpec(
             ParamSpec("base", "int", default=AUTO, keyword_only=True)),
     type_rule=_reserve_type, mem=MemRule(),
     execute=lambda *, name, size, base=AUTO, out=None: max(int(base), 0),
-    spellings=("reserve_buffer",),
+    spellings=("reserve_buffer", "system.reserve_buffer"),
     doc="Reserve a named cross-core slot buffer of size bytes at base (pl.AUTO: placed by the "
         "toolchain); its INT32 address (the base, 0 for pl.AUTO).",
 ))
@@ -104,7 +103,7 @@ register(OpSpec(
             ParamSpec("peer_func", "str", keyword_only=True)),
     type_rule=_int32, mem=MemRule(),
     execute=lambda *, name, peer_func, out=None: 0,
-    spellings=("import_peer_buffer",),
+    spellings=("import_peer_buffer", "system.import_peer_buffer"),
     doc="The slot buffer the peer kernel peer_func reserved under name, as an INT32 address.",
 ))
 
@@ -162,7 +161,7 @@ for _side in ("aic", "aiv"):
         ),
         type_rule=_init_type, mem=MemRule(), arch_rule=_init_arch,
         execute=_init_execute(_side),
-        spellings=(f"{_side}_initialize_pipe",),
+        spellings=(f"{_side}_initialize_pipe", f"system.{_side}_initialize_pipe"),
         doc=f"Declare pipe id on the {_side.upper()} side: dir_mask 1 = C2V, 2 = V2C, 3 = both; "
             "slot_num slots per direction (default: the arch's pipe_slots_one_way / pipe_slots_each_way); "
             "local_slot_num only where the arch takes it.",
@@ -241,7 +240,7 @@ for _op, _dir in PUSH_OPS.items():
         type_rule=_push_type,
         mem=MemRule(operands={"tile": ("Acc", "Mat")} if _dir == "C2V" else {"tile": ("Vec",)}),
         execute=_push_execute(_op),
-        spellings=(_op.split(".")[1],),
+        spellings=(_op.split(".")[1], "system." + _op.split(".")[1]),
         doc=f"Push a copy of tile into pipe id towards the {_peer} kernel; waits while every "
             "slot of the pipe holds a tile its consumer has not freed.",
     ))
@@ -256,7 +255,7 @@ for _op, _dir in POP_OPS.items():
                 ParamSpec("id", "int", default=None, keyword_only=True)),
         type_rule=_pop_type, mem=MemRule(result=POP_SPACE[_dir]),
         execute=_pop_execute(_op),
-        spellings=(_op.split(".")[1],),
+        spellings=(_op.split(".")[1], "system." + _op.split(".")[1]),
         doc=f"Pop the oldest tile of pipe id into {POP_SPACE[_dir]} (shape and dtype from the "
             "annotation or shape=/dtype=); waits while the pipe is empty.",
     ))
@@ -268,7 +267,7 @@ for _op, _dir in FREE_OPS.items():
                 ParamSpec("id", "int", default=None, keyword_only=True)),
         type_rule=_free_type, mem=MemRule(operands={"tile": (POP_SPACE[_dir],)}),
         execute=_free_execute(_op),
-        spellings=(_op.split(".")[1],),
+        spellings=(_op.split(".")[1], "system." + _op.split(".")[1]),
         doc="Give the oldest popped slot of pipe id back to its producer.",
     ))
 
