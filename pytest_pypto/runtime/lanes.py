@@ -30,9 +30,6 @@ from pytest_pypto.runtime.loader import Kernel
 
 __all__ = ["Pipe", "barrier_launch", "group_kernel", "run_group"]
 
-_STRONGER = {"In": 0, "Out": 1, "InOut": 2, "Scalar": -1}
-
-
 class _Abort(BaseException):
     """Unwinds a waiting member when the Group stops (a deadlock or a peer's error)."""
 
@@ -244,16 +241,20 @@ def group_kernel(name: str, func_id: int, members: Sequence[tuple[Kernel, Sequen
     kinds: list[str] = [""] * arity
     dtypes: list[str] = [""] * arity
     shapes: list[tuple] = [()] * arity
+    reads: list[bool] = [False] * arity
+    writes: list[bool] = [False] * arity
     for k, positions in members:
         for slot, p in enumerate(positions):
             if not names[p]:
                 names[p], kinds[p] = k.arg_names[slot], k.kinds[slot]
                 dtypes[p], shapes[p] = k.dtypes[slot], k.shapes[slot]
-                directions[p] = k.directions[slot]
-            elif _STRONGER.get(k.directions[slot], 0) > _STRONGER.get(directions[p], 0):
-                directions[p] = k.directions[slot]
-            if directions[p] == "Out" and k.directions[slot] == "In":
-                directions[p] = "InOut"
+                directions[p] = k.directions[slot]  # a Scalar stays one
+            reads[p] |= k.directions[slot] in ("In", "InOut")
+            writes[p] |= k.directions[slot] in ("Out", "InOut")
+    for p in range(arity):
+        if directions[p] != "Scalar" and names[p]:
+            # read by one kernel and written by the other: the task both reads and writes it
+            directions[p] = "InOut" if reads[p] and writes[p] else "Out" if writes[p] else "In"
     unused = [p for p in range(arity) if not names[p]]
     if unused:
         raise SimulationError(
