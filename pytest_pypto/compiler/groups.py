@@ -14,9 +14,10 @@ from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import MemorySpaceError, PlacementError
+from pytest_pypto.ir.ops.cross_core import SYNCALL_OP
 from pytest_pypto.ir.types import TileType
 
-__all__ = ["check_group", "check_pinned_core", "members"]
+__all__ = ["check_group", "check_hard_syncall", "check_pinned_core", "members"]
 
 
 def _value(stmt: n.Stmt) -> n.Expr | None:
@@ -98,6 +99,54 @@ def check_pinned_core(fn: n.Function, touched: str, ctx: PassContext) -> None:
         hint="send tiles to the other core with pl.tpush_to_aiv / pl.tpush_to_aic",
         arch=ctx.arch.name,
     )
+
+
+def _hard_syncall(fn: n.Function) -> n.Call | None:
+    for _, e in iter_calls(fn.body):
+        if isinstance(e, n.Call) and e.op == SYNCALL_OP \
+                and dict(e.args).get("mode", "hard") in (None, "hard"):
+            return e
+    return None
+
+
+def check_hard_syncall(program: n.Program, ctx: PassContext) -> None:
+    """A hard `pl.system.syncall` waits for every physical core of its kind, so a
+    `pl.spmd(n)` launch of its kernel with a literal n must fill them exactly: n = the AIV
+    cores for an AIV kernel and core_type "aiv_only", the AIC cores for an AIC kernel and
+    "aic_only", the clusters (one AIC each) for a mixed kernel.  An AIV or AIC kernel with
+    another core_type can never complete the barrier."""
+    for fn in program.functions.values():
+        for _, call in iter_calls(fn.body):
+            if not isinstance(call, n.FuncCall) or not isinstance(call.blocks, n.Const):
+                continue
+            callee = program.functions.get(call.callee)
+            barrier = _hard_syncall(callee) if callee is not None else None
+            if barrier is None:
+                continue
+            kind = ctx.facts(callee.name).core_type
+            core = dict(barrier.args).get("core_type") or "mix"
+            want = {"aiv": "aiv_only", "aic": "aic_only"}.get(kind)
+            if want is not None and core != want:
+                raise PlacementError(
+                    f"hard pl.system.syncall(core_type={core!r}) in {kind.upper()} kernel "
+                    f"'{callee.name}' can never complete: no core of the other kind takes part",
+                    barrier.span or call.span,
+                    hint=f"use core_type={want!r}, or mode='soft'",
+                    arch=ctx.arch.name,
+                )
+            required = {"aiv": ctx.arch.aiv_cores, "aic": ctx.arch.aic_cores}.get(
+                kind, ctx.arch.aic_cores)
+            what = {"aiv": "AIV cores", "aic": "AIC cores"}.get(kind, "clusters")
+            blocks = call.blocks.value
+            if blocks != required:
+                raise PlacementError(
+                    f"hard pl.system.syncall in '{callee.name}' waits for all {required} {what} "
+                    f"of {ctx.arch.name}, but this pl.spmd launches {blocks} blocks",
+                    call.span,
+                    hint=f"launch pl.spmd({required}, sync_start=True), or use "
+                    "pl.system.syncall(mode='soft', ...) for a partial launch",
+                    arch=ctx.arch.name,
+                )
 
 
 def members(program: n.Program, fn: n.Function) -> list[tuple[str, tuple[int, ...]]]:

@@ -13,6 +13,7 @@ import pytest
 import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
+from pytest_pypto.arch import spec
 from pytest_pypto.ir.errors import (
     CompileError,
     MemorySpaceError,
@@ -430,38 +431,93 @@ def test_an_external_cpp_kernel_is_refused_naming_why():
 B, R, C = 4, 8, 16
 
 
-@pl.program
-class RotateThroughScratch:
+def _rotate(blocks, mode):
     """Each block writes its rows to a scratch tensor, waits for all, then reads the next
     block's rows: right only if every block wrote before any read."""
+    soft = mode == "soft"
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(self, x: pl.Tensor[[B * R, C], pl.FP32], tmp: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
-          out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
-        i = pl.tile.get_block_idx()
-        tmp = pl.store(pl.load(x, [i * R, 0], [R, C]), [i * R, 0], tmp)
-        pl.system.syncall(core_type="aiv_only")
-        u = pl.load(tmp, [((i + 1) % B) * R, 0], [R, C])
-        out = pl.store(u, [i * R, 0], out)
-        return out
+    @pl.program
+    class RotateThroughScratch:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[blocks * R, C], pl.FP32], ws: pl.Tensor[[16], pl.INT32],
+              tmp: pl.InOut[pl.Tensor[[blocks * R, C], pl.FP32]],
+              out: pl.Out[pl.Tensor[[blocks * R, C], pl.FP32]]
+              ) -> pl.Tensor[[blocks * R, C], pl.FP32]:
+            i = pl.tile.get_block_idx()
+            tmp = pl.store(pl.load(x, [i * R, 0], [R, C]), [i * R, 0], tmp)
+            if soft:
+                pl.system.syncall(mode="soft", core_type="aiv_only", gm_workspace=ws,
+                                  used_cores=blocks)
+            else:
+                pl.system.syncall(core_type="aiv_only")
+            u = pl.load(tmp, [((i + 1) % blocks) * R, 0], [R, C])
+            out = pl.store(u, [i * R, 0], out)
+            return out
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[B * R, C], pl.FP32],
-             tmp: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
-             out: pl.Out[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
-        with pl.spmd(B):
-            out = self.k(x, tmp, out)
-        return out
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[blocks * R, C], pl.FP32], ws: pl.Tensor[[16], pl.INT32],
+                 tmp: pl.InOut[pl.Tensor[[blocks * R, C], pl.FP32]],
+                 out: pl.Out[pl.Tensor[[blocks * R, C], pl.FP32]]
+                 ) -> pl.Tensor[[blocks * R, C], pl.FP32]:
+            with pl.spmd(blocks, sync_start=True):
+                out = self.k(x, ws, tmp, out)  # hard-launch
+            return out
+
+    return RotateThroughScratch
+
+
+def _rotate_run(blocks, mode, platform, rng):
+    x = rng.standard_normal((blocks * R, C)).astype(np.float32)
+    out = np.zeros_like(x)
+    run = _group_run(_rotate(blocks, mode), platform, x, np.zeros(16, np.int32),
+                     np.zeros_like(x), out)
+    np.testing.assert_array_equal(
+        out, np.roll(x.reshape(blocks, R, C), -1, axis=0).reshape(blocks * R, C))
+    assert [t["kernel"] for t in run.tasks] == ["k"]  # the launch's blocks ran as one task
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_syncall_holds_every_block_until_all_arrive(platform, rng):
-    x = rng.standard_normal((B * R, C)).astype(np.float32)
-    tmp = np.zeros_like(x)
-    out = np.zeros_like(x)
-    run = _group_run(RotateThroughScratch, platform, x, tmp, out)
-    np.testing.assert_array_equal(out, np.roll(x.reshape(B, R, C), -1, axis=0).reshape(B * R, C))
-    assert [t["kernel"] for t in run.tasks] == ["k"]  # the launch's blocks ran as one task
+    _rotate_run(B, "soft", platform, rng)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_hard_syncall_launch_fills_every_aiv_core(platform, rng):
+    _rotate_run(spec(RunConfig(platform=platform).arch).aiv_cores, "hard", platform, rng)
+
+
+@pytest.mark.parametrize(("platform", "cores"), [("a2a3sim", 48), ("a5sim", 72)])
+def test_a_hard_syncall_in_a_partial_launch_is_an_error_at_the_launch(platform, cores):
+    err = _compile_error(_rotate(B, "hard"), platform)
+    assert isinstance(err, PlacementError)
+    assert f"waits for all {cores} AIV cores" in err.message and "launches 4 blocks" in err.message
+    assert "mode='soft'" in err.hint
+    assert err.line == line_of("# hard-launch")
+
+
+def test_a_hard_mix_syncall_in_a_vector_kernel_can_never_complete():
+    @pl.program
+    class VectorMix:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[48 * R, C], pl.FP32], out: pl.Out[pl.Tensor[[48 * R, C], pl.FP32]]
+              ) -> pl.Tensor[[48 * R, C], pl.FP32]:
+            i = pl.tile.get_block_idx()
+            t = pl.load(x, [i * R, 0], [R, C])
+            pl.system.syncall()  # mix-barrier
+            out = pl.store(t, [i * R, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[48 * R, C], pl.FP32],
+                 out: pl.Out[pl.Tensor[[48 * R, C], pl.FP32]]) -> pl.Tensor[[48 * R, C], pl.FP32]:
+            with pl.spmd(48, sync_start=True):
+                out = self.k(x, out)
+            return out
+
+    err = _compile_error(VectorMix)
+    assert "hard pl.system.syncall(core_type='mix') in AIV kernel 'k' can never complete" \
+        in err.message
+    assert err.line == line_of("# mix-barrier")
 
 
 @pl.program
