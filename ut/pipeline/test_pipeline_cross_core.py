@@ -604,3 +604,47 @@ def test_an_aiv_kernel_holding_cube_tiles_is_a_memory_space_error():
     assert "pl.FunctionType.AIV kernel 'vec' uses cube (Mat, Left, Right, Acc, Bias) memory" \
         in err.message
     assert err.line == line_of("# aiv-matmul") + 1
+
+
+@pl.program
+class SystemSpellings:
+    """The pipe ops spelled pl.system.* (PyPTO's namespace for them)."""
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def vec(self, a: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]):
+        peer = pl.system.import_peer_buffer(name="v2c", peer_func="cube")
+        pl.system.aiv_initialize_pipe(v2c_consumer_buf=peer, dir_mask=2, slot_size=SLOT)
+        pl.system.tpush_to_aic(pl.mul(pl.load(a, [0, 0], [D, D]), 3.0), split=0)
+
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, a: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]
+             ) -> pl.Tensor[[D, D], pl.FP32]:
+        buf = pl.system.reserve_buffer(name="v2c", size=SLOT * 8)
+        pl.system.aic_initialize_pipe(v2c_consumer_buf=buf, dir_mask=2, slot_size=SLOT)
+        t = pl.system.tpop_from_aiv(shape=[D, D], dtype=pl.FP32, split=0)
+        am = pl.load(a, [0, 0], [D, D], target_memory=pl.MemorySpace.Mat)
+        r = pl.matmul(pl.move(t, target_memory=pl.Mem.Left),
+                      pl.move(am, target_memory=pl.Mem.Right))
+        pl.system.tfree_to_aiv(t)
+        return pl.store(r, [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Group)
+    def grp(self, a: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]
+            ) -> pl.Tensor[[D, D], pl.FP32]:
+        r = self.cube(a, out)
+        self.vec(a, out)
+        return r
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[D, D], pl.FP32], out: pl.Out[pl.Tensor[[D, D], pl.FP32]]
+             ) -> pl.Tensor[[D, D], pl.FP32]:
+        out = self.grp(a, out)
+        return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_pipe_ops_spelled_pl_system_and_a_pop_typed_by_shape_and_dtype(platform, rng):
+    a = rng.standard_normal((D, D)).astype(np.float32)
+    out = np.zeros((D, D), np.float32)
+    _group_run(SystemSpellings, platform, a, out)
+    np.testing.assert_allclose(out, (a * np.float32(3)) @ a, rtol=1e-5, atol=1e-5)
