@@ -154,6 +154,12 @@ class ArchSpec:
     # type rule admits.
     vec_op_dtypes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _ro({}))
     unvalidated_combos: tuple[str, ...] = field(default=())
+    # docs/design/arch.md §5 cross-core pipes (hand-written AIC/AIV kernels): slots of a
+    # pipe when aic/aiv_initialize_pipe omits slot_num (a one-way pipe; each way of a
+    # two-way one), and whether the pipe takes local_slot_num.
+    pipe_slots_one_way: int = 8
+    pipe_slots_each_way: int = 4
+    pipe_local_slot_num: bool = True
 
     @property
     def sim_aic(self) -> int:
@@ -340,6 +346,7 @@ A5 = ArchSpec(
     ),
     cross_core_moves=(("Acc", "Vec"), ("Vec", "Mat")),
     cross_core_route="direct",
+    pipe_local_slot_num=False,
     load_targets=("Vec", "Mat"),
     store_sources=("Vec", "Acc"),
     acc_store_dtypes=("INT32", "FP32", "FP16", "BF16"),

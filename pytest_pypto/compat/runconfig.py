@@ -7,7 +7,9 @@ the artifact's manifest (``extra["accepted_without_effect"]``, through
 `accepted_without_effect`) and change nothing else, except that
 ``memory_planner=MemoryPlanner.PTOAS`` sets our neutral ``assembler_plans_memory``
 (the compiler then refuses the declared allocations PyPTO refuses under it).
-``enable_dep_gen`` has its meaning: the simulator always writes ``deps.json``.
+``enable_dep_gen`` has its meaning: the simulator always writes ``deps.json``;
+``enable_chip_swimlane`` too: the run's chip-swimlane records are written under
+``build_output/`` (runtime/swimlane.py).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class RunConfig(_RunConfig):
     enable_dep_gen: bool = False
     strategy: Any = field(default=None, metadata=_ACCEPTED)
     memory_planner: Any = field(default=None, metadata=_ACCEPTED)
-    enable_chip_swimlane: int = field(default=0, metadata=_ACCEPTED)
+    # PyPTO's chip swimlane: the run's records under build_output/ (runtime/swimlane.py).
+    enable_chip_swimlane: int = 0
     enable_dump_args: int = field(default=0, metadata=_ACCEPTED)
     enable_pmu: int = field(default=0, metadata=_ACCEPTED)
     enable_scope_stats: bool = field(default=False, metadata=_ACCEPTED)

@@ -311,7 +311,7 @@ def _generate(
     entry = program.functions[ctx.entry]  # type: ignore[index]
     head = header(f"orchestration of {program.name}", platform, sim_backend)
     texts["orchestration.py"] = orchestration_source(
-        program, entry, ctx.registry, head[2:], returns)
+        program, entry, ctx.registry, head[2:], returns, pipe_slots=(ctx.arch.pipe_slots_one_way, ctx.arch.pipe_slots_each_way))
     texts["orchestration.txt"] = functools.partial(
         orchestration_listing, program, entry, func_ids, ctx.kernels, platform, sim_backend
     )

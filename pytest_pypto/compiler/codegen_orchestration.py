@@ -16,8 +16,11 @@ from pytest_pypto.compiler.codegen import (
 )
 from pytest_pypto.compiler.codegen_stmts import Emitter
 from pytest_pypto.compiler.directions import returned_params
+from pytest_pypto.compiler.groups import members
+from pytest_pypto.compiler.structure import GROUP_KIND
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.ops.cross_core import SYNCALL_OP
 
 # Orchestration tensor ops -> (rt method, number of leading params it takes).
 RT_METHODS = {
@@ -46,12 +49,16 @@ class OrchestrationEmitter(Emitter):
     def __init__(self, program: n.Program, registry,
                  returns: dict[str, list[int]] | None = None) -> None:
         super().__init__()
+        self.pipe_slots: tuple[int, ...] = (8, 4)
         self.program = program
         self.registry = registry
         self.returns = {
             f.name: returned_params(f, memo=returns)
             for f in program.functions.values() if f.kind == "InCore"
         }
+        for f in program.functions.values():
+            if f.kind == GROUP_KIND:
+                self.returns[f.name] = returned_params(f, program)
 
     @functools.cached_property
     def launch_kernels(self) -> set[str]:
@@ -61,6 +68,15 @@ class OrchestrationEmitter(Emitter):
             f.name for f in self.program.functions.values()
             if any(isinstance(e, n.Call) and reads_launch(self.registry, e.op)
                    for _, e in iter_calls(f.body))
+        }
+
+    @functools.cached_property
+    def barrier_kernels(self) -> set[str]:
+        """Kernels holding a `pl.system.syncall`: a launch of one runs its blocks side by
+        side (runtime/lanes.py)."""
+        return {
+            f.name for f in self.program.functions.values()
+            if any(isinstance(e, n.Call) and e.op == SYNCALL_OP for _, e in iter_calls(f.body))
         }
 
     def stmt(self, s: n.Stmt, depth: int, yield_to: tuple[n.Var, ...]) -> None:
@@ -89,11 +105,18 @@ class OrchestrationEmitter(Emitter):
             packed = "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
             rets = self.returns.get(e.callee, [])
             ret = "(" + ", ".join(map(str, rets)) + ("," if len(rets) == 1 else "") + ")"
+            callee = self.program.functions.get(e.callee)
+            if callee is not None and callee.kind == GROUP_KIND:
+                return (f"rt.submit_group({e.callee!r}, {packed}, "
+                        f"{tuple(members(self.program, callee))!r}, returns={ret}, "
+                        f"slots={self.pipe_slots!r})")
             launch = ""
             if e.blocks is not None:
                 launch = f", blocks={self.expr(e.blocks)}"
                 if e.callee in self.launch_kernels:
                     launch += ", launch=True"
+                if e.callee in self.barrier_kernels:
+                    launch += ", barrier=True"
             return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch}{self._sched(e)})"
         assert isinstance(e, n.Call)
         if e.op in _TASK_OPS:
@@ -166,6 +189,10 @@ def uses_explicit_scheduling(entry: n.Function) -> bool:
 
 
 def orchestration_source(program: n.Program, entry: n.Function, registry, header: str,
-                         returns: dict[str, list[int]] | None = None) -> str:
-    """Orchestration module source; ``returns``: a `returned_params` memo to share."""
-    return OrchestrationEmitter(program, registry, returns).module(entry, header)
+                         returns: dict[str, list[int]] | None = None,
+                         pipe_slots: tuple[int, int] = (8, 4)) -> str:
+    """Orchestration module source; ``returns``: a `returned_params` memo to share;
+    ``pipe_slots``: the arch's default pipe depths, passed to each Group task."""
+    emitter = OrchestrationEmitter(program, registry, returns)
+    emitter.pipe_slots = tuple(pipe_slots)
+    return emitter.module(entry, header)

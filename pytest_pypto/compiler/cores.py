@@ -8,6 +8,7 @@ arch table says ("via GM" on a2a3, "direct" on a5).
 
 from __future__ import annotations
 
+from pytest_pypto.compiler.groups import check_hard_syncall, check_pinned_core
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.walk import iter_calls
@@ -42,8 +43,10 @@ def classify_cores(program: n.Program, ctx: PassContext) -> n.Program:
     for fn in kernels(program):
         facts = ctx.facts(fn.name)
         facts.core_type = core_type(spaces_touched(fn))
+        check_pinned_core(fn, facts.core_type, ctx)
         if facts.core_type == "mix":
             for move in facts.moves:
                 if (move.src, move.dst) in ctx.arch.cross_core_moves:
                     move.route = ctx.arch.cross_core_route
+    check_hard_syncall(program, ctx)
     return program

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from pytest_pypto.compiler.groups import check_group
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.walk import (
     NameGen,
@@ -24,6 +25,7 @@ from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 ONBOARD_HINT = "this program needs a PyPTO installation; mark the test @pytest.mark.pypto_onboard"
 
 KERNEL_KINDS = ("InCore",)
+GROUP_KIND = "Group"  # one AIC and one AIV kernel run as one task (compiler/groups.py)
 ENTRY_KINDS = ("Orchestration", "Opaque")
 # pl.create_tensor as the parser writes it (not a registry entry); an orchestration body
 # may use it and the tensor ops whose entries set ``in_orchestration`` (docs/design/language.md §8).
@@ -52,7 +54,9 @@ def check_unsupported(program: n.Program, ctx: PassContext) -> n.Program:
                 hint=ONBOARD_HINT,
                 arch=ctx.arch.name,
             )
-        if fn.kind not in KERNEL_KINDS + ENTRY_KINDS:
+        if fn.kind == GROUP_KIND:
+            check_group(program, fn, ctx)
+        elif fn.kind not in KERNEL_KINDS + ENTRY_KINDS:
             raise UnsupportedFeatureError(
                 f"pl.FunctionType.{fn.kind} is not supported by the bundled toolchain "
                 f"(tier 3: hand-specialized kernels)",
@@ -199,7 +203,8 @@ def _check_func_call(
             hint="decorate it with @pl.function",
             arch=ctx.arch.name,
         )
-    if fn.kind in KERNEL_KINDS or callee.kind not in KERNEL_KINDS:
+    group_call = callee.kind == GROUP_KIND and fn.kind in ENTRY_KINDS
+    if fn.kind in KERNEL_KINDS or (callee.kind not in KERNEL_KINDS and not group_call):
         raise UnsupportedFeatureError(
             f"a call from {fn.kind} function '{fn.name}' to {callee.kind} function "
             f"'{callee.name}' is not supported by the bundled toolchain yet (tier 2: inlining)",

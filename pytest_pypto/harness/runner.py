@@ -39,6 +39,7 @@ from pytest_pypto.harness.failures import classified, failure_class_of
 from pytest_pypto.harness.tolerance import case_tolerance, complete
 from pytest_pypto.ir.artifact import CompiledProgram
 from pytest_pypto.runtime import registry
+from pytest_pypto.runtime.swimlane import write_dfx
 from pytest_pypto.runtime.trace import PNG_HINT, write_trace
 
 __all__ = ["Runner", "copy_artifact", "failure_class_of"]
@@ -259,6 +260,7 @@ class Runner:
             _add_context(exc, (*self.context, *_kept_line(kept)))
             raise
         elapsed = time.perf_counter() - started
+        _write_swimlane(self.config, case, ran)
         result = RunResult(
             passed=True,
             test_name=case.get_name(),
@@ -321,6 +323,15 @@ def _check_case(case: Any, call: str) -> None:
         kind = type(case).__name__
         shown = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} ({case!r:.40})"
     raise TypeError(f"{call}: case is {shown}; pass an instance of a PTOTestCase subclass")
+
+
+def _write_swimlane(config: Any, case: Any, ran: Any) -> None:
+    """PyPTO's ``--enable-chip-swimlane``: the run's chip-swimlane records and name map under
+    ``build_output/<case>_<timestamp>/dfx_outputs`` (runtime/swimlane.py)."""
+    level = int(getattr(config, "enable_chip_swimlane", 0) or 0)
+    record = getattr(ran, "record", None) if level > 0 else None
+    if record:
+        write_dfx(record, case.get_name(), level)
 
 
 def _kept_line(kept: Path | None) -> tuple[str, ...]:

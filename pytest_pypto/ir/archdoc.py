@@ -57,6 +57,10 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                        "automatic move insertion may use"),
         ("cross_core_moves", "cube/vector transfers accepted inside one mixed kernel"),
         ("cross_core_route", "how such a transfer travels (the listing labels it)"),
+        ("pipe_slots_one_way", "slots of a one-way hand-written cross-core pipe without "
+                               "`slot_num=`"),
+        ("pipe_slots_each_way", "slots of each way of a two-way pipe without `slot_num=`"),
+        ("pipe_local_slot_num", "whether `pl.aic/aiv_initialize_pipe` take `local_slot_num=`"),
         ("load_targets", "where a `pl.load` may land"),
         ("store_sources", "where a `pl.store` may read from"),
         ("acc_store_dtypes", "tensor dtypes an Acc tile stores into directly"),

@@ -278,6 +278,9 @@ class Function(Node):
     span: Span | None = None
     strict_ssa: bool = False
     unsupported: Unsupported | None = None
+    # A hand-written cross-core kernel's role and attrs= ({"core": "aic" | "aiv", ...};
+    # language/cross_core.py); empty for every other function.
+    attrs: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:  # short: tracebacks and --showlocals print it
         return f"<Function {self.name} ({self.kind}): {len(self.params)} params>"

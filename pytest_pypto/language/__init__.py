@@ -96,7 +96,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
-    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag",
+    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
 ]
 
 
@@ -155,6 +155,7 @@ while_ = DslFunction("while_", "`for (x,) in pl.while_(init_values=(x0,)):` a wh
 cond = DslFunction("cond", "`pl.cond(c)`: the condition, first statement of a pl.while_ body.")
 create_tensor = DslFunction("create_tensor", "`pl.create_tensor(shape, dtype, init_value=None)`.")
 const = DslFunction("const", "`pl.const(value, dtype)`: a typed constant.")
+AUTO = -1  # `pl.reserve_buffer(base=pl.AUTO)`: the toolchain places the buffer
 static_assert = DslFunction("static_assert", "`pl.static_assert(cond, msg)` at parse time.")
 static_print = DslFunction("static_print", "`pl.static_print(...)` prints at parse time.")
 max = SCALAR_MINMAX["max"]  # noqa: A001
@@ -165,7 +166,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
-system = SystemNamespace()  # pl.system.task_dummy (language/scheduling.py)
+system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
 
 DN = Layout("DN")
 ND = Layout("ND")

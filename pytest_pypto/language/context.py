@@ -218,3 +218,4 @@ class Header:
     source: SourceMap | None = None
     namespace: dict[str, Any] | None = None
     open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
+    attrs: dict[str, Any] = field(default_factory=dict)  # a cross-core kernel's attrs= (cross_core.py)

@@ -4,7 +4,7 @@
 A stub reaches one or more entries the way the parser dispatches it
 (language/calls.py): `pl.X` is the tile entry, and on Tensor operands the tensor
 form; `pl.tile.X` the tile entry; `pl.tensor.X` the tensor form; `pl.array.X` the
-array entry.  The text itself is ir/opdoc.py's.  Nothing here runs at import: the
+array entry; `pl.system.X` the tile entry spelled `system.X`.  The text itself is ir/opdoc.py's.  Nothing here runs at import: the
 stubs call `reference`/`signature_of` on first `__doc__` / `__signature__` access.
 """
 
@@ -22,6 +22,9 @@ def forms_of(namespace: str, name: str) -> list[Form]:
     if namespace == "array":
         spec = REGISTRY.get(f"array.{name}")
         return [Form("array op", spec)] if spec is not None else []
+    if namespace == "system":  # PyPTO's system ops (ir/ops/cross_core.py): tile entries
+        system = tile_entry("system", name)
+        return [Form("system op", system)] if system is not None else []
     forms: list[Form] = []
     if namespace in ("", "tile"):
         tile = tile_entry(namespace, name)

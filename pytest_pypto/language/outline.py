@@ -140,6 +140,7 @@ def outline(
     header.returns = types
     parser.functions[name] = fn
     if enclosing.kind == "Opaque":
+        _promote_written_params(enclosing, params, args)
         enclosing.kind = "Orchestration"  # PyPTO promotes a parent that outlines
     result = types[0] if len(types) == 1 else TupleType(types) if types else None
     call = FuncCall(name, tuple(args), type=result, span=ctx.span(stmt), blocks=blocks)
@@ -169,6 +170,18 @@ def outline(
     bp.out.append(Assign(tuple(targets), call, span=ctx.span(stmt)))
     if tid_name is not None:
         scheduling.bind_task_id(bp, call, tid_name, stmt)
+
+
+def _promote_written_params(enclosing: Header, params: list[Param], args: list[Expr]) -> None:
+    """An Opaque function's parameter that a region writes becomes InOut (its signature only
+    ever gains writers, as a wrapper's does in PyPTO; docs/design/language.md §9)."""
+    own = {p.name: p for p in enclosing.params}
+    for param, arg in zip(params, args):
+        if not (isinstance(param.type, TensorType) and param.direction.writes):
+            continue
+        mine = own.get(arg.name) if isinstance(arg, Var) else None
+        if mine is not None and mine.direction is Direction.IN:
+            mine.direction = Direction.INOUT
 
 
 def _index() -> Any:

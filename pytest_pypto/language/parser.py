@@ -19,7 +19,7 @@ from typing import Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, funcalls, functions, surface
+from pytest_pypto.language import annots, cross_core, funcalls, functions, surface
 from pytest_pypto.language.context import (
     FunctionContext,
     Header,
@@ -355,7 +355,9 @@ class ProgramParser:
                     )
                 header.kind = kind.value
                 header.open_params = kind.value == "Inline"
-                if kind.value not in surface.TIER1_FUNCTION_TYPES | {"Inline"}:
+                cross_core.function_kind(header)
+                if kind.value not in surface.TIER1_FUNCTION_TYPES | {"Inline"} \
+                        | surface.CROSS_CORE_FUNCTION_TYPES:
                     raise Tier3Hit(
                         f"pl.FunctionType.{kind.value}", "tier 3: hand-written cross-core kernels",
                         kw.value,
@@ -365,7 +367,16 @@ class ProgramParser:
                 if not isinstance(value, bool):
                     raise ctx.error(ParserTypeError, "strict_ssa= must be True or False", kw.value)
                 header.strict_ssa = value
-            elif kw.arg in ("attrs", "auto_scope", "external_source"):
+            elif kw.arg == "external_source":
+                raise Tier3Hit(
+                    "pl.function(external_source=...)",
+                    "an external C++ kernel is compiled by PyPTO's toolchain for an NPU; the "
+                    "bundled numpy simulator runs only kernels written in the DSL",
+                    kw.value,
+                )
+            elif kw.arg == "attrs" and cross_core.is_cross_core(header):
+                cross_core.function_attrs(ctx, ep, kw.value, header)
+            elif kw.arg in ("attrs", "auto_scope"):
                 raise Tier3Hit(f"pl.function({kw.arg}=...)", "tier 3: function attributes", kw.value)
             else:
                 raise ctx.error(
@@ -468,6 +479,7 @@ class ProgramParser:
         fn = Function(
             name, header.kind, list(header.params), tuple(returns or ()), body,
             span=ctx.span(node), strict_ssa=header.strict_ssa, unsupported=unsupported,
+            attrs=dict(header.attrs),
         )
         self.functions[name] = fn
         return fn

@@ -19,6 +19,7 @@ from pytest_pypto.language import (
     annots,
     calls,
     control,
+    cross_core,
     launch,
     loops,
     outline,
@@ -216,7 +217,7 @@ class BodyParser:
             )
         name = stmt.target.id
         ann, _ = annots.to_type(self.ctx, self.ep.eval(stmt.annotation), stmt.annotation)
-        value = self.ep.eval(stmt.value)
+        value = self.ep.eval(cross_core.typed_pop(self.ep, stmt))
         if scalars.is_number(value) and isinstance(ann, ScalarType):
             if scalars.category(scalars.literal_dtype(value)) == scalars.category(ann.dtype):
                 value = scalars.make_const(value, ann.dtype, self.ctx.span(stmt.value))

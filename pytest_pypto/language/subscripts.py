@@ -34,15 +34,27 @@ def _level(base: Expr) -> str:
 
 
 def _extent(ep: ExprParser, s: ast.Slice, lower: Any, upper: Any, node: ast.AST) -> Any:
-    """upper - lower, folded; `a:a + N` gives N even when `a` is dynamic."""
-    if (
-        s.lower is not None
-        and isinstance(s.upper, ast.BinOp)
-        and isinstance(s.upper.op, ast.Add)
-        and ast.dump(s.upper.left) == ast.dump(s.lower)
-    ):
-        return ep.eval(s.upper.right)
+    """upper - lower, folded; `a + i:a + j` gives j - i even when `a` is dynamic."""
+    if s.lower is not None and s.upper is not None:
+        lo_base, lo_off = _base_offset(s.lower)
+        up_base, up_off = _base_offset(s.upper)
+        if lo_base == up_base and (lo_off == 0 or _is_const_node(lo_off)):
+            if lo_off == 0:
+                return ep.eval(s.upper.right) if up_off != 0 else 0  # type: ignore[attr-defined]
+            if up_off != 0 and _is_const_node(up_off):
+                return up_off.value - lo_off.value
     return scalars.binop(ep.ctx, "-", upper, lower, node)
+
+
+def _base_offset(e: ast.expr) -> tuple[str, Any]:
+    """``E + k`` as (dump of E, the k node); anything else as (its dump, 0)."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        return ast.dump(e.left), e.right
+    return ast.dump(e), 0
+
+
+def _is_const_node(e: Any) -> bool:
+    return isinstance(e, ast.Constant) and _is_const(e.value)
 
 
 def _is_const(v: Any) -> bool:

@@ -30,6 +30,9 @@ class FunctionType(enum.Enum):
 
 TIER1_FUNCTION_TYPES = frozenset({"Opaque", "Orchestration", "InCore"})
 TIER2_FUNCTION_TYPES = frozenset({"Inline"})
+# Hand-written cross-core kernels: a Group runs its AIC and AIV kernels as one task
+# (docs/design/language.md §14).
+CROSS_CORE_FUNCTION_TYPES = frozenset({"AIC", "AIV", "Group"})
 ITERATORS = ("range", "parallel", "unroll", "pipeline")  # the pl.* functions a for loop iterates
 
 
@@ -296,9 +299,22 @@ cross_core_slot = DslFunction(
 )
 REGION_FUNCTIONS = (at, spmd)
 # Explicit scheduling (language/scheduling.py, docs/design/scheduling.md).
-manual_scope = DslFunction(
-    "manual_scope", "`with pl.manual_scope():` tasks inside are ordered only by their deps=."
-)
+class manual_scope:  # noqa: N801  (PyPTO's spelling; a class there too)
+    """`with pl.manual_scope():` tasks inside are ordered only by their deps=.
+
+    A class, as in PyPTO (isinstance/issubclass with it work); the parser recognises it
+    by identity, and in plain Python it is an inert context manager."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+    def __enter__(self) -> manual_scope:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+
 submit = DslFunction(
     "submit", "`out, tid = pl.submit(self.kernel, *args, deps=[...])`: a task and its TaskId."
 )

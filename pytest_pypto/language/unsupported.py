@@ -32,10 +32,7 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
         "scope", "no_dep", "TaskId",
     ),
     "hand-written cross-core kernels": (
-        "cluster", "split_aiv", "get_subblock_idx", "tpush_to_aiv", "tpush_to_aic",
-        "tpop_from_aic", "tpop_from_aiv", "tfree_to_aic", "tfree_to_aiv",
-        "aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer", "import_peer_buffer",
-        "aiv_shard", "aic_gather",
+        "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
@@ -171,23 +168,6 @@ def _definition_span(fn: Any) -> Any:
     return Span(code.co_filename, code.co_firstlineno, len(text) - len(text.lstrip()) + 1)
 
 
-class SystemNamespace:
-    """`pl.system`: `task_dummy`, `task_invalid` (explicit scheduling); its other ops are
-    Tier 3."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if name == "task_dummy":
-            return task_dummy
-        if name == "task_invalid":
-            return task_invalid
-        return Unsupported(f"system.{name}", 3, "hand-written cross-core kernels")
-
-    def __repr__(self) -> str:
-        return "pl.system"
-
-
 class Layout:
     """A tensor layout marker (`pl.DN`, `pl.ND`, `pl.NZ`) in a Tensor annotation."""
 
@@ -237,3 +217,26 @@ class OpNamespace:
 
     def __repr__(self) -> str:
         return f"pl.{self._namespace}"
+
+
+class SystemNamespace(OpNamespace):
+    """`pl.system`: `task_dummy` and `task_invalid` (explicit scheduling), the ops the
+    registry spells `system.<name>` (syncall, the pipes); any other name is an inert Tier 3
+    marker (the parser reports it when a kernel uses it)."""
+
+    def __init__(self) -> None:
+        super().__init__("system")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name == "task_dummy":
+            return task_dummy
+        if name == "task_invalid":
+            return task_invalid
+        if REGISTRY.by_namespace("system", name):
+            return super().__getattr__(name)
+        return Unsupported(f"system.{name}", 3, "hand-written cross-core kernels")
+
+    def _known(self, name: str) -> bool:
+        return bool(REGISTRY.by_namespace("system", name))

@@ -21,6 +21,7 @@ from pytest_pypto.ir.errors import MemoryLimitError, SimulationError
 from pytest_pypto.ir.values import new_buffer, size_text
 from pytest_pypto.runtime.explicit import DUMMY_KERNEL, INVALID, Sched, task_ids
 from pytest_pypto.runtime.graph import TaskGraph
+from pytest_pypto.runtime.lanes import barrier_launch, group_kernel
 from pytest_pypto.runtime.loader import Kernel
 from pytest_pypto.runtime.tensors import (
     RootBuffer,
@@ -50,6 +51,7 @@ class Orchestrator:
         max_memory: int | None = None,
     ):
         self._kernels = kernels
+        self._groups: dict[str, Kernel] = {}  # Group task kernels, built on first submit
         self._graph = graph
         self.roots = roots
         # Whether the orchestration did more than submit tasks (made a tensor, read or
@@ -186,20 +188,62 @@ class Orchestrator:
     def submit(
         self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False,
         deps: Any = (), task_id: bool = False, manual: bool = False, no_dep: Any = (),
-        predicate: Any = None,
+        predicate: Any = None, barrier: bool = False,
     ) -> Any:
         """Record one task of ``kernel``; returns the arguments at positions ``returns``.
 
         ``blocks=n`` (a `pl.spmd(n)` launch) records n tasks of one launch; with
-        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``.
-        The rest is explicit scheduling (runtime/explicit.py): with ``task_id`` the
-        task's TaskId follows the returned arguments."""
+        ``launch`` the kernel reads its block index, passed to block i as ``_launch=(i, n)``;
+        with ``barrier`` (a kernel holding `pl.system.syncall`) the blocks run side by side
+        as one task (`runtime.lanes`).  The rest is explicit scheduling
+        (runtime/explicit.py): with ``task_id`` the task's TaskId follows the returned
+        arguments."""
+        k = self._kernel(kernel)
+        if barrier and blocks is not None and int(blocks) > 1:
+            k, blocks = barrier_launch(k, int(blocks), launch), None
+        sched = None
+        if deps or manual or no_dep or task_id or predicate is not None:
+            self.beyond_submits = True  # no fixed schedule: predicates and races are per run
+            ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
+            sched = Sched(ids, manual, tuple(no_dep), predicate,
+                          1 if blocks is None else int(blocks))
+        first = self._submit(k, args, blocks, launch, sched)
+        if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
+            self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
+        if task_id:
+            values = (*(args[r] for r in returns), first.id)
+            return values[0] if len(values) == 1 else values
+        if len(returns) == 1:
+            return args[returns[0]]
+        return tuple(args[r] for r in returns)
+
+    def submit_group(self, group: str, args: Any, members: Any, returns: Any = (),
+                     slots: Any = (8, 4)) -> Any:
+        """Record one task of a Group: ``members`` are (kernel, the Group argument position
+        of each of its parameters); its kernels run side by side (`runtime.lanes`)."""
+        k = self._groups.get(group)
+        if k is None:
+            func_id = max((x.func_id for x in self._kernels.values()), default=-1) + 1
+            k = self._groups[group] = group_kernel(
+                group, func_id, [(self._kernel(m), tuple(pos)) for m, pos in members],
+                len(args), tuple(returns), tuple(slots))
+        self._submit(k, args, None, False, None)
+        if len(returns) == 1:
+            return args[returns[0]]
+        return tuple(args[r] for r in returns)
+
+    def _kernel(self, kernel: str) -> Kernel:
         k = self._kernels.get(kernel)
         if k is None:
             raise SimulationError(
                 f"orchestration submits kernel '{kernel}', which the artifact does not have "
                 f"(kernels: {', '.join(self._kernels) or 'none'})"
             )
+        return k
+
+    def _submit(self, k: Kernel, args: Any, blocks: Any, launch: bool, sched: Any) -> Any:
+        """Check and record the task(s) of one call; the (first) task."""
+        kernel = k.name
         if len(args) != len(k.kinds):
             raise SimulationError(
                 f"task of kernel '{kernel}' got {len(args)} arguments, but the kernel takes "
@@ -242,30 +286,15 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
-        sched = None
-        if deps or manual or no_dep or task_id or predicate is not None:
-            self.beyond_submits = True  # no fixed schedule: predicates and races are per run
-            ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
-            sched = Sched(ids, manual, tuple(no_dep), predicate,
-                          1 if blocks is None else int(blocks))
         if blocks is None:
-            first = self._graph.submit(k, call_args, handles, sched)
-        else:
-            n = int(blocks)
-            if n < 1:
-                raise SimulationError(
-                    f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
-                    "(the block count is computed at run time)"
-                )
-            first = self._graph.launch(k, call_args, handles, n, launch, sched)[0]
-        if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
-            self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
-        if task_id:
-            values = (*(args[r] for r in returns), first.id)
-            return values[0] if len(values) == 1 else values
-        if len(returns) == 1:
-            return args[returns[0]]
-        return tuple(args[r] for r in returns)
+            return self._graph.submit(k, call_args, handles, sched)
+        n = int(blocks)
+        if n < 1:
+            raise SimulationError(
+                f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
+                "(the block count is computed at run time)"
+            )
+        return self._graph.launch(k, call_args, handles, n, launch, sched)[0]
 
     # -- explicit scheduling (runtime/explicit.py) ------------------------------------
     def task_dummy(self, deps: Any = ()) -> int:

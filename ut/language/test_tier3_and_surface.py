@@ -39,7 +39,7 @@ def test_scope_is_recorded_with_its_line(line_of):
 def test_tier3_function_types_dtypes_and_attrs_are_recorded():
     @pl.program
     class P:
-        @pl.function(type=pl.FunctionType.AIC)
+        @pl.function(type=pl.FunctionType.Spmd)
         def cube(self, x: pl.Tensor[[64, 64], pl.FP32]):
             pass
 
@@ -57,10 +57,10 @@ def test_tier3_function_types_dtypes_and_attrs_are_recorded():
 
     constructs = {name: fn.unsupported.construct for name, fn in P.functions.items()}
     assert constructs == {
-        "cube": "pl.FunctionType.AIC",
+        "cube": "pl.FunctionType.Spmd",
         "packed": "pl.INT4",
         "attributed": "pl.function(attrs=...)",
-        "main": "pl.FunctionType.AIC",  # calling an unsupported function is unsupported too
+        "main": "pl.FunctionType.Spmd",  # calling an unsupported function is unsupported too
     }
 
 

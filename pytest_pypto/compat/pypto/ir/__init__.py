@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pytest_pypto.compat.pypto.backend.soc import CoreType
 from pytest_pypto.compat.selections import OptimizationStrategy, PassDumpLevel
 from pytest_pypto.compat.selections import ir_compile as compile  # noqa: A001
 from pytest_pypto.ir.artifact import CompiledProgram
@@ -10,6 +11,7 @@ from pytest_pypto.language.surface import FunctionType
 
 __all__ = [
     "CompiledProgram",
+    "CoreType",
     "FunctionType",
     "OptimizationStrategy",
     "PassDumpLevel",
