@@ -23,7 +23,7 @@ from pytest_pypto.ir import nodes as n
 RT_METHODS = {
     "create_tensor": ("create_tensor", 3),
     "create": ("create_tensor", 3),
-    "slice": ("slice", 3),
+    "slice": ("slice", 4),  # + valid_shape; clamp passed by keyword (`call`)
     "reshape": ("reshape", 2),
     "transpose": ("transpose", 3),
     "read": ("read", 2),
@@ -85,7 +85,9 @@ class OrchestrationEmitter(Emitter):
             return f"rt.submit({e.callee!r}, {packed}, returns={ret}{launch})"
         assert isinstance(e, n.Call)
         method, count = RT_METHODS[e.op.rpartition(".")[2]]
-        return f"rt.{method}({self._rt_args(e, count)})"
+        clamp = dict(e.args).get("clamp") if method == "slice" else None
+        extra = f", clamp={self.expr(clamp)}" if clamp is not None else ""
+        return f"rt.{method}({self._rt_args(e, count)}{extra})"
 
     def dyn_binding(self, local: str, axis: int) -> str:
         return f"rt.dim({local}, {axis})"

@@ -58,8 +58,9 @@ class Orchestrator:
         data = new_buffer(shape, dtype, name=label, value=init_value)
         return self.add_root(data, dtype, label, "create_tensor")
 
-    def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
-        return slice_view(self._handle(t, "slice"), shape, offsets)
+    def slice(self, t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = None,
+              clamp: bool = False) -> TensorHandle:
+        return slice_view(self._handle(t, "slice"), shape, offsets, valid_shape, bool(clamp))
 
     def reshape(self, t: TensorHandle, shape: Any) -> TensorHandle:
         return reshape_view(self._handle(t, "reshape"), shape)

@@ -316,9 +316,12 @@ def _first(entry: Entry) -> int:
 # -- views ---------------------------------------------------------------------------
 
 
-def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
-    """`pl.slice(t, shape, offsets)`: a window inside ``t`` (bounds checked, docs/design/checks.md
-    §6)."""
+def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = None,
+               clamp: bool = False) -> TensorHandle:
+    """`pl.slice(t, shape, offsets, valid_shape=, clamp=)`: a window inside ``t`` (bounds
+    checked, docs/design/checks.md §6).  What has to fit is the extent read: valid_shape
+    when given (a padded window may overhang its source), else the window; ``clamp``
+    trims the window at the source edge.  An overhanging window is cut at the edge."""
     shape = tuple(int(d) for d in shape)
     offsets = tuple(int(o) for o in offsets)
     if len(shape) != len(t.shape) or len(offsets) != len(t.shape):
@@ -326,13 +329,22 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
             f"pl.slice of tensor '{t.root.name}' (rank {len(t.shape)}) got shape {list(shape)} "
             f"and offsets {list(offsets)}; both need one entry per dimension"
         )
-    for axis, (o, d, n) in enumerate(zip(offsets, shape, t.shape)):
-        if o < 0 or d < 0 or o + d > n:
+    valid = shape if valid_shape is None else tuple(int(v) for v in valid_shape)
+    for axis, (o, d, v, n) in enumerate(zip(offsets, shape, valid, t.shape)):
+        if not 0 <= v <= d:
             raise SimulationError(
-                f"pl.slice reads past the end of dimension {axis}: offset {o} + extent {d} > "
+                f"pl.slice valid extent {v} of dimension {axis} is outside 0..{d} "
+                f"(tensor '{t.root.name}', at run time)",
+                hint="a valid region cannot be larger than the window that holds it",
+            )
+        if o < 0 or (not clamp and o + v > n):
+            what = "extent" if valid_shape is None else "valid extent"
+            raise SimulationError(
+                f"pl.slice reads past the end of dimension {axis}: offset {o} + {what} {v} > "
                 f"source extent {n} (tensor '{t.root.name}', at run time)",
                 hint="shrink the window or check the offsets computed by the orchestration",
             )
+    shape = tuple(min(d, max(0, n - o)) for o, d, n in zip(offsets, shape, t.shape))
     index = tuple(slice(o, o + d) for o, d in zip(offsets, shape))
     start = t.start + sum(o * s for o, s in zip(offsets, t.strides))
     return TensorHandle(t.root, t.array[index], start, shape, t.strides)
