@@ -9,7 +9,9 @@ program that compiles and runs, and one that fails with the user's line.
   source when offset + valid_shape fits (docs/design/checks.md §6), checked at
   compile time and at run time;
 * a name bound in a loop escapes it only on a forward *use*: re-assigned before
-  any read after the loop, it is not carried out (docs/design/language.md §17).
+  any read after the loop, it is not carried out (docs/design/language.md §17);
+* `pl.store` / `pl.tile.store` take PyPTO's 4th operand ``shapes=``, the ND partition
+  the tile fills (docs/ops.md, tile.store).
 """
 
 from __future__ import annotations
@@ -215,3 +217,57 @@ def test_a_name_read_after_the_loop_escapes_it(line_of) -> None:
         _run(_staged(reassigned=False), x, np.zeros_like(x))
     assert ei.value.line == line_of("escaping-loop")
     assert "'buf' is assigned inside the loop" in ei.value.message
+
+
+# ------------------------------------------------------------ store with shapes=
+
+
+def _store_partition(shapes, flat: bool):
+    """Stores row 1 of x (a [1, 16, COLS] window) into row 2 of out with ``shapes=``;
+    ``flat`` stores it as a 2-D [16, COLS] tile (a lower-rank tile)."""
+
+    @pl.program
+    class Partition:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[4, 16, COLS], pl.FP32],
+              out: pl.Out[pl.Tensor[[4, 16, COLS], pl.FP32]]) -> pl.Tensor[[4, 16, COLS], pl.FP32]:
+            t = pl.load(x, [1, 0, 0], [1, 16, COLS])
+            if flat:
+                t2 = pl.reshape(t, [16, COLS])
+                out = pl.tile.store(t2, [2, 0, 0], out, shapes=shapes)
+            else:
+                out = pl.store(t, [2, 0, 0], out, shapes)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[4, 16, COLS], pl.FP32],
+                 out: pl.Out[pl.Tensor[[4, 16, COLS], pl.FP32]]) -> pl.Tensor[[4, 16, COLS], pl.FP32]:
+            out = self.k(x, out)
+            return out
+
+    return Partition
+
+
+@pytest.mark.parametrize(("shapes", "flat"), [([1, 16, COLS], False), ([1, 16, COLS], True),
+                                               ([2, 8, COLS], True)])
+def test_store_takes_the_nd_partition_shapes(shapes, flat) -> None:
+    x = np.arange(4 * 16 * COLS, dtype=np.float32).reshape(4, 16, COLS)
+    out = np.zeros_like(x)
+    _run(_store_partition(shapes, flat), x, out)
+    rows = np.prod(shapes[:2])
+    got = out[2:2 + shapes[0], :shapes[1]].reshape(rows, COLS)
+    np.testing.assert_array_equal(got, x[1])
+
+
+def test_store_shapes_that_do_not_hold_the_tile_are_refused(line_of) -> None:
+    with pytest.raises(PyptoError) as ei:
+        @pl.program
+        class Short:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[4, 16, COLS], pl.FP32],
+                  out: pl.Out[pl.Tensor[[4, 16, COLS], pl.FP32]]) -> pl.Tensor[[4, 16, COLS], pl.FP32]:
+                t = pl.reshape(pl.load(x, [1, 0, 0], [1, 16, COLS]), [16, COLS])
+                out = pl.tile.store(t, [2, 0, 0], out, shapes=[1, 8, COLS])  # short-partition
+                return out
+    assert ei.value.line == line_of("short-partition")
+    assert "shapes [1, 8, 64] to hold the tile [16, 64]" in ei.value.message
