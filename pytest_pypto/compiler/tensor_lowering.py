@@ -389,6 +389,13 @@ class _Lowering:
             scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
         operands += [tiling.Operand(operands[0].shape, operands[0].dtype, scratch=True)
                      for _ in scratch]
+        # PyPTO's promotion (FP32 + BF16 -> FP32): the narrower operand is cast after its
+        # load, which needs one more tile of the promoted dtype per cast operand.
+        promoted = tensor_forms.promoted_dtype(tile_spec, {k: v.type for k, v in tensors})
+        casts = {k for k, v in tensors if promoted is not None
+                 and k in tile_spec.tensor_promotes and v.type.dtype.name != promoted.name}
+        operands += [tiling.Operand(o.shape, promoted, scratch=True)
+                     for (k, _), o in zip(tensors, list(operands)) if k in casts]
         combine = tile_spec.partial_combine
         plan = tiling.vector_plan(tuple(result_t.shape), result_t.dtype, operands,
                                   self.ctx.arch, self.vec_budget,
@@ -405,6 +412,9 @@ class _Lowering:
                 offs = [off if w == e else 0 for off, w, e in zip(offsets, win, ext)] \
                     if plan.kind != "whole" else [0] * len(o.shape)
                 args[name] = self.load(stmts, value, offs, win, "Vec")
+                if name in casts:
+                    args[name] = self.emit(stmts, "promoted", "tile.cast", tile=args[name],
+                                           target_type=promoted, mode="round")
                 lead = lead or args[name]
             for p in scratch:
                 args[p.name] = self.emit(stmts, "scratch", "tile.create",
