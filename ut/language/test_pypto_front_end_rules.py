@@ -271,3 +271,47 @@ def test_store_shapes_that_do_not_hold_the_tile_are_refused(line_of) -> None:
                 return out
     assert ei.value.line == line_of("short-partition")
     assert "shapes [1, 8, 64] to hold the tile [16, 64]" in ei.value.message
+
+
+# ------------------------------------------------------------ clamped orchestration views
+
+
+def _gather_rows(reads: int):
+    """Orchestration slices 8 entries of a 12-entry index table at offset 8 (4 inside);
+    the kernel reads ``reads`` of them."""
+
+    @pl.program
+    class Gather:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, idx: pl.Tensor[[8], pl.INT32], x: pl.Tensor[[16, COLS], pl.FP32],
+              out: pl.Out[pl.Tensor[[16, COLS], pl.FP32]]) -> pl.Tensor[[16, COLS], pl.FP32]:
+            for i in pl.range(reads):
+                r = pl.read(idx, i)  # index-read
+                out = pl.store(pl.load(x, [r, 0], [1, COLS]), [i, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, table: pl.Tensor[[12], pl.INT32], x: pl.Tensor[[16, COLS], pl.FP32],
+                 out: pl.Out[pl.Tensor[[16, COLS], pl.FP32]]) -> pl.Tensor[[16, COLS], pl.FP32]:
+            start = pl.tensor.read(table, [0])
+            idx = pl.slice(table, [8], [start])
+            out = self.k(idx, x, out)
+            return out
+
+    return Gather
+
+
+def test_an_orchestration_window_overhanging_at_run_time_is_cut_at_the_edge() -> None:
+    table = np.array([8, 0, 0, 0, 0, 0, 0, 0, 5, 3, 9, 1], np.int32)
+    x = np.arange(16 * COLS, dtype=np.float32).reshape(16, COLS)
+    out = np.zeros_like(x)
+    _run(_gather_rows(4), table, x, out)
+    np.testing.assert_array_equal(out[:4], x[[5, 3, 9, 1]])
+
+
+def test_a_read_past_the_cut_window_fails_at_the_read(line_of) -> None:
+    table = np.array([8, 0, 0, 0, 0, 0, 0, 0, 5, 3, 9, 1], np.int32)
+    x = np.zeros((16, COLS), np.float32)
+    with pytest.raises(PyptoError) as ei:
+        _run(_gather_rows(5), table, x, np.zeros_like(x))
+    assert ei.value.line == line_of("index-read")
