@@ -72,7 +72,12 @@ from pytest_pypto.language.surface import (
     split,
     spmd,
 )
-from pytest_pypto.language.unsupported import Layout, OpNamespace, unsupported_names
+from pytest_pypto.language.unsupported import (
+    OpNamespace,
+    TensorLayout,
+    TensorView,
+    unsupported_names,
+)
 
 Mem = MemorySpace
 
@@ -86,6 +91,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
+    "TensorLayout", "TensorView",
 ]
 
 
@@ -155,9 +161,9 @@ tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPatte
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
 
-DN = Layout("DN")
-ND = Layout("ND")
-NZ = Layout("NZ")
+DN = TensorLayout.DN
+ND = TensorLayout.ND
+NZ = TensorLayout.NZ
 
 _UNSUPPORTED = unsupported_names()
 _OPS: dict[str, OpStub] = {}

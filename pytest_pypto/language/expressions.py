@@ -45,6 +45,7 @@ from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.memref import MemRef
 from pytest_pypto.language.subscripts import create_tensor, read_subscript
+from pytest_pypto.language.unsupported import TensorView
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
     ITERATORS,
@@ -293,6 +294,8 @@ class ExprParser:
             return memref.parse_call(self, node)
         if target is TileView:  # an annotation record (language/annots.py reads it)
             return annots.tile_view(self.ctx, *self.args_of(node), node)
+        if target is TensorView:  # likewise, for pl.Tensor[...]
+            return annots.tensor_view(self.ctx, *self.args_of(node), node)
         if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
             pos, kw = self.args_of(node)
             return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
-from pytest_pypto.ir.nodes import Call, Expr, Var
+from pytest_pypto.ir.nodes import Call, Expr
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, TensorType
 from pytest_pypto.language import calls, scalars
@@ -256,7 +256,7 @@ def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.
                 got["shape"].node,
             )
         dims.append(expr)
-        type_dims.append(_scalar_dim(ctx, expr, item))
+        type_dims.append(calls.scalar_dim(ctx, expr, item))
     init = got["init_value"].value if "init_value" in got else None
     if init is not None and not scalars.is_number(init):
         raise ctx.error(ParserTypeError, "init_value must be a number literal",
@@ -268,18 +268,6 @@ def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.
         raise ctx.error(ParserTypeError, "pl.create_tensor dims must be positive", node)
     args = (("shape", tuple(dims)), ("dtype", dtype), ("init_value", init))
     return Call("tensor.create", args, type=TensorType(tuple(type_dims), dtype), span=ctx.span(node))
-
-
-def _scalar_dim(ctx: Any, expr: Any, node: ast.AST) -> DynVar:
-    """The dynamic dim a Scalar gives a tensor's type: one per Scalar Var, so two tensors
-    created with the same Scalar have the same dim and one type (PyPTO compares the dim
-    expressions); any other expression is a dim of its own."""
-    if not isinstance(expr, Var):
-        return DynVar(ctx.text(node))
-    known = ctx.scalar_dims.get(id(expr))
-    if known is None or known[0] is not expr:
-        known = ctx.scalar_dims[id(expr)] = (expr, DynVar(ctx.text(node)))
-    return known[1]
 
 
 def reject_strict(ep: ExprParser, node: ast.AST) -> None:
