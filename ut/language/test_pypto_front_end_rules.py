@@ -315,3 +315,45 @@ def test_a_read_past_the_cut_window_fails_at_the_read(line_of) -> None:
     with pytest.raises(PyptoError) as ei:
         _run(_gather_rows(5), table, x, np.zeros_like(x))
     assert ei.value.line == line_of("index-read")
+
+
+# ------------------------------------------------------------ values defined in a pl.at region
+
+
+@pl.program
+class RegionLocal:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, x: pl.Tensor[[16, COLS], pl.FP32],
+             out: pl.Out[pl.Tensor[[16, COLS], pl.FP32]]) -> pl.Tensor[[16, COLS], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            doubled = pl.add(x, x)  # a tensor first defined in the region
+            buf = pl.create_tensor([16, COLS], dtype=pl.FP32)
+            buf = pl.store(pl.mul(pl.load(x, [0, 0], [16, COLS]), 3.0), [0, 0], buf)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.add(pl.load(doubled, [0, 0], [16, COLS]), pl.load(buf, [0, 0], [16, COLS]))
+            out = pl.store(t, [0, 0], out)
+        return out
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_tensor_first_defined_in_a_region_is_visible_after_it(platform) -> None:
+    x = np.arange(16 * COLS, dtype=np.float32).reshape(16, COLS)
+    out = np.zeros_like(x)
+    _run(RegionLocal, x, out, platform=platform)
+    np.testing.assert_array_equal(out, x * 5)
+
+
+def test_a_tile_defined_in_a_region_is_not_visible_after_it(line_of) -> None:
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.program
+        class TileAfter:
+            @pl.function(type=pl.FunctionType.Opaque)
+            def main(self, x: pl.Tensor[[16, COLS], pl.FP32],
+                     out: pl.Out[pl.Tensor[[16, COLS], pl.FP32]]):
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    t = pl.load(x, [0, 0], [16, COLS])
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    out = pl.store(t, [0, 0], out)  # tile-after
+                return out
+    assert ei.value.line == line_of("tile-after")
+    assert "'t' is a Tile defined inside the pl.at region" in ei.value.message
