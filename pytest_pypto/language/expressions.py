@@ -45,7 +45,6 @@ from pytest_pypto.language.closure import check_value, lookup
 from pytest_pypto.language.context import FunctionContext, Unavailable
 from pytest_pypto.language.memref import MemRef
 from pytest_pypto.language.subscripts import create_tensor, read_subscript
-from pytest_pypto.language.unsupported import TensorView
 from pytest_pypto.language.surface import (
     ANNOTATION_FORMS,
     ITERATORS,
@@ -54,6 +53,7 @@ from pytest_pypto.language.surface import (
     OpStub,
     TileView,
 )
+from pytest_pypto.language.unsupported import TensorView
 
 _MISSING = object()
 # (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.

@@ -51,9 +51,9 @@ from pytest_pypto.ir.nodes import (
 )
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction, ScalarType, TensorType, TupleType
-from pytest_pypto.language.context import FunctionContext, Header, Unavailable, assigned_names
 from pytest_pypto.language import loops
 from pytest_pypto.language.calls import Arg, build_call
+from pytest_pypto.language.context import FunctionContext, Header, Unavailable, assigned_names
 from pytest_pypto.language.region_options import RegionOptions, at_options, region_kind
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import pytest
 import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
-from pytest_pypto.ir.errors import ArchSupportError, BoundsError
+from pytest_pypto.ir.errors import BoundsError
 from ut.helpers import line_finder
 
 PLATFORMS = ("a2a3sim", "a5sim")
