@@ -202,6 +202,16 @@ def promoted_dtype(spec: OpSpec, types: Mapping[str, Any]) -> Any:
     return out
 
 
+def promotion_casts(spec: OpSpec, operands: Mapping[str, Any]) -> dict[str, Any]:
+    """The operands of a call (Exprs by parameter name) to cast, each to the promoted
+    dtype (PyPTO's operand promotion; empty without one)."""
+    promoted = promoted_dtype(spec, {k: v.type for k, v in operands.items()})
+    if promoted is None:
+        return {}
+    return {k: promoted for k, v in operands.items()
+            if k in spec.tensor_promotes and v.type.dtype.name != promoted.name}
+
+
 def _promoted(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
     """``info`` with the promoted operands retyped to their common dtype."""
     dtype = promoted_dtype(tile_spec, info.types)
