@@ -195,7 +195,13 @@ def _parameters(
 ) -> tuple[list[Param], dict[str, Any], list[Expr]]:
     """The region's parameters, its starting environment and the call's arguments."""
     ctx = bp.ctx
-    env: dict[str, Any] = {k: v for k, v in bp.env.items() if not isinstance(v, Expr)}
+    # An enclosing loop's escaping name (its iteration variable lives in the enclosing
+    # function) is, inside the region, a name without a value yet: the region binds it
+    # itself, and it never reaches the region's code (which would then read a variable
+    # of another function: `k0 = k0`).
+    env: dict[str, Any] = {
+        k: Unavailable(v.message, v.hint) if isinstance(v, loops.LoopEscape) else v
+        for k, v in bp.env.items() if not isinstance(v, Expr)}
     params: list[Param] = []
     args: list[Expr] = []
     by_value: dict[int, Var] = {}
