@@ -342,10 +342,16 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
                 f"(tensor '{t.root.name}', at run time)",
                 hint="a valid region cannot be larger than the window that holds it",
             )
-        if o < 0 or o > n or (not clamp and valid_shape is not None and o + v > n):
-            what = "extent" if valid_shape is None else "valid extent"
+        if o < 0 or o > n:
             raise SimulationError(
-                f"pl.slice reads past the end of dimension {axis}: offset {o} + {what} {v} > "
+                f"pl.slice starts outside dimension {axis}: offset {o} is not in 0..{n} "
+                f"(tensor '{t.root.name}', at run time)",
+                hint="a window starts inside its source; check the offsets computed by the "
+                "orchestration",
+            )
+        if not clamp and valid_shape is not None and o + v > n:
+            raise SimulationError(
+                f"pl.slice reads past the end of dimension {axis}: offset {o} + valid extent {v} > "
                 f"source extent {n} (tensor '{t.root.name}', at run time)",
                 hint="shrink the window or check the offsets computed by the orchestration",
             )
