@@ -248,7 +248,6 @@ A2A3 = ArchSpec(
         "tile.matmul_mx",
         "tile.matmul_mx_acc",
         "tile.matmul_mx_bias",
-        "tile.assemble",
         "tile.mscatter",
         "tile.random",
     ),

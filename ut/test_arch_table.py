@@ -81,7 +81,6 @@ EXPECTED = {
             "tile.matmul_mx",
             "tile.matmul_mx_acc",
             "tile.matmul_mx_bias",
-            "tile.assemble",
             "tile.mscatter",
             "tile.random",
         },

@@ -26,7 +26,7 @@ from pytest_pypto.ir.ops.cross_core import SYNCALL_OP
 RT_METHODS = {
     "create_tensor": ("create_tensor", 3),
     "create": ("create_tensor", 3),
-    "slice": ("slice", 3),
+    "slice": ("slice", 4),  # + valid_shape; clamp passed by keyword (`call`)
     "reshape": ("reshape", 2),
     "transpose": ("transpose", 3),
     "read": ("read", 2),
@@ -122,7 +122,9 @@ class OrchestrationEmitter(Emitter):
         if e.op in _TASK_OPS:
             return f"rt.{_TASK_OPS[e.op]}({self._task_op_args(e)})"
         method, count = RT_METHODS[e.op.rpartition(".")[2]]
-        return f"rt.{method}({self._rt_args(e, count)})"
+        clamp = dict(e.args).get("clamp") if method == "slice" else None
+        extra = f", clamp={self.expr(clamp)}" if clamp is not None else ""
+        return f"rt.{method}({self._rt_args(e, count)}{extra})"
 
     def _sched(self, e: n.FuncCall) -> str:
         """The explicit-scheduling keywords of a task (docs/design/scheduling.md §2-§4)."""

@@ -321,9 +321,8 @@ class _Lowering:
     def local(self, out: list[n.Stmt], t: TensorType) -> n.Var:
         return self.emit(out, "local", LOCAL_OP, shape=tuple(t.shape), dtype=t.dtype)
 
-    def load(self, out, tensor: n.Var, offsets, extents, space: str, base: str = "tl") -> n.Var:
-        """A window of ``tensor``; of a narrowed tensor only its valid part is read, of a
-        dynamic dim only the part before its run-time end (``min(T, M - r)``)."""
+    def load(self, out, tensor: n.Var, offsets, extents, space: str, base="tl", cast=None):
+        """A window of ``tensor`` cast to ``cast``: its valid part, up to ``min(T, M - r)``."""
         valid = self.regions.window(tensor, offsets, extents, self.span)
         shape = tensor.type.shape
         if any(isinstance(d, DynVar) for d in shape):
@@ -332,9 +331,10 @@ class _Lowering:
                         combine("-", self.index(dim), offsets[i], self.span), self.span)
                 if isinstance(dim, DynVar) else (e if valid is None else valid[i])
                 for i, (dim, e) in enumerate(zip(shape, extents)))
-        return self.emit(out, base, "tile.load", tensor=tensor, offsets=tuple(offsets),
+        tile = self.emit(out, base, "tile.load", tensor=tensor, offsets=tuple(offsets),
                          shapes=tuple(extents), target_memory=space,
                          valid_shapes=None if valid is None else tuple(valid))
+        return self.emit(out, "promoted", "tile.cast", tile=tile, target_type=cast) if cast else tile
 
     def store(self, out, tile: n.Var, offsets, dst: n.Var, atomic: Any = None) -> n.Var:
         return self.emit(out, dst.name, "tile.store", tile=tile, offsets=tuple(offsets),
@@ -389,6 +389,8 @@ class _Lowering:
             scratch = [p for p in tensor_forms.scratch_params(tile_spec) if p.required]
         operands += [tiling.Operand(operands[0].shape, operands[0].dtype, scratch=True)
                      for _ in scratch]
+        casts = tensor_forms.promotion_casts(tile_spec, dict(tensors))  # name -> dtype
+        operands += [tiling.Operand(v.type.shape, casts[k], True) for k, v in tensors if k in casts]
         combine = tile_spec.partial_combine
         plan = tiling.vector_plan(tuple(result_t.shape), result_t.dtype, operands,
                                   self.ctx.arch, self.vec_budget,
@@ -404,7 +406,7 @@ class _Lowering:
                 win = o.window(ext, plan.shape) if plan.kind != "whole" else o.shape
                 offs = [off if w == e else 0 for off, w, e in zip(offsets, win, ext)] \
                     if plan.kind != "whole" else [0] * len(o.shape)
-                args[name] = self.load(stmts, value, offs, win, "Vec")
+                args[name] = self.load(stmts, value, offs, win, "Vec", cast=casts.get(name))
                 lead = lead or args[name]
             for p in scratch:
                 args[p.name] = self.emit(stmts, "scratch", "tile.create",

@@ -207,6 +207,9 @@ class OpSpec:
     # FP32 under a narrower float dtype as it is (stores, moves, views, casts, matmul
     # accumulates...); every other memory op sees its tiles rounded to their dtype first.
     wide_safe: bool = False
+    # Operands the op's tensor-level form brings to one dtype by PyPTO's promotion rule
+    # (ir/tensor_forms.py `promote`): the lowering casts a narrower one after its load.
+    tensor_promotes: tuple[str, ...] = ()
 
     def live_while_writing(
         self, types: Mapping[str, Type | None], result: Type | None

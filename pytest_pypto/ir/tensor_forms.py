@@ -176,9 +176,61 @@ def tile_info(tile_spec: OpSpec, info: CallInfo,
                     bounds=info.bounds, warnings=info.warnings)
 
 
+def promote(a: Any, b: Any) -> Any:
+    """PyPTO's dtype promotion of two tensor operands: a float beats an int, else the
+    wider wins, at equal width a signed int beats an unsigned one, else the first."""
+    if a.name == b.name:
+        return a
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    if not a.is_float and a.kind != b.kind:
+        return a if a.kind == "int" else b
+    return a
+
+
+def promoted_dtype(spec: OpSpec, types: Mapping[str, Any]) -> Any:
+    """The dtype the ``tensor_promotes`` operands of a call meet in (None: no promotion)."""
+    dtypes = [types[p].dtype for p in spec.tensor_promotes
+              if isinstance(types.get(p), (TensorType, TileType))]
+    if len(dtypes) < 2 or all(d.name == dtypes[0].name for d in dtypes):
+        return None
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = promote(out, d)
+    return out
+
+
+def promotion_casts(spec: OpSpec, operands: Mapping[str, Any]) -> dict[str, Any]:
+    """The operands of a call (Exprs by parameter name) to cast, each to the promoted
+    dtype (PyPTO's operand promotion; empty without one)."""
+    promoted = promoted_dtype(spec, {k: v.type for k, v in operands.items()})
+    if promoted is None:
+        return {}
+    return {k: promoted for k, v in operands.items()
+            if k in spec.tensor_promotes and v.type.dtype.name != promoted.name}
+
+
+def _promoted(tile_spec: OpSpec, info: CallInfo) -> CallInfo:
+    """``info`` with the promoted operands retyped to their common dtype."""
+    dtype = promoted_dtype(tile_spec, info.types)
+    if dtype is None:
+        return info
+    types = dict(info.types)
+    for p in tile_spec.tensor_promotes:
+        t = types.get(p)
+        if isinstance(t, TensorType) and t.dtype.name != dtype.name:
+            types[p] = TensorType(tuple(t.shape), dtype, t.valid, t.pad)
+    return CallInfo(op=info.op, types=types, values=info.values, arch=info.arch,
+                    bounds=info.bounds, warnings=info.warnings)
+
+
 def _derived_rule(tile_spec: OpSpec, name: str):
     def rule(info: CallInfo) -> Type | None:
         stand_ins: dict[Any, int] = {}
+        if tile_spec.tensor_promotes:
+            info = _promoted(tile_spec, info)
         try:
             result = tile_spec.type_rule(tile_info(tile_spec, info, stand_ins))
         except OpRuleError as exc:

@@ -78,9 +78,10 @@ from pytest_pypto.language.surface import (
     submit,
 )
 from pytest_pypto.language.unsupported import (
-    Layout,
     OpNamespace,
     SystemNamespace,
+    TensorLayout,
+    TensorView,
     unsupported_names,
 )
 
@@ -97,6 +98,7 @@ __all__ = [
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
+    "TensorLayout", "TensorView",
 ]
 
 
@@ -168,9 +170,9 @@ tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
 system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
 
-DN = Layout("DN")
-ND = Layout("ND")
-NZ = Layout("NZ")
+DN = TensorLayout.DN
+ND = TensorLayout.ND
+NZ = TensorLayout.NZ
 
 _UNSUPPORTED = unsupported_names()
 _OPS: dict[str, OpStub] = {}

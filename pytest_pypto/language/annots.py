@@ -36,7 +36,7 @@ from pytest_pypto.language.surface import (
     TileLayout,
     TileView,
 )
-from pytest_pypto.language.unsupported import Layout
+from pytest_pypto.language.unsupported import Layout, TensorView
 
 
 def to_type(
@@ -221,9 +221,15 @@ def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> Tenso
     _check_spelling(ctx, "Tensor", args, node)
     if len(args) < 2:
         raise ctx.error(ParserTypeError, "pl.Tensor needs [shape] and a dtype", node)
+    valid = None
     for extra in args[2:]:
         if memref.is_memref(extra):
             raise Tier3Hit("pl.MemRef in pl.Tensor", "tier 3: memory references on tensors", node)
+        if isinstance(extra, TensorView) and valid is None:
+            valid = _tensor_view(ctx, extra, args[0], node)
+            continue
+        if isinstance(extra, Layout) and extra.name == "ND":
+            continue  # row-major: what every tensor is
         if isinstance(extra, Layout) and extra.name == "DN":
             raise ctx.error(
                 ParserTypeError,
@@ -232,7 +238,56 @@ def _tensor(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> Tenso
                 hint="declare the tensor row-major and transpose with pl.transpose",
             )
         raise Tier3Hit(f"{extra!r} in pl.Tensor", "tier 3: tensor layout markers", node)
-    return TensorType(_dims(ctx, args[0], node, static=False), _dtype(ctx, args[1], node))
+    shape = _dims(ctx, args[0], node, static=False)
+    if valid is not None and len(valid) != len(shape):
+        raise ctx.error(
+            ParserTypeError,
+            f"pl.TensorView valid_shape has {len(valid)} dims, but the tensor has {len(shape)}",
+            node, hint="give one valid extent per dimension",
+        )
+    return TensorType(shape, _dtype(ctx, args[1], node), valid)
+
+
+def tensor_view(ctx: FunctionContext, pos: list[Any], kw: dict[str, Any], node: ast.AST
+                ) -> TensorView:
+    """`pl.TensorView(valid_shape=None, layout=None, stride=None)` in an annotation."""
+    names = ("valid_shape", "layout", "stride")
+    bad = [k for k in kw if k not in names]
+    if len(pos) > len(names) or bad:
+        raise ctx.error(
+            ParserTypeError,
+            "pl.TensorView takes (valid_shape=None, layout=None, stride=None)"
+            + (f", not {bad[0]}=" if bad else ""), node,
+        )
+    values = {n: a.value for n, a in zip(names, pos)}
+    values.update({k: a.value for k, a in kw.items()})
+    return TensorView(**values)
+
+
+def _tensor_view(ctx: FunctionContext, view: TensorView, shape: Any, node: ast.AST
+                 ) -> tuple[Any, ...] | None:
+    """The valid region a `pl.TensorView` gives a tensor annotation (None: all of it)."""
+    if view.stride is not None:
+        raise Tier3Hit("pl.TensorView(stride=...) in pl.Tensor", "tier 3: strided tensor views",
+                       node)
+    if view.layout is not None and getattr(view.layout, "name", None) != "ND":
+        raise Tier3Hit(f"{view.layout!r} in pl.TensorView", "tier 3: tensor layout markers", node)
+    if view.valid_shape is None:
+        return None
+    if not isinstance(view.valid_shape, (list, tuple)):
+        raise ctx.error(ParserTypeError, "pl.TensorView valid_shape must be a list", node)
+    shape_dims = list(shape) if isinstance(shape, (list, tuple)) else []
+    out = []
+    for i, v in enumerate(view.valid_shape):
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            out.append(v)
+        elif i < len(shape_dims):
+            # The tensor's own dim, or an extent known only at run time, which is not
+            # traced into the kernel: its loads say what they read (valid_shapes=).
+            out.append(shape_dims[i])
+        else:
+            out.append(None)
+    return tuple(out)
 
 
 def _tile(ctx: FunctionContext, args: tuple[Any, ...], node: ast.AST) -> TileType:

@@ -20,7 +20,7 @@ from typing import Any
 from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import InvalidOperationError, ParserError, ParserTypeError
-from pytest_pypto.ir.nodes import Call, Const, Expr
+from pytest_pypto.ir.nodes import Call, Const, Expr, Var
 from pytest_pypto.ir.registry import (
     REGISTRY,
     VALUE_KINDS,
@@ -371,7 +371,37 @@ def build_call(
         args.append((p.name, convert(ctx, spec, display, p, value, where)))
     call = Call(spec.name, tuple(args), span=ctx.span(node))
     call.type = fixed_space(spec, call, run_type_rule(ctx, spec, call_info(spec, call), node))
+    if isinstance(call.type, TensorType) and any(isinstance(d, DynVar) for d in call.type.shape):
+        call.type = _shape_dims(ctx, call, bound, node)
     return call
+
+
+def _shape_dims(ctx: FunctionContext, call: Call, bound: dict[str, Arg], node: ast.AST
+                ) -> TensorType:
+    """A tensor result whose ``shape`` argument names Scalar Vars takes their dims (one
+    per Var, `scalar_dim`), so windows and buffers sized by one Scalar share a type."""
+    t = call.type
+    shape = call.arg("shape") if any(k == "shape" for k, _ in call.args) else None
+    if not isinstance(shape, tuple) or len(shape) != len(t.shape):
+        return t
+    items = bound["shape"].node if "shape" in bound else None
+    elts = items.elts if isinstance(items, (ast.List, ast.Tuple)) and len(items.elts) == len(
+        shape) else [node] * len(shape)
+    dims = tuple(scalar_dim(ctx, s, e) if isinstance(d, DynVar) and isinstance(s, Var) else d
+                 for d, s, e in zip(t.shape, shape, elts))
+    return TensorType(dims, t.dtype, t.valid, t.pad)
+
+
+def scalar_dim(ctx: FunctionContext, expr: Any, node: ast.AST) -> DynVar:
+    """The dynamic dim a Scalar gives a tensor's type: one per Scalar Var, so two tensors
+    sized by the same Scalar have the same dim and one type (PyPTO compares the dim
+    expressions); any other expression is a dim of its own."""
+    if not isinstance(expr, Var):
+        return DynVar(ctx.text(node))
+    known = ctx.scalar_dims.get(id(expr))
+    if known is None or known[0] is not expr:
+        known = ctx.scalar_dims[id(expr)] = (expr, DynVar(ctx.text(node)))
+    return known[1]
 
 
 def fixed_space(spec: OpSpec, call: Call, result: Any) -> Any:

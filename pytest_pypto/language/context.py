@@ -107,7 +107,9 @@ class FunctionContext:
         # (block, index) per enclosing block: the statement being parsed is block[index],
         # so what runs after it is block[index + 1:] at every level (loops.used_later).
         self.continuations: list[tuple[list[ast.stmt], int]] = []
-        self.last_loads: dict[int, tuple[list[ast.stmt], dict[str, int]]] = {}
+        self.last_loads: dict[int, tuple[list[ast.stmt], Any]] = {}  # loops._block_uses
+        # One dynamic dim per Scalar Var used as a dim (subscripts.create_tensor).
+        self.scalar_dims: dict[int, tuple[Any, Any]] = {}
 
     def span(self, node: ast.AST | None) -> Span | None:
         return self.source.span(node)

@@ -56,7 +56,7 @@ from pytest_pypto.language.surface import (
     task_dummy,
     task_invalid,
 )
-from pytest_pypto.language.unsupported import JitFunction
+from pytest_pypto.language.unsupported import JitFunction, TensorView
 
 _MISSING = object()
 # (parser class, AST node class) -> the unbound `_<NodeClass>` method, or None.
@@ -297,6 +297,8 @@ class ExprParser:
             return memref.parse_call(self, node)
         if target is TileView:  # an annotation record (language/annots.py reads it)
             return annots.tile_view(self.ctx, *self.args_of(node), node)
+        if target is TensorView:  # likewise, for pl.Tensor[...]
+            return annots.tensor_view(self.ctx, *self.args_of(node), node)
         if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
             pos, kw = self.args_of(node)
             return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)
@@ -397,10 +399,19 @@ class ExprParser:
         return scalars.make_const(value, dtype, self.ctx.span(node))
 
     def scalar_cast(self, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Any:
-        if len(pos) < 2 and "dtype" not in kw:
-            raise self.ctx.error(InvalidOperationError, "pl.cast takes (value, dtype)", node)
-        dtype = pos[1].value if len(pos) > 1 else kw["dtype"].value
-        mode = pos[2].value if len(pos) > 2 else kw["mode"].value if "mode" in kw else "round"
+        # One signature for tensors, tiles and Scalars: (input, target_type, mode="round").
+        named = dict(zip(("input", "target_type", "mode"), pos[:3], strict=False))
+        extra = [k for k in kw if k not in ("target_type", "mode") or k in named]
+        if len(pos) > 3 or extra or ("target_type" not in named and "target_type" not in kw):
+            raise self.ctx.error(
+                InvalidOperationError,
+                "pl.cast takes (input, target_type, mode='round')"
+                + (f", but got the keyword {extra[0]}=" if extra else ""),
+                node, hint="e.g. pl.cast(n, target_type=pl.FP32)",
+            )
+        named.update(kw)
+        dtype = named["target_type"].value
+        mode = named["mode"].value if "mode" in named else "round"
         mode = getattr(mode, "value", mode)
         if mode not in ("round", 2):
             raise self.ctx.error(
@@ -410,7 +421,9 @@ class ExprParser:
                 hint="drop mode=; Scalar casts use C conversion (float -> int truncates)",
             )
         if not isinstance(dtype, DataType):
-            raise self.ctx.error(InvalidOperationError, "pl.cast needs a dtype such as pl.FP32", node)
+            raise self.ctx.error(
+                InvalidOperationError, "pl.cast needs a target_type such as pl.FP32", node
+            )
         value = pos[0].value
         if scalars.is_number(value):
             if isinstance(value, float) and not math.isfinite(value) and dtype.is_int:

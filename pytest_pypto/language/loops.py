@@ -72,26 +72,76 @@ def settle_types(a: Any, b: Any) -> None:
 
 
 def used_later(ctx: FunctionContext, name: str) -> bool:
-    """Whether ``name`` is read by a statement after the one being parsed (any level)."""
-    for block, index in ctx.continuations:
-        last = _last_loads(ctx, block).get(name)
-        if last is not None and last > index:
-            return True
+    """Whether a statement after the one being parsed reads ``name`` before assigning it
+    (PyPTO's order-aware forward use: a name only re-assigned after the loop is no read).
+
+    The levels are scanned from the innermost block outwards; an assignment anywhere in
+    a later statement (also inside its branches) ends the search, as ConvertToSSA's
+    live-in analysis does."""
+    for block, index in reversed(ctx.continuations):
+        reads, kills = _block_uses(ctx, block)
+        for i in range(index + 1, len(block)):
+            if name in reads[i]:
+                return True
+            if name in kills[i]:
+                return False
     return False
 
 
-def _last_loads(ctx: FunctionContext, block: list[ast.stmt]) -> dict[str, int]:
+def _block_uses(ctx: FunctionContext, block: list[ast.stmt]
+                ) -> tuple[list[set[str]], list[set[str]]]:
+    """Per statement of ``block``: the names it reads before assigning them, and the
+    names it assigns anywhere (cached per block)."""
     cached = ctx.last_loads.get(id(block))
     if cached is None or cached[0] is not block:
-        table: dict[str, int] = {}
-        for i, stmt in enumerate(block):
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    table[node.id] = i
-                elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                    table[node.target.id] = i  # `x += 1` reads x too
+        table = ([_live_in(s) for s in block], [_kills(s) for s in block])
         cached = ctx.last_loads[id(block)] = (block, table)
     return cached[1]
+
+
+def _loads(*nodes: ast.AST | None) -> set[str]:
+    found: set[str] = set()
+    for top in nodes:
+        if top is None:
+            continue
+        for node in ast.walk(top):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found.add(node.id)
+    return found
+
+
+def _kills(stmt: ast.stmt) -> set[str]:
+    names = set(assigned_names([stmt]))
+    if isinstance(stmt, ast.For):
+        names |= {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+    return names
+
+
+def _seq_live_in(stmts: list[ast.stmt]) -> set[str]:
+    live: set[str] = set()
+    defined: set[str] = set()
+    for stmt in stmts:
+        live |= _live_in(stmt) - defined
+        defined |= _kills(stmt)
+    return live
+
+
+def _live_in(stmt: ast.stmt) -> set[str]:
+    """The names ``stmt`` reads before it assigns them."""
+    if isinstance(stmt, ast.For):
+        bound = {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+        return _loads(stmt.iter) | ((_seq_live_in(stmt.body) | _seq_live_in(stmt.orelse))
+                                    - bound)
+    if isinstance(stmt, ast.While):
+        return _loads(stmt.test) | _seq_live_in(stmt.body) | _seq_live_in(stmt.orelse)
+    if isinstance(stmt, ast.If):
+        return _loads(stmt.test) | _seq_live_in(stmt.body) | _seq_live_in(stmt.orelse)
+    if isinstance(stmt, ast.With):
+        return _loads(*stmt.items) | _seq_live_in(stmt.body)
+    found = _loads(stmt)
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        found.add(stmt.target.id)  # `x += 1` reads x too
+    return found
 
 
 def escaping(bp: BodyParser, body: list[ast.stmt], exclude: set[str]) -> list[str]:

@@ -14,8 +14,10 @@ one task.  As PyPTO's OutlineIncoreScopes pass does:
   of `pl.store`, `pl.assemble`...) is `Out`, or `InOut` when the region also reads
   it in any other way; the rest are `In`;
 * names the region rebinds to a tensor written through a parameter refer to the
-  call's result afterwards; a region-local tile, scalar or tensor is not visible
-  after the region (using it says so);
+  call's result afterwards; a tensor first defined in the region (static dims) and
+  used after it stays visible, as PyPTO's scope rule says: it leaves through a new
+  Out parameter whose buffer the orchestration creates before the call; a
+  region-local tile or scalar is not visible after the region (using it says so);
 * the function is named by `name_hint=` (a clash within one function adds `_0`,
   `_1`..., with another function's region prefixes that function's name), else
   `<enclosing>_incore_<n>`; an Opaque function that outlines becomes the
@@ -49,7 +51,8 @@ from pytest_pypto.ir.nodes import (
 )
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import Direction, ScalarType, TensorType, TupleType
-from pytest_pypto.language import scheduling
+from pytest_pypto.language import loops, scheduling
+from pytest_pypto.language.calls import Arg, build_call
 from pytest_pypto.language.context import FunctionContext, Header, Unavailable, assigned_names
 from pytest_pypto.language.region_options import RegionOptions, at_options, region_kind
 
@@ -130,7 +133,10 @@ def outline(
     for p in params:
         if isinstance(p.type, TensorType) and p.name in writes:
             p.direction = Direction.INOUT if p.name in reads else Direction.OUT
-    exports = _exports(bp, body, env, initial, roots, what, stmt)
+    # a launch's blocks would race on one buffer: only a single-task region carries out
+    carry = None if blocks is not None else (
+        lambda nm, v: _carry_out(bp, inner_ctx, inner, params, args, nm, v, stmt))
+    exports = _exports(bp, body, env, initial, roots, what, stmt, carry=carry)
     returned = tuple(v for _, v in exports)
     inner.append(Return(returned, span=ctx.span(stmt)))
     types = tuple(v.type for v in returned)
@@ -218,7 +224,13 @@ def _parameters(
 ) -> tuple[list[Param], dict[str, Any], list[Expr]]:
     """The region's parameters, its starting environment and the call's arguments."""
     ctx = bp.ctx
-    env: dict[str, Any] = {k: v for k, v in bp.env.items() if not isinstance(v, Expr)}
+    # An enclosing loop's escaping name (its iteration variable lives in the enclosing
+    # function) is, inside the region, a name without a value yet: the region binds it
+    # itself, and it never reaches the region's code (which would then read a variable
+    # of another function: `k0 = k0`).
+    env: dict[str, Any] = {
+        k: Unavailable(v.message, v.hint) if isinstance(v, loops.LoopEscape) else v
+        for k, v in bp.env.items() if not isinstance(v, Expr)}
     params: list[Param] = []
     args: list[Expr] = []
     by_value: dict[int, Var] = {}
@@ -254,10 +266,12 @@ def _parameters(
 
 def _exports(
     bp: BodyParser, body: list[ast.stmt], env: dict[str, Any], initial: dict[str, Any],
-    roots: dict[str, str], what: str, stmt: ast.stmt,
+    roots: dict[str, str], what: str, stmt: ast.stmt, carry: Any = None,
 ) -> list[tuple[str, Var]]:
     """Names rebound in the region: tensors written through a parameter become the call's
-    results; parse-time constants carry over; everything else is marked unavailable."""
+    results; a tensor first defined in the region and used after it is carried out
+    (`_carry_out`); parse-time constants carry over; everything else is marked
+    unavailable."""
     exports: list[tuple[str, Var]] = []
     for name in assigned_names(body):
         value = env.get(name)
@@ -265,6 +279,9 @@ def _exports(
             continue
         if isinstance(value, Var) and isinstance(value.type, TensorType) and value.name in roots:
             exports.append((name, value))
+        elif carry is not None and isinstance(value, Expr) and _carriable(value) \
+                and loops.used_later(bp.ctx, name):
+            exports.append((name, carry(name, value)))
         elif isinstance(value, Expr):
             kind = getattr(value.type, "kind", "value")
             local = "tensor created in the region" if kind == "Tensor" else kind
@@ -281,6 +298,38 @@ def _exports(
         else:
             bp.env[name] = value  # a parse-time constant
     return exports
+
+
+def _carriable(value: Expr) -> bool:
+    """A region-local tensor the orchestration can hold a buffer for: static dims."""
+    t = value.type
+    return isinstance(t, TensorType) and t.is_static
+
+
+def _carry_out(bp: BodyParser, inner_ctx: FunctionContext, inner: list[Stmt],
+               params: list[Param], args: list[Expr], name: str, value: Expr,
+               stmt: ast.stmt) -> Var:
+    """A tensor first defined in the region and used after it (PyPTO's scope rule: it
+    stays visible) leaves through a new Out parameter: the orchestration creates the
+    buffer before the call, the region assembles the value into it."""
+    t: TensorType = value.type  # type: ignore[assignment]
+    span = bp.ctx.span(stmt)
+    whole = TensorType(tuple(t.shape), t.dtype)
+    pname = inner_ctx.namer.fresh(f"{name}_out")
+    params.append(Param(pname, whole, Direction.OUT, span=span))
+    buf = Var(bp.ctx.namer.fresh(f"{name}_buf"), type=whole, span=span)
+    create = Call("tensor.create", (("shape", tuple(t.shape)), ("dtype", t.dtype),
+                                    ("init_value", None)), type=whole, span=span)
+    bp.out.append(Assign((buf,), create, span=span))
+    args.append(buf)
+    target = Var(pname, type=whole, span=span)
+    spec = REGISTRY["tensor.assemble"]
+    bound = {"target": Arg(target, stmt), "source": Arg(value, stmt),
+             "offset": Arg(tuple(0 for _ in t.shape), stmt)}
+    call = build_call(inner_ctx, spec, "pl.assemble", bound, stmt)
+    result = Var(inner_ctx.namer.fresh(name), type=call.type, span=span)
+    inner.append(Assign((result,), call, span=span))
+    return result
 
 
 # ------------------------------------------------------------- analyses

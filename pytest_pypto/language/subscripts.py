@@ -258,7 +258,10 @@ def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.
                         got["shape"].node)
     dims: list[Any] = []
     type_dims: list[Any] = []
-    for d in shape_value:
+    shape_node = got["shape"].node
+    items = shape_node.elts if isinstance(shape_node, (ast.List, ast.Tuple)) and len(
+        shape_node.elts) == len(shape_value) else [shape_node] * len(shape_value)
+    for d, item in zip(shape_value, items):
         if isinstance(d, (int, DynVar)) and not isinstance(d, bool):
             dims.append(d)
             type_dims.append(d)
@@ -270,7 +273,7 @@ def create_tensor(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.
                 got["shape"].node,
             )
         dims.append(expr)
-        type_dims.append(DynVar(ctx.text(got["shape"].node)))
+        type_dims.append(calls.scalar_dim(ctx, expr, item))
     init = got["init_value"].value if "init_value" in got else None
     if init is not None and not scalars.is_number(init):
         raise ctx.error(ParserTypeError, "init_value must be a number literal",

@@ -36,7 +36,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-    "tensor views with strides": ("TensorView",),
     "function attributes": ("func_attr",),
 }
 
@@ -50,7 +49,7 @@ _NOT_YET: dict[str, str] = {}
 # Names PyPTO defines as classes: their markers are classes too (isinstance/issubclass
 # with them work and never match; the compat-classes lint check keeps it so).
 _CLASSES = frozenset(
-    {"scope", "manual_scope", "TensorView", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
+    {"scope", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
 )
 
 
@@ -176,6 +175,33 @@ class Layout:
 
     def __repr__(self) -> str:
         return f"pl.{self.name}"
+
+
+class TensorLayout:
+    """PyPTO's tensor layouts, `pl.TensorLayout.ND` ...; `pl.ND` is `pl.TensorLayout.ND`."""
+
+    ND = Layout("ND")
+    DN = Layout("DN")
+    NZ = Layout("NZ")
+    MX_A_ZZ = Layout("MX_A_ZZ")
+    MX_B_NN = Layout("MX_B_NN")
+
+
+class TensorView:
+    """`pl.TensorView(valid_shape=..., layout=..., stride=...)` in a `pl.Tensor[...]`
+    annotation: an inert record.  ``valid_shape`` is the tensor's valid region
+    (docs/design/language.md §15); a row-major (`ND`) view is the only layout, and
+    ``stride`` (a strided view) is not supported (language/annots.py reads it)."""
+
+    def __init__(self, valid_shape: Any = None, layout: Any = None, stride: Any = None
+                 ) -> None:
+        self.valid_shape = valid_shape
+        self.layout = layout
+        self.stride = stride
+
+    def __repr__(self) -> str:
+        return (f"pl.TensorView(valid_shape={self.valid_shape!r}, layout={self.layout!r}, "
+                f"stride={self.stride!r})")
 
 
 # Names reachable under `pl.tensor.` although no registry op spells them yet: the

@@ -120,8 +120,9 @@ class Orchestrator:
             self._graph.sched.add_manual_root(handle.root.id)
         return handle
 
-    def slice(self, t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
-        return slice_view(self._handle(t, "slice"), shape, offsets)
+    def slice(self, t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = None,
+              clamp: bool = False) -> TensorHandle:
+        return slice_view(self._handle(t, "slice"), shape, offsets, valid_shape, bool(clamp))
 
     def reshape(self, t: TensorHandle, shape: Any) -> TensorHandle:
         return reshape_view(self._handle(t, "reshape"), shape)
@@ -268,10 +269,12 @@ class Orchestrator:
                         f"but the orchestration passed {type(a).__name__}"
                     )
                 want_shape = shapes[i]
-                if a.root.dtype.name != dtypes[i] or len(a.shape) != len(want_shape):
+                # a window cut at its source's edge matches by its declared shape
+                got_shape = a.shape if a.window is None else a.window
+                if a.root.dtype.name != dtypes[i] or len(got_shape) != len(want_shape):
                     self._mismatch(k, i, a)
-                if a.shape != want_shape:  # a static mismatch, or dynamic dims to bind
-                    for axis, (want, got) in enumerate(zip(want_shape, a.shape)):
+                if got_shape != want_shape:  # a static mismatch, or dynamic dims to bind
+                    for axis, (want, got) in enumerate(zip(want_shape, got_shape)):
                         if want != got:
                             if want.__class__ is int:
                                 self._mismatch(k, i, a)

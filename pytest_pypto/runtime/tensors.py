@@ -65,6 +65,7 @@ class RootBuffer:
         h.strides = _c_strides(shape)
         h.hi = data.size
         h.coords = _ZEROS[len(shape)]
+        h.window = None
         return h
 
 
@@ -105,7 +106,7 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 class TensorHandle:
     """A window of a root buffer: what orchestration code holds for a tensor."""
 
-    __slots__ = ("root", "array", "start", "shape", "strides", "lo", "hi", "coords")
+    __slots__ = ("root", "array", "start", "shape", "strides", "lo", "hi", "coords", "window")
 
     def __init__(
         self,
@@ -126,6 +127,9 @@ class TensorHandle:
             self.lo = start
             self.hi = start + sum((d - 1) * s for d, s in zip(self.shape, strides)) + 1
         self.coords = _frame_coords(start, self.shape, strides)
+        # The declared shape of a slice cut at its source's edge (PyPTO clamps the view):
+        # ``shape`` is the part inside, what the kernel's reads are bounded by.
+        self.window: tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<tensor {self.root.name} {list(self.shape)} {self.root.dtype.name} @{self.start}>"
@@ -334,9 +338,13 @@ def _first(entry: Entry) -> int:
 # -- views ---------------------------------------------------------------------------
 
 
-def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
-    """`pl.slice(t, shape, offsets)`: a window inside ``t`` (bounds checked, docs/design/checks.md
-    §6)."""
+def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = None,
+               clamp: bool = False) -> TensorHandle:
+    """`pl.slice(t, shape, offsets, valid_shape=, clamp=)`: a window inside ``t`` (bounds
+    checked, docs/design/checks.md §6).  A window is cut at its source's edge, as PyPTO
+    clamps the view (its ``window`` keeps the declared shape); what has to fit is the
+    extent declared read, valid_shape, when given.  A read of the cut part fails where
+    the kernel reads it."""
     shape = tuple(int(d) for d in shape)
     offsets = tuple(int(o) for o in offsets)
     if len(shape) != len(t.shape) or len(offsets) != len(t.shape):
@@ -344,16 +352,35 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any) -> TensorHandle:
             f"pl.slice of tensor '{t.root.name}' (rank {len(t.shape)}) got shape {list(shape)} "
             f"and offsets {list(offsets)}; both need one entry per dimension"
         )
-    for axis, (o, d, n) in enumerate(zip(offsets, shape, t.shape)):
-        if o < 0 or d < 0 or o + d > n:
+    valid = shape if valid_shape is None else tuple(int(v) for v in valid_shape)
+    for axis, (o, d, v, n) in enumerate(zip(offsets, shape, valid, t.shape)):
+        if not 0 <= v <= d:
             raise SimulationError(
-                f"pl.slice reads past the end of dimension {axis}: offset {o} + extent {d} > "
+                f"pl.slice valid extent {v} of dimension {axis} is outside 0..{d} "
+                f"(tensor '{t.root.name}', at run time)",
+                hint="a valid region cannot be larger than the window that holds it",
+            )
+        if o < 0 or o > n:
+            raise SimulationError(
+                f"pl.slice starts outside dimension {axis}: offset {o} is not in 0..{n} "
+                f"(tensor '{t.root.name}', at run time)",
+                hint="a window starts inside its source; check the offsets computed by the "
+                "orchestration",
+            )
+        if not clamp and valid_shape is not None and o + v > n:
+            raise SimulationError(
+                f"pl.slice reads past the end of dimension {axis}: offset {o} + valid extent {v} > "
                 f"source extent {n} (tensor '{t.root.name}', at run time)",
                 hint="shrink the window or check the offsets computed by the orchestration",
             )
+    declared = shape
+    shape = tuple(min(d, max(0, n - o)) for o, d, n in zip(offsets, shape, t.shape))
     index = tuple(slice(o, o + d) for o, d in zip(offsets, shape))
     start = t.start + sum(o * s for o, s in zip(offsets, t.strides))
-    return TensorHandle(t.root, t.array[index], start, shape, t.strides)
+    view = TensorHandle(t.root, t.array[index], start, shape, t.strides)
+    if shape != declared:
+        view.window = declared
+    return view
 
 
 def element_window(t: TensorHandle, index: tuple[int, ...]) -> TensorHandle:

@@ -266,7 +266,12 @@ def test_runtime_entry_points_with_pyptos_specs(suite: pytest.Pytester) -> None:
 
         def test_specs():
             spec = TensorSpec("x", [2, 2], torch.bfloat16)  # PyPTO's runtime spec: torch dtypes
-            assert spec.dtype.name == "BF16" and not spec.create(None).astype(np.float32).any()
+            assert spec.dtype is torch.bfloat16  # kept as given: PyPTO code maps it itself
+            made = spec.create_tensor()
+            assert made.dtype is torch.bfloat16 and made.shape == (2, 2) and not made.any()
+            assert bool((TensorSpec("y", [3], torch.int32, init_value=7).create_tensor() == 7).all())
+            ones = TensorSpec("z", [2], torch.float32, init_value=torch.ones).create_tensor()
+            assert ones.tolist() == [1.0, 1.0]
             scalar = ScalarSpec("n", 7, "int32")  # PyPTO's (name, value, ctype)
             assert (scalar.value, scalar.dtype.name) == (7, "INT32")
         """

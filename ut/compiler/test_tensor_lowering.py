@@ -237,9 +237,9 @@ def test_tensor_rule_errors_name_the_tensor_op_and_the_line():
         class P:
             @pl.function(type=pl.FunctionType.InCore)
             def k(self, a: pl.Tensor[[64, 64], pl.FP32], b: pl.Tensor[[64, 64], pl.FP16]):
-                c = pl.add(a, b)  # dtype-mix
-    assert "The operator tensor.add requires both operands in one dtype, but got FP32 and FP16" \
-        in ei.value.message
+                c = pl.concat(a, b)  # dtype-mix
+    assert "The operator tensor.concat requires src0 and src1 in one dtype, but got FP32 and " \
+        "FP16" in ei.value.message  # (tensor.add promotes: ut/compiler/test_tensor_promotion.py)
     assert ei.value.line == line_of("dtype-mix")
     with pytest.raises(ParserTypeError) as ei:
         @pl.program

@@ -194,8 +194,10 @@ def test_write_into_an_in_parameter_is_refused(artifact):
 @pytest.mark.parametrize(
     ("orchestration", "pattern"),
     [
-        ("rt.slice(x, [16, 16], [0, 20])",
-         r"past the end of dimension 1: offset 20 \+ extent 16 > source extent 32"),
+        ("rt.slice(x, [16, 16], [0, 40])",
+         r"starts outside dimension 1: offset 40 is not in 0..32"),
+        ("rt.slice(x, [16, 16], [0, 20], [16, 16])",  # a valid extent past the source
+         r"past the end of dimension 1: offset 20 \+ valid extent 16 > source extent 32"),
         ("rt.read(x, (16, 0))", "index 16 is out of range for dimension 0 of extent 16"),
         ("rt.submit('nope', (x, out))", "kernel 'nope', which the artifact does not have"),
         ("rt.submit('copy', (x,))", "got 1 arguments, but the kernel takes 2 \\(a, o\\)"),
@@ -398,13 +400,14 @@ def test_orchestration_error_points_at_the_users_line(artifact, tmp_path):
     art = artifact(
         entry_args=[T("x", F), T("out", F, direction="Out")],
         kernels=[K("copy", [T("a", F), T("o", F, direction="Out")], "o[...] = a")],
-        orchestration="w = rt.slice(x, [16, 16], [0, 20])\nreturn (out,)",
+        orchestration="w = rt.slice(x, [16, 16], [0, 20], [16, 16])\nreturn (out,)",
     )
     path = art / "orchestration.py"
     src = path.read_text()
     line = line_of(src, "rt.slice", contains=True)
     path.write_text(f"SPANS = {{{line + 1}: [{str(user)!r}, 3, 13]}}\n" + src)
-    with pytest.raises(SimulationError, match="offset 20 \\+ extent 16 > source extent 32") as info:
+    with pytest.raises(SimulationError, match="offset 20 \\+ valid extent 16 > source extent 32") \
+            as info:
         Worker("a2a3sim").run(art, np.zeros(F, np.float32), np.zeros(F, np.float32))
     assert (info.value.file, info.value.line) == (str(user), 3)
 
@@ -416,7 +419,7 @@ def test_failed_run_records_the_partial_graph(artifact):
         orchestration="""
             out = rt.submit("copy", (x, out), returns=(1,))
             v = rt.read(out, (0, 0))
-            rt.slice(x, [16, 16], [0, 20])
+            rt.slice(x, [16, 16], [0, 40])
             return (out,)
         """,
     )

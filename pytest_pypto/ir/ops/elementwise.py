@@ -190,6 +190,7 @@ for _name, _fn in _BINARY.items():
         arch_rule=_div_arch if _name == "div" else None,
         compute=_make_compute(_fn, _FLOAT32_UFUNC.get(_name)),
         batchable=True,
+        tensor_promotes=("lhs", "rhs"),
     ))
     register(OpSpec(
         name=f"tile.{_sname}",

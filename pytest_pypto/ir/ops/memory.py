@@ -213,8 +213,29 @@ def _store_type(info: CallInfo) -> TensorType:
     require_atomic_mode(info)
     # A lower-rank tile covers the trailing axes: its window is left-padded with unit axes.
     window = (1,) * (dst.rank - src.rank) + tuple(src.valid)
+    if info.values.get("shapes") is not None:
+        window = _partition(info, src, dst) or window
     check_window(info, "offsets", window, dst.shape, verb="writes", whose="destination")
     return dst
+
+
+def _partition(info: CallInfo, src: TileType, dst: TensorType) -> tuple[int, ...] | None:
+    """``shapes=``: the ND partition of the destination the tile fills (PyPTO's 4th store
+    operand).  Unit axes then the tile's shape is the plain store (None); another
+    rectangle of the tile's element count takes the whole tile, reshaped row-major."""
+    shapes = static_shape(info, "shapes", index_items(info, "shapes", dst.rank, "extent"))
+    if shapes[dst.rank - src.rank:] == tuple(src.shape) and all(
+            d == 1 for d in shapes[:dst.rank - src.rank]):
+        return None
+    if math.prod(shapes) != math.prod(src.shape) or src.valid != src.shape:
+        raise OpTypeError(
+            f"The operator {info.op} requires shapes {dims(shapes)} to hold the tile "
+            f"{dims(src.shape)}" + ("" if src.valid == src.shape else
+                                    f" (valid {dims(src.valid)}), and a partially valid tile "
+                                    "to be stored without shapes") + ": the same element count",
+            "drop shapes= (a lower-rank tile fills the trailing axes), or pl.reshape the tile",
+        )
+    return shapes
 
 
 def _store_arch(arch: Any, info: CallInfo) -> None:
@@ -250,9 +271,17 @@ def _store_arch(arch: Any, info: CallInfo) -> None:
             )
 
 
-def _store_execute(src, dst, *, offsets, atomic=None, out=None, **_):
+def _store_execute(src, dst, *, offsets, atomic=None, shapes=None, out=None, **_):
     valid = src.valid
     region = src.data
+    if shapes is not None:
+        shapes = tuple(int(d) for d in shapes)
+        lead = len(shapes) - len(valid)
+        if not (lead >= 0 and shapes[lead:] == tuple(region.shape)
+                and all(d == 1 for d in shapes[:lead])):
+            # A reshaped partition (the type rule admits only a fully valid tile).
+            src = TileValue(region.reshape(shapes), shapes, src.dtype, src.space)
+            valid, region = shapes, src.data
     plain = atomic is None or enum_name(atomic) not in ("Add", 1)
     if plain and valid == region.shape and dst.ndim == len(valid):
         # Fast path: a whole tile, plain overwrite, in bounds -> one assignment.
@@ -297,6 +326,7 @@ register(OpSpec(
         ParamSpec("tile", "tile"),
         ParamSpec("offsets", "index_list"),
         ParamSpec("output_tensor", "tensor"),
+        ParamSpec("shapes", "index_list", default=None),
         ParamSpec("atomic", "enum", default=None, keyword_only=True),
     ),
     type_rule=_store_type,
@@ -306,7 +336,9 @@ register(OpSpec(
     spellings=("store",),
     writes="output_tensor",
     doc="Write the tile's valid region into the tensor at offsets and return the tensor "
-        "(rebind it); a lower-rank tile fills the trailing axes. Acc tiles convert once "
+        "(rebind it); a lower-rank tile fills the trailing axes (shapes=, the ND partition, "
+        "may say so: unit axes then the tile's shape; another rectangle of the same element "
+        "count takes a fully valid tile reshaped row-major). Acc tiles convert once "
         "(RNE) to FP32/FP16/BF16/INT32 tensors; atomic=Add adds into the destination "
         "instead of overwriting it.",
 ))

@@ -86,8 +86,10 @@ def _index(tensor: Any, indices: Any) -> tuple[int, ...]:
     idx = tuple(int(i) for i in indices)
     for axis, (i, d) in enumerate(zip(idx, tensor.shape)):
         if not 0 <= i < d:
-            raise IndexError(
-                f"tensor index {i} on axis {axis} is out of bounds for shape {list(tensor.shape)}"
+            raise OpBoundsError(
+                f"tensor index {i} on axis {axis} is out of bounds for shape {list(tensor.shape)}",
+                "keep the index inside the tensor (a window cut at its source's edge holds "
+                "only its part inside the source)",
             )
     return idx
 

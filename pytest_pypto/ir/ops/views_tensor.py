@@ -122,14 +122,19 @@ def _slice_type(info: CallInfo) -> TensorType:
                 "a window must start inside its source",
             )
     if not clamp:
-        for d, (o, s, n) in enumerate(zip(offsets, shape, src.shape)):
+        # PyPTO's window-read rule: a slice is trimmed to its source, so what has to fit
+        # is the extent actually read, valid_shape when given (a padded window may
+        # overhang), else the whole window (docs/design/checks.md §6).
+        reach = shape if requested is None else requested
+        what = "extent" if requested is None else "valid extent"
+        for d, (o, s, n) in enumerate(zip(offsets, reach, src.shape)):
             if o is not None and s is not None and isinstance(n, int) and o + s > n:
                 raise OpTypeError(
                     f"The operator {info.op} reads past the end of dimension {d}: offset {o} + "
-                    f"extent {s} > source extent {n}",
+                    f"{what} {s} > source extent {n}",
                     "pass clamp=True to narrow the valid region to the source edge instead",
                 )
-        check_inside(info, "offset", shape, src.shape, "source")
+        check_inside(info, "offset", reach, src.shape, "source")
     valid = window_valid(src, shape, offsets, requested, clamp)
     drop = info.values.get("drop_dims")
     full = tuple(-1 if d is None else d for d in shape)
@@ -148,14 +153,21 @@ def _slice_type(info: CallInfo) -> TensorType:
     return TensorType(dims_, src.dtype, kept_valid, pad if pad is not None else src.pad)
 
 
-def slice_array(t: Any, shape: Any, offset: Any, drop_dims: Any = None, clamp: bool = False):
-    """The numpy view of a tensor window (bounds checked at run time)."""
+def slice_array(t: Any, shape: Any, offset: Any, drop_dims: Any = None, clamp: bool = False,
+                valid: Any = None):
+    """The numpy view of a tensor window (bounds checked at run time: offset + ``valid``
+    when given, else offset + shape, must fit unless ``clamp``)."""
     shape = tuple(int(s) for s in shape)
     offset = tuple(int(o) for o in offset)
-    # A clamped window keeps only its part inside the source (numpy cuts the view at
-    # the edge); its type's valid region says so, and consumers read only that.
-    reach = tuple(min(s, max(0, n - o)) for o, s, n in zip(offset, shape, t.shape)) \
-        if clamp else shape
+    # A clamped or padded window keeps only its part inside the source (numpy cuts the
+    # view at the edge); its type's valid region says so, and consumers read only that.
+    if clamp:
+        reach = tuple(min(s, max(0, n - o)) for o, s, n in zip(offset, shape, t.shape))
+    elif valid is not None:
+        reach = tuple(int(v) for v in valid)
+        check_valid_extents("tensor.slice", reach, shape, "window")
+    else:
+        reach = shape
     runtime_inside("tensor.slice", offset, reach, t.shape, "source")
     view = t[tuple(slice(o, o + s) for o, s in zip(offset, shape))]
     if drop_dims:
@@ -166,7 +178,7 @@ def slice_array(t: Any, shape: Any, offset: Any, drop_dims: Any = None, clamp: b
 
 def _slice_execute(t, *, shape, offset, valid_shape=None, drop_dims=None, pad_value=None,
                    clamp=False, out=None, **_):
-    return slice_array(t, shape, offset, drop_dims, bool(clamp))
+    return slice_array(t, shape, offset, drop_dims, bool(clamp), valid_shape)
 
 
 register(OpSpec(
