@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_pypto.arch import spec
 from pytest_pypto.compat.selections import MemoryPlanner, PassDumpLevel, get_backend_type
+from pytest_pypto.compiler.api import PASSES
+from pytest_pypto.compiler.passes import PassContext as Ours
+from pytest_pypto.compiler.passes import PassManager
+from pytest_pypto.ir.clone import clone_program
+from pytest_pypto.ir.registry import REGISTRY
 
 # PyPTO's pass -> the names of our passes (compiler/api.py) doing its work, in order
 _OURS: dict[str, tuple[str, ...]] = {
@@ -80,14 +86,6 @@ class _Pass:
         return self.name
 
     def __call__(self, program: Any) -> Any:
-        # lazy: the compiler is loaded only when a pass runs (the plugin imports this tree)
-        from pytest_pypto.compiler.api import PASSES
-        from pytest_pypto.compiler.passes import PassContext as Ours
-        from pytest_pypto.compiler.passes import PassManager
-        from pytest_pypto.ir.clone import clone_program
-        from pytest_pypto.ir.registry import REGISTRY
-        from pytest_pypto.arch import spec
-
         ctx_options = PassContext.current() or PassContext()
         ours = [p for name in _OURS[self.name] for p in PASSES if p.name == name]
         ctx = Ours(arch=spec(get_backend_type().arch_name), registry=REGISTRY.as_dict(),
