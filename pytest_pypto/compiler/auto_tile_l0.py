@@ -56,6 +56,7 @@ from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.ir.types import ScalarType, TileType
 
+DBC_ATTR = "pipeline_double_buffer_c"  # PyPTO's loop attr for the alternating accumulators
 MATMUL_OPS = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 OPERAND_BYTES = {"INT8": 1, "FP16": 2, "BF16": 2, "FP32": 4}
 
@@ -78,6 +79,7 @@ class _Plan:
     m: int
     n: int
     k: int
+    dbc: bool = False  # the chooser's two alternating accumulators
 
     @property
     def k_only(self) -> bool:
@@ -231,7 +233,8 @@ class _Tiler:
         max_n = self.ctx.arch.capacity["Bias"] // 4 if bias is not None else 0
         cfg = config_for(self.ctx.arch, M, N, K, bytes_a=nbytes, bytes_b=nbytes,
                          acc_dtype=acc_dtype, max_n=max_n)
-        cfg.allow_a_stationary = cfg.allow_b_stationary = True  # one accumulator: no dbC
+        cfg.allow_a_stationary = cfg.allow_b_stationary = True
+        cfg.allow_double_buffer_c = self.ctx.l0c_double_buffer
         try:
             choice = choose_l0_tile(cfg)
         except ValueError:
@@ -243,7 +246,8 @@ class _Tiler:
             return None  # a Bias tile is not cut into windows
         if vec_left and (m, n_) != (M, N):
             return None  # a Vec left operand: only K is cut
-        return _Plan(stmt, call, lhs, rhs, acc, bias, M, N, K, m, n_, k)
+        return _Plan(stmt, call, lhs, rhs, acc, bias, M, N, K, m, n_, k,
+                     dbc=choice.double_buffer_c and (m, n_) != (M, N))
 
     def typed(self, value: Any) -> Any:
         """``value``, with the type of a scratch tile when it names a replaced cast."""
@@ -303,8 +307,10 @@ class _Tiler:
         return var
 
     def loop(self, out: list[n.Stmt], start: int, stop: int, step: int, carried: n.Var,
-             body: Callable[[list[n.Stmt], n.Expr, n.Var], n.Var], name: str = "ko") -> n.Var:
-        """``for i in range(start, stop, step)`` carrying one value; inline for one trip."""
+             body: Callable[[list[n.Stmt], n.Expr, n.Var], n.Var], name: str = "ko",
+             dbc: bool = False) -> n.Var:
+        """``for i in range(start, stop, step)`` carrying one value; inline for one trip.
+        ``dbc``: a two-stage pipeline whose accumulators alternate (module docstring)."""
         if stop - start <= step:
             return body(out, self.index(start), carried)
         var = n.Var(self.names.fresh(name), type=ScalarType(INDEX), span=self.span)
@@ -313,18 +319,20 @@ class _Tiler:
         nxt = body(stmts, var, inner)
         stmts.append(n.Yield((self.ref(nxt),), span=self.span))
         result = n.Var(self.names.fresh(carried.name), type=carried.type, span=self.span)
+        kind, attrs = ("pipeline", {"stage": 2, DBC_ATTR: True}) if dbc else ("range", {})
         out.append(n.For(var, self.index(start), self.index(stop), self.index(step), stmts,
                          carried=((inner, self.ref(carried)),), results=(result,),
-                         span=self.span))
+                         span=self.span, kind=kind, attrs=attrs))
         return result
 
     def segments(self, out: list[n.Stmt], length: int, extent: int, carried: n.Var,
-                 body: Callable[[list[n.Stmt], Index, int, n.Var], n.Var], name: str) -> n.Var:
+                 body: Callable[[list[n.Stmt], Index, int, n.Var], n.Var], name: str,
+                 dbc: bool = False) -> n.Var:
         """Full tiles of ``extent`` over ``[0, length)`` in a loop, then the narrower rest."""
         full = length - length % extent
         if full:
             carried = self.loop(out, 0, full, extent,
-                                carried, lambda s, i, c: body(s, i, extent, c), name)
+                                carried, lambda s, i, c: body(s, i, extent, c), name, dbc)
         if full < length:
             carried = body(out, full, length - full, carried)
         return carried
@@ -421,6 +429,9 @@ class _Tiler:
                                           self.index(combine("+", base_col, j, self.span))),
                                  output_tensor=dst2, atomic=atomic)
 
-            return self.segments(stmts, p.N, p.n, dst1, cols, "ni")
+            return self.segments(stmts, p.N, p.n, dst1, cols, "ni", dbc_cols)
 
-        return self.segments(out, p.M, p.m, dst, rows, "mi")
+        # two alternating accumulators: the innermost loop of two or more full tiles
+        dbc_cols = p.dbc and p.N // p.n >= 2
+        dbc_rows = p.dbc and not dbc_cols and p.M // p.m >= 2
+        return self.segments(out, p.M, p.m, dst, rows, "mi", dbc_rows)

@@ -50,6 +50,8 @@ class PassContext:
     source_lines: tuple[str, ...] = ()
     entry: str | None = None
     assembler_plans_memory: bool = False  # RunConfig's switch (compiler/memref_slots.py)
+    # AutoL0 may pick two accumulators that alternate (compiler/auto_tile_l0.py)
+    l0c_double_buffer: bool = False
     kernels: dict[str, KernelFacts] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # id() of the window calls whose type rules check_types_for_arch already ran with the

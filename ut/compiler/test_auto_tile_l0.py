@@ -4,15 +4,19 @@ cannot place still fails at the user's line."""
 
 from __future__ import annotations
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
 
+import pytest_pypto.compiler.api as api
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig, run
 from pytest_pypto.arch import spec
 from pytest_pypto.compiler.api import compile, lower
 from pytest_pypto.compiler.l0_chooser import choose_l0_tile, config_for
+from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.types import TileType
@@ -361,3 +365,46 @@ def test_a_result_is_not_moved_past_a_statement_sharing_a_buffer():
     with pytest.raises(CapacityError, match="Acc peak usage") as info:
         compile(Shared, RunConfig(platform="a2a3sim"))
     assert info.value.line == line_of("not-moved")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_grid_with_two_alternating_accumulators_matches_numpy(platform, monkeypatch):
+    """With the double-buffered accumulator allowed, the interior of a ragged grid is a
+    two-stage pipeline marked ``pipeline_double_buffer_c`` and computes what numpy does."""
+    monkeypatch.setattr(api, "PassContext", functools.partial(PassContext, l0c_double_buffer=True))
+    M, K, N = 320, 64, 320
+    program = plain_store(M, K, N)
+    cfg = RunConfig(platform=platform)
+    work, _ = lower(program, cfg)
+    marked = [s for s in _stmts(work.functions["k"].body)
+              if isinstance(s, n.For) and s.attrs.get("pipeline_double_buffer_c")]
+    assert len(marked) == 1 and marked[0].kind == "pipeline" and marked[0].attrs["stage"] == 2
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    out = np.zeros((M, N), np.float32)
+    run(compile(program, cfg), a, b, out, config=cfg)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def plain_store(M, K, N):
+    """out = a @ b (FP32), the operands loaded whole into Mat by hand."""
+
+    @pl.program
+    class PlainStore:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+              out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            a_mat = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+            b_mat = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+            c = pl.tile.matmul(a_mat, b_mat)
+            out = pl.store(c, [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+                 out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            out = self.k(a, b, out)
+            return out
+
+    return PlainStore
