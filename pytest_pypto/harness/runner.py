@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.config import RunConfig
+from pytest_pypto.harness.admission import declared_bytes, large_case
 from pytest_pypto.harness.cache import CompileCache
 from pytest_pypto.harness.cases import PTOTestCase, RunResult, TensorSpec
 from pytest_pypto.harness.compare import MismatchError, find_mismatch
@@ -238,6 +239,14 @@ class Runner:
             self._ends_test = True
 
     def _execute(self, case: Any) -> Any:
+        __tracebackhide__ = True
+        specs = getattr(case, "tensor_specs", None)
+        if specs is None:
+            specs = case.define_tensors()
+        with large_case(declared_bytes(specs)):  # one large case at a time (admission.py)
+            return self._run_case(case)
+
+    def _run_case(self, case: Any) -> Any:
         __tracebackhide__ = True
         rng = self._rng_factory()
         specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)

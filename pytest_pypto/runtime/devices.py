@@ -265,6 +265,12 @@ def _lock_dir(lock_dir: str | os.PathLike[str] | None) -> Path:
         ) from exc
 
 
+def user_lock_file(name: str) -> int:
+    """An fd of ``name`` in this user's lock directory (the devices' one, checked the same
+    way): for machine-wide locks of this user's sessions, e.g. `harness.admission`."""
+    return _open_lock(_lock_dir(None) / name)
+
+
 _OPEN = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
