@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_pypto.harness.settings import machine_memory
 
-LARGE_SHARE = 1 / 8  # of the machine's memory: a case at least this large runs alone
+LARGE_SHARE = 1 / 16  # of the machine's memory: a case at least this large runs alone
 LOCK_NAME = "large-case.lock"
 
 __all__ = ["LARGE_SHARE", "LOCK_NAME", "declared_bytes", "is_large", "large_case"]

@@ -44,7 +44,7 @@ def test_declared_bytes_count_every_tensor_spec():
 
 
 def test_the_share_of_the_machine_decides(monkeypatch):
-    assert admission.is_large(8 << 20) and not admission.is_large((8 << 20) - 1)
+    assert admission.is_large(4 << 20) and not admission.is_large((4 << 20) - 1)
     monkeypatch.setattr(admission, "machine_memory", lambda: None)
     assert not admission.is_large(1 << 40)  # memory unknown: never large
 
