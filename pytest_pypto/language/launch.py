@@ -20,10 +20,10 @@ wrapper, which has no function of its own here).  `deps=`, `predicate=` and
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
-from pytest_pypto.ir.nodes import Expr, FuncCall, Stmt
+from pytest_pypto.ir.nodes import Expr
 from pytest_pypto.ir.types import ScalarType
 from pytest_pypto.language import outline, region_options, scalars, scheduling, surface
 
@@ -140,7 +140,7 @@ def parse_spmd_with(bp: BodyParser, stmt: ast.With) -> None:
         )
     start = len(bp.out)
     bp.block(stmt.body)
-    for call_expr in _func_calls(bp.out[start:]):
+    for call_expr in scheduling.func_calls(bp.out[start:]):
         call_expr.blocks = blocks
         scheduling.attach(bp.ep, call_expr, options.deps, options.predicate, "pl.spmd()")
         if tid is not None:
@@ -238,17 +238,3 @@ def _dispatches(body: list[ast.stmt]) -> list[ast.Call]:
                 found.append(node)
     found.sort(key=lambda n: (n.lineno, n.col_offset))
     return found
-
-
-def _func_calls(stmts: list[Stmt]) -> list[FuncCall]:
-    calls: list[FuncCall] = []
-    stack: list[Any] = list(stmts)
-    while stack:
-        s = stack.pop()
-        for name in ("value", "expr"):
-            e = getattr(s, name, None)
-            if isinstance(e, FuncCall):
-                calls.append(e)
-        for name in ("body", "then_body", "else_body"):
-            stack.extend(getattr(s, name, None) or ())
-    return calls
