@@ -93,3 +93,18 @@ def test_two_large_cases_run_one_after_the_other():
         t.join()
     (s1, e1), (s2, e2) = sorted(spans)
     assert s2 >= e1  # the second started only after the first ended
+
+
+class _GoldenFails(TorchAdd):
+    def compute_expected(self, tensors, params=None):
+        raise RuntimeError("golden broke")
+
+
+def test_the_steps_are_called_from_execute_itself():
+    """Callers that classify a failure by the step _execute called (the golden, compile,
+    dispatch) still see that step with the admission lock around it."""
+    runner = Runner(RunConfig(platform="a2a3sim", seed=1), rng_factory=lambda: make_rng(1))
+    with pytest.raises(RuntimeError) as info:
+        runner._execute(_GoldenFails())
+    names = [entry.name for entry in info.traceback]
+    assert names[names.index("_execute") + 1] == "_harness_golden"
