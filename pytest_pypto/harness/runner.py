@@ -194,8 +194,11 @@ class Runner:
         return recorded
 
     def forget_run(self) -> None:
-        """Drop the last run's task graph (called once the test's report is made)."""
+        """Drop the last run's task graph and arguments (called once the test's report is
+        made): the item keeps its runner for the whole session, and a large case's inputs
+        must not outlive its test."""
         self._last_record = None
+        self._last_arrays = ()
 
     def _keep_run_record(self, target: Path) -> None:
         """The last run's deps.json and its schedule (trace.json, schedule.png) in ``target``."""
