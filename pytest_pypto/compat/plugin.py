@@ -174,8 +174,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     classifier records it.
     """
     report = yield
+    if call.when != "call":
+        return report
+    # Taken off the item now: its results hold the case's arrays, which must not outlive
+    # the test (the item lives to the end of the session).
     results = item.stash.get(_RESULTS_KEY, None)
-    if not results or not report.failed or call.when != "call":
+    if results is not None:
+        del item.stash[_RESULTS_KEY]
+    if not results or not report.failed:
         return report
     cls = next((r.failure_class for r in reversed(results) if not r.passed), None)
     # Outermost wrapper (tryfirst): the plugin's own hook has already classified
