@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pytest_pypto.harness.settings import machine_memory
+from pytest_pypto.runtime.devices import DeviceLockError, user_lock_file
 
 LARGE_SHARE = 1 / 16  # of the machine's memory: a case at least this large runs alone
 LOCK_NAME = "large-case.lock"
@@ -56,11 +57,6 @@ def large_case(nbytes: int) -> Iterator[bool]:
     if not is_large(nbytes):
         yield False
         return
-    from pytest_pypto.runtime.devices import (  # lazy: large cases only
-        DeviceLockError,
-        user_lock_file,
-    )
-
     try:
         fd = user_lock_file(LOCK_NAME)
     except DeviceLockError:

@@ -39,6 +39,13 @@ _MEMORY_HINT = (
 )
 
 
+def _returned(args: Any, returns: Any) -> Any:
+    """What a submit gives back: the argument at each position of ``returns`` (one alone)."""
+    if len(returns) == 1:
+        return args[returns[0]]
+    return tuple(args[r] for r in returns)
+
+
 def _forget(made: list[int], nbytes: int) -> None:
     made[0] -= nbytes
 
@@ -214,9 +221,7 @@ class Orchestrator:
         if task_id:
             values = (*(args[r] for r in returns), first.id)
             return values[0] if len(values) == 1 else values
-        if len(returns) == 1:
-            return args[returns[0]]
-        return tuple(args[r] for r in returns)
+        return _returned(args, returns)
 
     def submit_group(self, group: str, args: Any, members: Any, returns: Any = (),
                      slots: Any = (8, 4)) -> Any:
@@ -229,9 +234,7 @@ class Orchestrator:
                 group, func_id, [(self._kernel(m), tuple(pos)) for m, pos in members],
                 len(args), tuple(returns), tuple(slots))
         self._submit(k, args, None, False, None)
-        if len(returns) == 1:
-            return args[returns[0]]
-        return tuple(args[r] for r in returns)
+        return _returned(args, returns)
 
     def _kernel(self, kernel: str) -> Kernel:
         k = self._kernels.get(kernel)
