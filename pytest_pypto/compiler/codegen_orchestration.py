@@ -107,9 +107,14 @@ class OrchestrationEmitter(Emitter):
             ret = "(" + ", ".join(map(str, rets)) + ("," if len(rets) == 1 else "") + ")"
             callee = self.program.functions.get(e.callee)
             if callee is not None and callee.kind == GROUP_KIND:
+                group = tuple(members(self.program, callee))
+                launch = ""
+                if e.blocks is not None:  # pl.cluster() around pl.spmd(n): n Group tasks
+                    readers = tuple(i for i, (m, _) in enumerate(group) if m in self.launch_kernels)
+                    launch = f", blocks={self.expr(e.blocks)}, launch={readers!r}"
                 return (f"rt.submit_group({e.callee!r}, {packed}, "
-                        f"{tuple(members(self.program, callee))!r}, returns={ret}, "
-                        f"slots={self.pipe_slots!r})")
+                        f"{group!r}, returns={ret}, "
+                        f"slots={self.pipe_slots!r}{launch})")
             launch = ""
             if e.blocks is not None:
                 launch = f", blocks={self.expr(e.blocks)}"

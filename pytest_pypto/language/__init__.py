@@ -69,6 +69,7 @@ from pytest_pypto.language.surface import (
     TileView,
     Tuple,
     at,
+    cluster,
     cross_core_slot,
     dump_tag,
     manual_scope,
@@ -97,7 +98,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
-    "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
+    "TASK_ID", "manual_scope", "cluster", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
     "TensorLayout", "TensorView",
 ]
 

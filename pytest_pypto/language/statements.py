@@ -18,6 +18,7 @@ from pytest_pypto.ir.types import DynVar, ScalarType, TileType, TupleType, Type
 from pytest_pypto.language import (
     annots,
     calls,
+    cluster,
     control,
     cross_core,
     launch,
@@ -242,6 +243,9 @@ class BodyParser:
     def _With(self, stmt: ast.With) -> None:
         if scheduling.is_manual_scope(self, stmt):
             scheduling.parse_manual_scope(self, stmt)
+            return
+        if cluster.is_cluster(self, stmt):
+            cluster.parse_cluster(self, stmt)
             return
         kind = outline.region_kind(self, stmt)  # pl.manual_scope ... raise or record here
         if kind is at:

@@ -298,6 +298,11 @@ cross_core_slot = DslFunction(
     "cross_core_slot", "`pl.cross_core_slot(slot_num=N)` in `optimizations=[...]` of pl.at / pl.spmd."
 )
 REGION_FUNCTIONS = (at, spmd)
+# `with pl.cluster():` co-scheduling on one cluster (language/cluster.py).
+cluster = DslFunction(
+    "cluster", "`with pl.cluster(name_hint=...):` the body's AIC and AIV kernels run together "
+    "as one Group task."
+)
 # Explicit scheduling (language/scheduling.py, docs/design/scheduling.md).
 class manual_scope:  # noqa: N801  (PyPTO's spelling; a class there too)
     """`with pl.manual_scope():` tasks inside are ordered only by their deps=.

@@ -32,7 +32,7 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
         "scope", "no_dep", "TaskId",
     ),
     "hand-written cross-core kernels": (
-        "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
+        "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),

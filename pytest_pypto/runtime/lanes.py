@@ -233,9 +233,11 @@ def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int
 
 
 def group_kernel(name: str, func_id: int, members: Sequence[tuple[Kernel, Sequence[int]]],
-                 arity: int, returns: Sequence[int], slots: tuple[int, int]) -> Kernel:
+                 arity: int, returns: Sequence[int], slots: tuple[int, int],
+                 launch: Sequence[int] = ()) -> Kernel:
     """The task kernel of a Group: its parameters are the Group's (each described by the
-    first member taking it, directions merged), running it runs `run_group`."""
+    first member taking it, directions merged), running it runs `run_group`.  In a launch
+    of the Group (``_launch=(i, n)``) the members at positions ``launch`` get it too."""
     names: list[str] = [""] * arity
     directions: list[str] = [""] * arity
     kinds: list[str] = [""] * arity
@@ -261,8 +263,10 @@ def group_kernel(name: str, func_id: int, members: Sequence[tuple[Kernel, Sequen
             f"Group '{name}' has parameters at positions {unused} that none of its kernels takes"
         )
 
-    def run(*args: Any) -> tuple:
-        run_group([(k, [args[p] for p in pos]) for k, pos in members], slots)
+    def run(*args: Any, _launch: Any = None) -> tuple:
+        extra = [{"_launch": _launch} if _launch is not None and i in launch else {}
+                 for i in range(len(members))]
+        run_group([(k, [args[p] for p in pos]) for k, pos in members], slots, kwargs=extra)
         return tuple(args[r] for r in returns)
 
     return Kernel(

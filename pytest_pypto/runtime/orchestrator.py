@@ -224,16 +224,18 @@ class Orchestrator:
         return _returned(args, returns)
 
     def submit_group(self, group: str, args: Any, members: Any, returns: Any = (),
-                     slots: Any = (8, 4)) -> Any:
+                     slots: Any = (8, 4), blocks: Any = None, launch: Any = ()) -> Any:
         """Record one task of a Group: ``members`` are (kernel, the Group argument position
-        of each of its parameters); its kernels run side by side (`runtime.lanes`)."""
+        of each of its parameters); its kernels run side by side (`runtime.lanes`).
+        ``blocks=n`` launches the Group n times (one task per block); the members at
+        positions ``launch`` read their block index."""
         k = self._groups.get(group)
         if k is None:
             func_id = max((x.func_id for x in self._kernels.values()), default=-1) + 1
             k = self._groups[group] = group_kernel(
                 group, func_id, [(self._kernel(m), tuple(pos)) for m, pos in members],
-                len(args), tuple(returns), tuple(slots))
-        self._submit(k, args, None, False, None)
+                len(args), tuple(returns), tuple(slots), launch=tuple(launch))
+        self._submit(k, args, blocks, blocks is not None, None)
         return _returned(args, returns)
 
     def _kernel(self, kernel: str) -> Kernel:
