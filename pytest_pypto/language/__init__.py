@@ -74,6 +74,7 @@ from pytest_pypto.language.surface import (
     dump_tag,
     manual_scope,
     split,
+    split_aiv,
     spmd,
     spmd_submit,
     submit,
@@ -98,7 +99,7 @@ __all__ = [
     "create_tensor", "const", "static_assert", "static_print", "max", "min", "cast", "tile",
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
-    "TASK_ID", "manual_scope", "cluster", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
+    "TASK_ID", "manual_scope", "cluster", "split_aiv", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
     "TensorLayout", "TensorView",
 ]
 

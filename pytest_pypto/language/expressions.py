@@ -38,7 +38,7 @@ from pytest_pypto.ir.nodes import (
     Var,
 )
 from pytest_pypto.ir.types import DynVar, ScalarType, TensorType, TileType, TupleType, type_str
-from pytest_pypto.language import annots, calls, memref, scalars, scheduling
+from pytest_pypto.language import annots, calls, memref, scalars, scheduling, split_aiv
 from pytest_pypto.language.arrays import read_element
 from pytest_pypto.language.calls import Arg
 from pytest_pypto.language.closure import check_value, lookup
@@ -302,6 +302,9 @@ class ExprParser:
         if callable(getattr(target, "pl_template", None)):  # @pl.inline, @pl.jit.* functions
             pos, kw = self.args_of(node)
             return self.ctx.program.call_template(self.ctx, target, pos, kw, node, self.sink)
+        if isinstance(target, OpStub) and target.op_name in split_aiv.BOUNDARY_OPS \
+                and target.namespace in ("", "tile"):  # the AIV lanes (language/split_aiv.py)
+            return split_aiv.boundary_call(self, target.op_name, node)
         if isinstance(target, OpStub):
             pos, kw = self.args_of(node)
             if target.op_name == "cast" and target.namespace == "" and pos:

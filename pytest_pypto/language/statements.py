@@ -26,6 +26,7 @@ from pytest_pypto.language import (
     outline,
     scalars,
     scheduling,
+    split_aiv,
 )
 from pytest_pypto.language.arrays import write_element
 from pytest_pypto.language.context import FunctionContext, Unavailable
@@ -264,6 +265,9 @@ class BodyParser:
     def _For(self, stmt: ast.For) -> None:
         if launch.is_spmd_loop(self, stmt):
             launch.parse_spmd_loop(self, stmt)
+            return
+        if split_aiv.is_split_loop(self, stmt):
+            split_aiv.parse_split_loop(self, stmt)
             return
         control.stmt_For(self, stmt)
 

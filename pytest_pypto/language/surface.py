@@ -298,6 +298,11 @@ cross_core_slot = DslFunction(
     "cross_core_slot", "`pl.cross_core_slot(slot_num=N)` in `optimizations=[...]` of pl.at / pl.spmd."
 )
 REGION_FUNCTIONS = (at, spmd)
+# `for aiv_id in pl.split_aiv(2, mode=...)`: the two AIV lanes (language/split_aiv.py).
+split_aiv = DslFunction(
+    "split_aiv", "`for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):` a region run once per "
+    "AIV lane, aiv_id the lane."
+)
 # `with pl.cluster():` co-scheduling on one cluster (language/cluster.py).
 cluster = DslFunction(
     "cluster", "`with pl.cluster(name_hint=...):` the body's AIC and AIV kernels run together "

@@ -31,9 +31,6 @@ _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
     "explicit task dependencies": (
         "scope", "no_dep", "TaskId",
     ),
-    "hand-written cross-core kernels": (
-        "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
-    ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
     "function attributes": ("func_attr",),
