@@ -266,7 +266,8 @@ def _check_call(bp: BodyParser, call: Call, lane: int, defined: set[str], stmt: 
     if op.endswith(".get_subblock_idx"):
         call.set_arg("lane", lane)
         return
-    if isinstance(call.type, TileType) and call.type.space == "Acc":
+    if isinstance(call.type, TileType) and call.type.space in _CUBE_SPACES \
+            and op != "tile.aic_gather":
         raise PlacementError(
             f"cube op '{op}' inside a pl.split_aiv region: the region is the vector lanes' body",
             span, hint="move the cube computation out of the region, before it",
