@@ -31,8 +31,8 @@ from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, Pla
 from pytest_pypto.ir.nodes import Assign, Expr, ExprStmt, FuncCall, Function, Param, Return, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TensorType, TupleType
 from pytest_pypto.language import region_options, surface
-from pytest_pypto.language.scheduling import func_calls
 from pytest_pypto.language.context import Header
+from pytest_pypto.language.scheduling import func_calls
 
 if TYPE_CHECKING:
     from pytest_pypto.language.statements import BodyParser

@@ -88,7 +88,7 @@ class TaskParallel:
             for blk in pl.range(aiv_id, 4, 2):
                 t = pl.load(x, [blk * 8, 0], [8, S])
                 out = pl.store(pl.add(t, 10.0), [blk * 8, 0], out)
-                lane = pl.cast(pl.tile.get_subblock_idx(), pl.FP32)
+                lane = pl.cast(pl.tensor.get_subblock_idx(), pl.FP32)
                 who = pl.store(pl.add(pl.mul(t, 0.0), lane), [blk * 8, 0], who)
         return out, who
 
