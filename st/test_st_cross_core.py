@@ -123,7 +123,7 @@ class ClusteredRoundTrip:
             v: pl.Tensor[[D * NB, D], pl.FP32],
             o_out: pl.Out[pl.Tensor[[D * BLOCKS, D * NB], pl.FP32]]):
         pl.aiv_initialize_pipe(dir_mask=3, slot_size=SLOT, slot_num=2)
-        for j in pl.range(NB):
+        for _j in pl.range(NB):
             s: pl.Tile[[D, D], pl.FP32, pl.Mem.Vec] = pl.tpop_from_aic(split=0)
             pl.tpush_to_aic(pl.adds(pl.muls(s, 0.5), 1.0), split=0)
             pl.tfree_to_aic(s)
