@@ -16,8 +16,9 @@ in place; written at the top of an Opaque or Orchestration function it becomes s
 kernel of its own (as if wrapped in `pl.at`); in a function declared InCore / AIC / AIV
 it is an error.  Regions do not nest.  Parse-time rules: one positional argument equal
 to 2, `mode=` required, none of a loop's keywords, one loop variable, no `else`, no
-`break` / `continue` leaving the region.  Checked on the parsed body: no cube compute
-(an op producing an Acc tile) inside a region, and a cube tile defined outside the
+`break` / `continue` leaving the region.  Checked on the parsed body: no cube work
+(an op whose result is in a cube space) inside a region, no row / column reduction over
+a data-parallel region's split axis, and a cube tile defined outside the
 region is read inside it only through `pl.aiv_shard`; `pl.aiv_shard` / `pl.aic_gather`
 outside every region are errors at their line.
 """
@@ -49,6 +50,11 @@ HINT = ("for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE): n is the AIV lan
 _LOOP_KEYWORDS = ("init_values", "chunk", "chunk_policy", "attrs", "step", "stage")
 _CUBE_SPACES = ("Acc", "Mat", "Left", "Right", "Bias")
 BOUNDARY_OPS = ("aiv_shard", "aic_gather")
+# The reductions collapsing each data-parallel mode's split axis: one lane holds half of
+# that axis, so it would compute a partial result.
+_REDUCTIONS = ("sum", "max", "min", "prod", "argmax", "argmin")
+_PARTIAL = {"UP_DOWN": {f"tile.col_{r}" for r in _REDUCTIONS},
+            "LEFT_RIGHT": {f"tile.row_{r}" for r in _REDUCTIONS}}
 
 
 @dataclass
@@ -105,7 +111,7 @@ def parse_split_loop(bp: BodyParser, stmt: ast.For) -> None:
             bp.env[target] = lane
             start = len(bp.out)
             bp.block(stmt.body)
-            _check_lane(bp, bp.out[start:], lane)
+            _check_lane(bp, bp.out[start:], lane, mode)
     finally:
         ctx.split_region = None
 
@@ -240,9 +246,10 @@ def _calls(e: Any) -> Iterator[Call]:
                 yield from _calls(v)
 
 
-def _check_lane(bp: BodyParser, body: list[Stmt], lane: int) -> None:
-    """Set the lane of `get_subblock_idx()`; no cube compute in the region; a cube tile from
-    outside it read only through `pl.aiv_shard`."""
+def _check_lane(bp: BodyParser, body: list[Stmt], lane: int, mode: str) -> None:
+    """Set the lane of `get_subblock_idx()`; no cube compute in the region, no reduction over
+    a data-parallel region's split axis; a cube tile from outside it read only through
+    `pl.aiv_shard`."""
     defined: set[str] = set()
     for s in _stmts(body):
         if isinstance(s, Assign):
@@ -257,12 +264,21 @@ def _check_lane(bp: BodyParser, body: list[Stmt], lane: int) -> None:
         values = s.values if isinstance(s, Yield) else (value,)
         for root in values:
             for call in _calls(root):
-                _check_call(bp, call, lane, defined, s)
+                _check_call(bp, call, lane, mode, defined, s)
 
 
-def _check_call(bp: BodyParser, call: Call, lane: int, defined: set[str], stmt: Stmt) -> None:
+def _check_call(bp: BodyParser, call: Call, lane: int, mode: str, defined: set[str],
+                stmt: Stmt) -> None:
     op = call.op
     span = call.span or stmt.span
+    if op in _PARTIAL.get(mode, ()):
+        axis = "rows" if mode == "UP_DOWN" else "columns"
+        raise PlacementError(
+            f"'{op}' reduces over the split axis of a pl.split_aiv(mode=pl.SplitMode.{mode}) "
+            f"region: each AIV lane holds half of the {axis}, so it would give a partial result",
+            span, hint="reduce the other axis, or pl.aic_gather the halves and reduce after the "
+            "region (or use mode=pl.SplitMode.NONE)",
+        )
     if op.endswith(".get_subblock_idx"):
         call.set_arg("lane", lane)
         return

@@ -243,6 +243,9 @@ REGION = "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
      "rm = pl.move(m, target_memory=pl.MemorySpace.Right)\n" + REGION
      + "    mm2 = pl.matmul(lm, rm)",
      PlacementError, "cube op 'tile.matmul' inside a pl.split_aiv region", 20),
+    (REGION + "    h = pl.aiv_shard(mm)\n    c = pl.col_sum(h)",
+     PlacementError, "'tile.col_sum' reduces over the split axis of a "
+     "pl.split_aiv(mode=pl.SplitMode.UP_DOWN) region", 19),
 ])
 def test_split_aiv_mistakes_are_reported_at_their_line(tmp_path, body, error, message, line):
     with pytest.raises(error) as ei:
