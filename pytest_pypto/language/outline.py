@@ -108,6 +108,7 @@ def outline(
     inner_ctx = FunctionContext(ctx.source, ctx.namespace, name, parser, ctx.strict_ssa,
                                 ctx.local_names)
     inner_ctx.block_depth = ctx.block_depth
+    inner_ctx.region_split = options.split  # a pl.split_aiv region refuses one (split_aiv.py)
     params, env, args = _parameters(bp, body, exclude={index_name} if index_name else set())
     inner_ctx.namer.taken.update(p.name for p in params)
     inner: list[Stmt] = []

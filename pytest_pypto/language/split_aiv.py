@@ -14,7 +14,8 @@ Placement, as PyPTO's parser and verifier have it: a region belongs to the kerne
 a `pl.at(level=pl.Level.CORE_GROUP)` region (or a `pl.spmd` one), where it is parsed
 in place; written at the top of an Opaque or Orchestration function it becomes such a
 kernel of its own (as if wrapped in `pl.at`); in a function declared InCore / AIC / AIV
-it is an error.  Regions do not nest.  Parse-time rules: one positional argument equal
+it is an error, and so is a region in a `pl.at` / `pl.spmd` carrying
+`optimizations=[pl.split(...)]`.  Regions do not nest.  Parse-time rules: one positional argument equal
 to 2, `mode=` required, none of a loop's keywords, one loop variable, no `else`, no
 `break` / `continue` leaving the region.  Checked on the parsed body: no cube work
 (an op whose result is in a cube space) inside a region, no row / column reduction over
@@ -101,6 +102,15 @@ def parse_split_loop(bp: BodyParser, stmt: ast.For) -> None:
             f"function '{name}'",
             stmt, hint="write the region inside with pl.at(level=pl.Level.CORE_GROUP): or at "
             "the top of a plain @pl.function (Opaque) body",
+        )
+    split = getattr(ctx, "region_split", None)
+    if split is not None:
+        raise ctx.error(
+            ParserSyntaxError,
+            f"the region combines optimizations=[pl.split(pl.SplitMode.{split})] with a "
+            "pl.split_aiv region: the two ways of splitting the AIV lanes exclude each other",
+            stmt, hint="drop the pl.split(...) optimization (pl.cross_core_slot(slot_num=N) "
+            "still sizes the pipe) or the pl.split_aiv region",
         )
     target = stmt.target.id  # type: ignore[attr-defined]
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from pytest_pypto.ir.errors import (
     PyptoError,
     SimulationError,
 )
+from ut.helpers import line_of
 
 PLATFORMS = ("a2a3sim", "a5sim")
 S = 32
@@ -263,6 +265,22 @@ def test_an_odd_split_axis_cannot_be_halved(tmp_path):
     assert "halves axis 0 of the tile between the two AIV lanes (UP_DOWN), but it has 31 " \
            "elements (odd)" in ei.value.message
     assert ei.value.line == 19
+
+
+def test_a_region_in_a_pl_at_with_a_split_optimization_is_refused():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.program
+        class Both:
+            @pl.function
+            def main(self, a: pl.Tensor[[S, S], pl.FP32], o: pl.Out[pl.Tensor[[S, S], pl.FP32]]):
+                with pl.at(level=pl.Level.CORE_GROUP,
+                           optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+                    for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):  # split-and-region
+                        o = pl.store(pl.load(a, [0, 0], [S, S]), [0, 0], o)
+                return o
+    assert "combines optimizations=[pl.split(pl.SplitMode.UP_DOWN)] with a pl.split_aiv " \
+           "region" in ei.value.message
+    assert ei.value.line == line_of(Path(__file__), "split-and-region")
 
 
 def test_a_region_in_a_declared_incore_function_is_refused(tmp_path):
