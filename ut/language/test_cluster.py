@@ -279,3 +279,25 @@ def test_names_bound_in_a_cluster_are_visible_after_it(tmp_path):
     calls = [s.value.callee for s in program.functions["main"].body
              if isinstance(s, Assign) and isinstance(s.value, FuncCall)]
     assert calls == ["k", "k"]
+
+
+@pl.program
+class ClusteredRegion:
+    """A `pl.at` region inside a cluster is outlined as without it."""
+
+    @pl.function
+    def main(self, x: pl.Tensor[[R, D], pl.FP32], y: pl.Out[pl.Tensor[[R, D], pl.FP32]]
+             ) -> pl.Tensor[[R, D], pl.FP32]:
+        with pl.cluster():
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y = pl.assemble(y, pl.add(x, x), [0, 0])
+        return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_cluster_around_a_region_outlines_it_as_before(platform):
+    x = np.arange(R * D, dtype=np.float32).reshape(R, D)
+    y = np.zeros_like(x)
+    run = _run(ClusteredRegion, platform, x, y)
+    np.testing.assert_array_equal(y, x + x)
+    assert [t["kernel"] for t in run.tasks] == ["main_incore_0"]
