@@ -124,6 +124,8 @@ def outline(
     try:
         child = type(bp)(inner_ctx, env, inner)
         child.block(body)
+        for check in getattr(inner_ctx, "body_checks", ()):  # e.g. split_aiv.py's manual mode
+            check(inner)
     except BaseException:
         del parser.headers[name]
         del parser.outlined[name]

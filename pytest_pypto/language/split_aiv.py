@@ -19,7 +19,9 @@ it is an error, and so is a region in a `pl.at` / `pl.spmd` carrying
 to 2, `mode=` required, none of a loop's keywords, one loop variable, no `else`, no
 `break` / `continue` leaving the region.  Checked on the parsed body: no cube work
 (an op whose result is in a cube space) inside a region, no row / column reduction over
-a data-parallel region's split axis, and a cube tile defined outside the
+a data-parallel region's split axis, no vector work (an op whose result is a Vec tile,
+other than a load) outside every region of a kernel that has one, and a cube tile
+defined outside the
 region is read inside it only through `pl.aiv_shard`; `pl.aiv_shard` / `pl.aic_gather`
 outside every region are errors at their line.
 """
@@ -113,6 +115,11 @@ def parse_split_loop(bp: BodyParser, stmt: ast.For) -> None:
             "still sizes the pipe) or the pl.split_aiv region",
         )
     target = stmt.target.id  # type: ignore[attr-defined]
+    inside: set[int] = getattr(ctx, "region_calls", set())
+    if not inside:  # the first region of this kernel: it is in manual mode from now on
+        ctx.region_calls = inside
+        ctx.body_checks = (*getattr(ctx, "body_checks", ()), lambda body: _manual_mode(body,
+                                                                                   inside))
     try:
         for lane in (0, 1):
             region = Region(mode, lane, ctx.block_depth,
@@ -122,6 +129,8 @@ def parse_split_loop(bp: BodyParser, stmt: ast.For) -> None:
             start = len(bp.out)
             bp.block(stmt.body)
             _check_lane(bp, bp.out[start:], lane, mode)
+            inside.update(id(c) for s in _stmts(bp.out[start:]) for root in _roots(s)
+                          for c in _calls(root))
     finally:
         ctx.split_region = None
 
@@ -270,11 +279,35 @@ def _check_lane(bp: BodyParser, body: list[Stmt], lane: int, mode: str) -> None:
         if isinstance(s, If):
             defined.update(r.name for r in s.results)
     for s in _stmts(body):
-        value = s.value if isinstance(s, Assign) else s.expr if isinstance(s, ExprStmt) else None
-        values = s.values if isinstance(s, Yield) else (value,)
-        for root in values:
+        for root in _roots(s):
             for call in _calls(root):
                 _check_call(bp, call, lane, mode, defined, s)
+
+
+def _roots(s: Stmt) -> tuple[Any, ...]:
+    if isinstance(s, Yield):
+        return tuple(s.values)
+    value = s.value if isinstance(s, Assign) else s.expr if isinstance(s, ExprStmt) else None
+    return (value,)
+
+
+def _manual_mode(body: list[Stmt], inside: set[int]) -> None:
+    """A kernel with a region is in manual mode: its vector work sits in regions (loads and
+    stores outside them are allowed)."""
+    for s in _stmts(body):
+        for root in _roots(s):
+            for call in _calls(root):
+                t = call.type
+                if id(call) in inside or not isinstance(t, TileType) or t.space != "Vec" \
+                        or call.op == "tile.load":
+                    continue
+                raise PlacementError(
+                    f"vector op '{call.op}' sits outside every pl.split_aiv region of a kernel "
+                    "that has one: the regions place this kernel's vector work",
+                    call.span or s.span,
+                    hint="wrap that phase in its own region: for _ in pl.split_aiv(2, "
+                    "mode=pl.SplitMode.NONE):",
+                )
 
 
 def _check_call(bp: BodyParser, call: Call, lane: int, mode: str, defined: set[str],

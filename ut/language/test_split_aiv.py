@@ -248,6 +248,10 @@ REGION = "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
     (REGION + "    h = pl.aiv_shard(mm)\n    c = pl.col_sum(h)",
      PlacementError, "'tile.col_sum' reduces over the split axis of a "
      "pl.split_aiv(mode=pl.SplitMode.UP_DOWN) region", 19),
+    ("v = pl.exp(pl.load(a, [0, 0], [S, S], target_memory=pl.MemorySpace.Vec))\n" + REGION
+     + "    h = pl.aiv_shard(mm)",
+     PlacementError, "vector op 'tile.exp' sits outside every pl.split_aiv region of a kernel "
+     "that has one", 17),
 ])
 def test_split_aiv_mistakes_are_reported_at_their_line(tmp_path, body, error, message, line):
     with pytest.raises(error) as ei:
