@@ -20,7 +20,8 @@ to 2, `mode=` required, none of a loop's keywords, one loop variable, no `else`,
 `break` / `continue` leaving the region.  Checked on the parsed body: no cube work
 (an op whose result is in a cube space) inside a region, no row / column reduction over
 a data-parallel region's split axis, no vector work (an op whose result is a Vec tile,
-other than a load) outside every region of a kernel that has one, and a cube tile
+other than a load) outside every region of a kernel that has one, a vector tile defined
+in a region reaches the cube after it only through `pl.aic_gather`, and a cube tile
 defined outside the
 region is read inside it only through `pl.aiv_shard`; `pl.aiv_shard` / `pl.aic_gather`
 outside every region are errors at their line.
@@ -131,6 +132,9 @@ def parse_split_loop(bp: BodyParser, stmt: ast.For) -> None:
             _check_lane(bp, bp.out[start:], lane, mode)
             inside.update(id(c) for s in _stmts(bp.out[start:]) for root in _roots(s)
                           for c in _calls(root))
+            inside.update(id(t) for s in _stmts(bp.out[start:]) if isinstance(s, Assign)
+                          and not (isinstance(s.value, Call) and s.value.op == "tile.aic_gather")
+                          for t in s.targets)
     finally:
         ctx.split_region = None
 
@@ -291,6 +295,19 @@ def _roots(s: Stmt) -> tuple[Any, ...]:
     return (value,)
 
 
+def _no_implicit_gather(call: Call, s: Stmt, inside: set[int]) -> None:
+    """A vector tile a region defines reaches the cube only through `pl.aic_gather`."""
+    for _, arg in call.args:
+        if isinstance(arg, Var) and id(arg) in inside and isinstance(arg.type, TileType) \
+                and arg.type.space == "Vec":
+            raise PlacementError(
+                f"'{arg.name}' is defined inside a pl.split_aiv region, but '{call.op}' reads it "
+                "on the CUBE lane outside it",
+                call.span or s.span,
+                hint=f"gather it inside the region: {arg.name} = pl.aic_gather({arg.name})",
+            )
+
+
 def _manual_mode(body: list[Stmt], inside: set[int]) -> None:
     """A kernel with a region is in manual mode: its vector work sits in regions (loads and
     stores outside them are allowed)."""
@@ -298,8 +315,11 @@ def _manual_mode(body: list[Stmt], inside: set[int]) -> None:
         for root in _roots(s):
             for call in _calls(root):
                 t = call.type
-                if id(call) in inside or not isinstance(t, TileType) or t.space != "Vec" \
-                        or call.op == "tile.load":
+                if id(call) in inside or not isinstance(t, TileType):
+                    continue
+                if t.space in _CUBE_SPACES:
+                    _no_implicit_gather(call, s, inside)
+                if t.space != "Vec" or call.op == "tile.load":
                     continue
                 raise PlacementError(
                     f"vector op '{call.op}' sits outside every pl.split_aiv region of a kernel "

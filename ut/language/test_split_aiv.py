@@ -252,6 +252,10 @@ REGION = "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
      + "    h = pl.aiv_shard(mm)",
      PlacementError, "vector op 'tile.exp' sits outside every pl.split_aiv region of a kernel "
      "that has one", 17),
+    (REGION + "    v = pl.exp(pl.aiv_shard(mm))\n"
+     "lv = pl.move(v, target_memory=pl.MemorySpace.Left)",
+     PlacementError, "is defined inside a pl.split_aiv region, but 'tile.move' reads it on the "
+     "CUBE lane outside it", 19),
 ])
 def test_split_aiv_mistakes_are_reported_at_their_line(tmp_path, body, error, message, line):
     with pytest.raises(error) as ei:
