@@ -236,8 +236,17 @@ def _emit_group(bp: BodyParser, stmt: ast.With, top: list[tuple[int, FuncCall]],
     body: list[Any] = []
     returned: list[Var] = []
     targets: list[Var] = []
-    for _, call in top:
+    produced: dict[int, str] = {}
+    for at, call in top:
         callee = parser.headers[call.callee]
+        for arg in call.args:
+            if id(arg) in produced:
+                raise PlacementError(
+                    f"'{arg.name}' is returned by '{produced[id(arg)]}' and passed to "
+                    f"'{call.callee}' in one pl.cluster(): the two kernels run side by side, "
+                    "so one cannot wait for the other's result",
+                    call.span or span, hint="send the data through the kernels' pipes",
+                )
         inner_args = []
         for i, arg in enumerate(call.args):
             known = by_value.get(id(arg))
@@ -257,8 +266,9 @@ def _emit_group(bp: BodyParser, stmt: ast.With, top: list[tuple[int, FuncCall]],
                 _widen(params[[p.name for p in params].index(known.name)], declared)
             inner_args.append(known)
         inner = FuncCall(call.callee, tuple(inner_args), type=call.type, span=call.span)
-        outer = next(s for s in bp.out if getattr(s, "value", getattr(s, "expr", None)) is call)
+        outer = bp.out[at]
         if isinstance(outer, Assign):
+            produced.update((id(t), call.callee) for t in outer.targets)
             results = [Var(f"{call.callee}_r{j}", type=t.type, span=span)
                        for j, t in enumerate(outer.targets)]
             body.append(Assign(tuple(results), inner, span=call.span))

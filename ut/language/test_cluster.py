@@ -221,6 +221,12 @@ def build():
         def main(self, x: pl.Tensor[[D, D], pl.FP32], o: pl.Out[pl.Tensor[[D, D], pl.FP32]]):
 {textwrap.indent(src, " " * 12)}
             return o
+        @pl.function(type=pl.FunctionType.AIC)
+        def cr(self, x: pl.Tensor[[D, D], pl.FP32]) -> pl.Tensor[[D, D], pl.FP32]:
+            return x
+        @pl.function(type=pl.FunctionType.AIV)
+        def v(self, y: pl.Tensor[[D, D], pl.FP32]):
+            pass
     return P
 ''')
     return _load(tmp_path, path.read_text(), "cluster_mod")
@@ -257,6 +263,8 @@ def build():
     ("with pl.cluster():\n    for i in pl.range(2):\n        self.c1(x)",
      PlacementError, "kernel 'c1' is called inside a loop or branch of the pl.cluster() body",
      20),
+    ("with pl.cluster():\n    y = self.cr(x)\n    self.v(y)",
+     PlacementError, "is returned by 'cr' and passed to 'v' in one pl.cluster()", 20),
 ])
 def test_cluster_mistakes_are_reported_at_their_line(tmp_path, body, error, message, line):
     with pytest.raises(error) as ei:
