@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from pytest_pypto.ir import dtypes
 from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.lazy_numpy import np
 from pytest_pypto.ir.ops._rules import tile
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import ScalarType, TileType, Type
@@ -138,7 +137,7 @@ register(OpSpec(
     params=(ParamSpec("x", "tile"),
             ParamSpec("lane", "int", default=0, keyword_only=True),
             ParamSpec("mode", "str", default="NONE", keyword_only=True)),
-    type_rule=_shard_type, mem=MemRule(result="Vec"), execute=_shard,
+    type_rule=_shard_type, mem=MemRule(result="Vec"), execute=_shard, reads_while_writing=True,
     spellings=("aiv_shard",),
     doc="Inside a pl.split_aiv region: the cube (Acc) tile x crossing to this AIV lane, as a "
         "Vec tile (its half on the split axis in an UP_DOWN / LEFT_RIGHT region).",
@@ -147,7 +146,7 @@ register(OpSpec(
     name="tile.aic_gather",
     params=(ParamSpec("x", "tile"), ParamSpec("other", "tile", default=None, optional=True),
             ParamSpec("mode", "str", default="NONE", keyword_only=True)),
-    type_rule=_gather_type, mem=MemRule(result="Mat"), execute=_gather,
+    type_rule=_gather_type, mem=MemRule(result="Mat"), execute=_gather, reads_while_writing=True,
     spellings=("aic_gather",),
     doc="Inside a pl.split_aiv region: the Vec tile x crossing to the cube, as a Mat tile (the "
         "two lanes' halves joined on the split axis in an UP_DOWN / LEFT_RIGHT region).",
