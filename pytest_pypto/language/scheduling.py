@@ -162,7 +162,8 @@ def parse_submit(ep: ExprParser, target: Any, node: ast.Call) -> FuncCall:
         call.blocks = _core_num(ep, special["core_num"])
     attach(ep, call, special.get("deps"), special.get("predicate"), name)
     if "dumps" in special:
-        call.dumps = dump_positions(ep, call, special["dumps"], name)
+        given = dump_positions(ep, call, special["dumps"], name)
+        call.dumps = tuple(dict.fromkeys((*call.dumps, *given)))
     return with_task_id(call)
 
 
@@ -198,8 +199,17 @@ def dump_tag(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call)
                         hint="pl.dump_tag(x) before the calls that use x")
     value = pos[0].value
     if isinstance(value, Var):
-        ctx.dump_tags = (*getattr(ctx, "dump_tags", ()), value.name)
+        # by identity: a value bound to the same name later is another value, untagged
+        ctx.dump_tags = (*getattr(ctx, "dump_tags", ()), value)
     return None
+
+
+def untag(ctx: Any, value: Var) -> None:
+    """``x = f(..., x)`` hands back the value it was passed: the name now holds the call's
+    result, a new value, which a `pl.dump_tag` of the old one does not cover (§6)."""
+    tags = getattr(ctx, "dump_tags", ())
+    if tags:
+        ctx.dump_tags = tuple(t for t in tags if t is not value)
 
 
 def _core_num(ep: ExprParser, node: ast.expr) -> Expr:

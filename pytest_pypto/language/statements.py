@@ -290,6 +290,8 @@ class BodyParser:
         self.check_rebind(name, node)
         self.last_bound[name] = node
         if isinstance(value, Var):
+            if isinstance(getattr(node, "value", None), ast.Call):
+                scheduling.untag(self.ctx, value)  # a call's result: a new, untagged value
             self.env[name] = value
             return
         if isinstance(value, Expr):
