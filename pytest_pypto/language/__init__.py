@@ -62,6 +62,7 @@ from pytest_pypto.language.surface import (
     Out,
     PadValue,
     Scalar,
+    ScopeMode,
     SplitMode,
     Tensor,
     Tile,
@@ -71,7 +72,10 @@ from pytest_pypto.language.surface import (
     at,
     cross_core_slot,
     dump_tag,
+    func_attr,
     manual_scope,
+    no_dep,
+    scope,
     split,
     spmd,
     spmd_submit,
@@ -98,7 +102,7 @@ __all__ = [
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
-    "TensorLayout", "TensorView",
+    "TensorLayout", "TensorView", "ScopeMode", "scope", "no_dep", "TaskId", "func_attr",
 ]
 
 
@@ -169,6 +173,8 @@ tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPatte
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
 system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
+
+TaskId = Scalar[TASK_ID]  # the annotation of a TaskId (docs/design/scheduling.md §2)
 
 DN = TensorLayout.DN
 ND = TensorLayout.ND

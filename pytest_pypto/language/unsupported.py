@@ -28,15 +28,11 @@ from pytest_pypto.language.surface import (
 )
 
 _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
-    "explicit task dependencies": (
-        "scope", "no_dep", "TaskId",
-    ),
     "hand-written cross-core kernels": (
         "cluster", "split_aiv", "get_subblock_idx", "aiv_shard", "aic_gather",
     ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-    "function attributes": ("func_attr",),
 }
 
 _TIER2: dict[str, str] = {}
@@ -49,7 +45,7 @@ _NOT_YET: dict[str, str] = {}
 # Names PyPTO defines as classes: their markers are classes too (isinstance/issubclass
 # with them work and never match; the compat-classes lint check keeps it so).
 _CLASSES = frozenset(
-    {"scope", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
+    {"PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
 )
 
 
