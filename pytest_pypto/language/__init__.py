@@ -61,6 +61,7 @@ from pytest_pypto.language.surface import (
     OpStub,
     Out,
     PadValue,
+    PipeType,
     Scalar,
     ScopeMode,
     SplitMode,
@@ -103,6 +104,7 @@ __all__ = [
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
     "TensorLayout", "TensorView", "ScopeMode", "scope", "no_dep", "TaskId", "func_attr",
+    "PipeType",
 ]
 
 

@@ -317,6 +317,20 @@ class manual_scope:  # noqa: N801  (PyPTO's spelling; a class there too)
         return False
 
 
+class PipeType(enum.Enum):
+    """The hardware pipe an explicit cross-core event is raised or awaited on
+    (`pl.system.sync_set` / `sync_wait`, ir/ops/sync_events.py)."""
+
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+
 class ScopeMode(enum.Enum):
     """The dependency mode of a `pl.scope`: AUTO tracks dependencies (the default),
     MANUAL leaves every edge to deps= (as `pl.manual_scope`)."""

@@ -16,7 +16,12 @@ import pytest
 import pytest_pypto
 import pytest_pypto.language as pl
 from pytest_pypto.ir.dtypes import TASK_ID
-from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError, RaceError
+from pytest_pypto.ir.errors import (
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    RaceError,
+)
 from pytest_pypto.ir.nodes import FuncCall
 
 R, C = 16, 32
@@ -178,7 +183,7 @@ def test_a_scope_belongs_to_the_orchestration(tmp_path):
               '    with pl.scope(mode=pl.ScopeMode.MANUAL):\n'
               '        t = pl.load(x, [0, 0], [R, C])\n'
               '    return pl.store(t, [0, 0], o)\n')
-    with pytest.raises(Exception, match="pl.scope is not supported inside InCore") as info:
+    with pytest.raises(InvalidOperationError, match="pl.scope is not supported inside InCore") as info:
         _module(tmp_path, kernel, main_body="o = self.kk(x, o)")
     assert info.value.span.line == 13
 
