@@ -335,6 +335,47 @@ def attach(ep: ExprParser, call: FuncCall, deps: ast.expr | None, predicate: ast
         call.deps = deps_list(ep, deps, owner)
     if predicate is not None:
         call.predicate = parse_predicate(ep, predicate, owner)
+        _check_predicate_producer(ep, call, predicate, owner, deps is not None)
+
+
+def note_submit(ctx: Any, call: Any, targets: list[Var]) -> None:
+    """``a, b, tid = pl.submit(...)``: remember ``tid`` as the producer of ``a`` and ``b``,
+    for `_check_predicate_producer`."""
+    if isinstance(call, FuncCall) and call.task_id and len(targets) > 1:
+        producers = getattr(ctx, "submit_producers", None)
+        if producers is None:
+            producers = ctx.submit_producers = {}
+        for out in targets[:-1]:
+            producers[id(out)] = (out, targets[-1])
+
+
+def _user_name(name: str) -> str:
+    """The source name of an SSA name (``t_2`` -> ``t``: the namer's suffix dropped)."""
+    base, _, tail = name.rpartition("_")
+    return base if base and tail.isdigit() else name
+
+
+def _check_predicate_producer(ep: ExprParser, call: FuncCall, node: ast.expr, owner: str,
+                              deps_given: bool) -> None:
+    """A predicate's tensor made by an earlier `pl.submit` needs that submit's TaskId in
+    deps=, or the dispatch-time read may see the value before the producer wrote it (§4).
+    Only what the parser can prove: a tensor from elsewhere, or an Array in deps=, passes."""
+    operand = call.predicate[0] if call.predicate else None
+    found = getattr(ep.ctx, "submit_producers", {}).get(id(operand))
+    if found is None or found[0] is not operand:
+        return
+    tid = found[1]
+    if any(d is tid for d in call.deps) or any(isinstance(getattr(d, "type", None), ArrayType)
+                                               for d in call.deps):
+        return
+    user, name = _user_name(tid.name), _user_name(operand.name)
+    why = "without it the task may be dispatched on the value before that task wrote it"
+    hint = (f"add the producer to the dependency list: deps=[{user}]; {why}" if deps_given
+            else f"name the producer: deps=[{user}] (a region takes it in the `as tid` form: "
+            f"with pl.spmd(n, deps=[{user}], predicate=...) as tid:); {why}")
+    raise ep.ctx.error(
+        ParserSyntaxError, f"{owner} predicate reads '{name}', which is produced by the task "
+        f"bound to '{user}', but '{user}' is not in deps=", node, hint=hint)
 
 
 def deps_list(ep: ExprParser, node: ast.expr, owner: str) -> tuple[Expr, ...]:

@@ -334,6 +334,7 @@ class BodyParser:
                 targets.append(var)
                 self.env[name] = var
             self.out.append(Assign(tuple(targets), value, span=self.ctx.span(node)))
+            scheduling.note_submit(self.ctx, value, targets)  # predicate= producers
             return
         if isinstance(value, (tuple, list)) and len(value) == len(names):
             for name, v in zip(names, value):

@@ -247,3 +247,26 @@ def test_none_of_these_names_is_refused_any_more():
     for name in ("scope", "no_dep", "TaskId", "func_attr"):
         assert name not in refused
         assert not isinstance(getattr(pl, name), type(refused.get("prefetch")))
+
+
+# ------------------------------------------------------------------ predicate= producers
+
+@pytest.mark.parametrize(("body", "ok"), [
+    ("o, tid = pl.submit(self.k, x, o)\n"
+     "o, u = pl.submit(self.k, x, o, predicate=(o[0, 0] > 0))", False),
+    ("o, tid = pl.submit(self.k, x, o)\n"
+     "o, u = pl.submit(self.k, x, o, deps=[None], predicate=(o[0, 0] > 0))", False),
+    ("o, tid = pl.submit(self.k, x, o)\n"
+     "o, u = pl.submit(self.k, x, o, deps=[tid], predicate=(o[0, 0] > 0))", True),
+    ("o, u = pl.submit(self.k, x, o, predicate=(x[0, 0] > 0))", True),  # x: no producer known
+], ids=["no-deps", "producer-missing", "producer-in-deps", "parameter"])
+def test_a_predicate_on_a_submitted_tensor_needs_its_producer_in_deps(tmp_path, body, ok):
+    if ok:
+        _module(tmp_path, "", main_body=body)
+        return
+    with pytest.raises(ParserSyntaxError, match=re.escape(
+            "pl.submit predicate reads 'o', which is produced by the task bound to 'tid', but "
+            "'tid' is not in deps=")) as info:
+        _module(tmp_path, "", main_body=body)
+    assert info.value.span.line == 15
+    assert "deps=[tid]" in info.value.hint
