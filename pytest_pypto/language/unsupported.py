@@ -243,7 +243,7 @@ class OpNamespace:
 
 class SystemNamespace(OpNamespace):
     """`pl.system`: `task_dummy` and `task_invalid` (explicit scheduling), the ops the
-    registry spells `system.<name>` (syncall, the pipes); any other name is an inert Tier 3
+    registry spells `system.<name>` (syncall, the events, the pipes); any other name is an inert Tier 3
     marker (the parser reports it when a kernel uses it)."""
 
     def __init__(self) -> None:
