@@ -244,6 +244,12 @@ def dump_tag(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call)
     if len(pos) != 1 or kw or not isinstance(getattr(pos[0].value, "type", None), TensorType):
         raise ctx.error(ParserTypeError, "pl.dump_tag takes one tensor: pl.dump_tag(t)", node,
                         hint="pl.dump_tag(x) before the calls that use x")
+    kind = ctx.program.headers[ctx.function_name].kind
+    if kind in ("InCore", "Group"):
+        raise ctx.error(
+            ParserSyntaxError, f"pl.dump_tag is not supported inside {kind} function "
+            f"'{ctx.function_name}': the dump is chosen where a kernel is called", node,
+            hint="put pl.dump_tag(t) in the orchestration (or inline) function that calls it")
     value = pos[0].value
     if isinstance(value, Var):
         # by identity: a value bound to the same name later is another value, untagged

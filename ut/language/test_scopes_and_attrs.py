@@ -270,3 +270,15 @@ def test_a_predicate_on_a_submitted_tensor_needs_its_producer_in_deps(tmp_path, 
         _module(tmp_path, "", main_body=body)
     assert info.value.span.line == 15
     assert "deps=[tid]" in info.value.hint
+
+
+def test_dump_tag_belongs_where_kernels_are_called(tmp_path):
+    kernel = ('@pl.function(type=pl.FunctionType.InCore)\n'
+              'def kt(self, x: pl.Tensor[[R, C], pl.FP32], o: pl.Out[pl.Tensor[[R, C], pl.FP32]]\n'
+              '       ) -> pl.Tensor[[R, C], pl.FP32]:\n'
+              '    pl.dump_tag(x)\n'
+              '    return pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], o)\n')
+    with pytest.raises(ParserSyntaxError, match="pl.dump_tag is not supported inside InCore "
+                       "function 'kt'") as info:
+        _module(tmp_path, kernel, main_body="o = self.kt(x, o)")
+    assert info.value.span.line == 13
