@@ -215,19 +215,23 @@ def install_backend() -> bool:
     global _backend_finder
     if active() or (_backend_finder is not None and _backend_finder in sys.meta_path):
         return False
-    targets = {}
-    for name, target in ((BACKEND, BACKEND_TARGET), (TOOLS, TOOLS_TARGET)):
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if not _is_real(spec):
-            targets[name] = target
-    if not targets:
+    if _importable(BACKEND):  # a real backend brings its own tools
         return False
+    targets = {BACKEND: BACKEND_TARGET}
+    if not _importable(TOOLS):
+        targets[TOOLS] = TOOLS_TARGET
     _backend_finder = _AliasFinder(targets)
     sys.meta_path.insert(0, _backend_finder)
     return True
+
+
+def _importable(name: str) -> bool:
+    """Whether a real (not aliased) top-level module ``name`` can be imported."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    return _is_real(spec)
 
 
 def uninstall_backend() -> None:
