@@ -67,6 +67,10 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], bool], str
     "rtol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
     "atol": (_real, lambda v: v >= 0, "a number >= 0 (a tolerance)"),
     "max_memory": (_whole, lambda v: v > 0, "a number of bytes, an int > 0"),
+    "dump_args": (  # PyPTO's True / False mean 1 / 0
+        lambda v: isinstance(v, numbers.Integral), lambda v: 0 <= v <= 2,
+        "a dump level: 0 (off), 1 (partial) or 2 (full)",
+    ),
     "timeout": (
         _real, lambda v: 0 < v <= MAX_TIMEOUT,
         f"a number of seconds > 0 and at most {MAX_TIMEOUT:.0f}",
@@ -122,6 +126,9 @@ class RunConfig:
     # The race detector of runs relying on explicit dependencies (docs/design/scheduling.md
     # §5): on unless --pypto-no-race-check.
     race_check: bool = True
+    # The argument dump (--pypto-dump-args, docs/design/scheduling.md §7): 0 off, 1 the
+    # arguments marked by pl.dump_tag / dumps=, 2 every argument of every task.
+    dump_args: int = 0
     sim_clusters: int | None = None
     # Debugging switches (--pypto-precise, --pypto-timeout, --pypto-trace) and the
     # runtime that executes (None: the registry's choice for the platform).

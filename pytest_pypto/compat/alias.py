@@ -58,6 +58,9 @@ TARGET = "pytest_pypto.compat.pypto"
 # its own (`install_backend`), each only when no real one is importable.
 BACKEND = "simpler"
 BACKEND_TARGET = "pytest_pypto.compat.simpler"
+# Its tools package (the dump viewer), aliased the same way.
+TOOLS = "simpler_setup"
+TOOLS_TARGET = "pytest_pypto.compat.simpler_setup"
 # The variable that turns the alias on (pytest's PYPTO_ALIAS switch, and the .pth hook).
 ENV_SWITCH = "PYPTO_ALIAS"
 _ON = ("1", "true", "yes", "on")
@@ -127,7 +130,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     ``pytest_pypto.compat.simpler[.X]`` (``targets``; first on sys.meta_path)."""
 
     def __init__(self, targets: dict[str, str] | None = None) -> None:
-        self.targets = dict(targets or {ALIAS: TARGET, BACKEND: BACKEND_TARGET})
+        self.targets = dict(targets or {ALIAS: TARGET, BACKEND: BACKEND_TARGET,
+                                        TOOLS: TOOLS_TARGET})
         self.added: dict[str, ModuleType] = {}  # sys.modules entries this finder created
 
     def find_spec(
@@ -205,21 +209,29 @@ _backend_finder: _AliasFinder | None = None
 
 
 def install_backend() -> bool:
-    """Make ``import simpler`` resolve to the compat stand-in (the compat plugin does,
-    for tests that drive PyPTO's runtime backend by hand); False when the alias covers
-    it already, it is installed, or a real ``simpler`` is importable."""
+    """Make ``import simpler`` (and ``simpler_setup``) resolve to the compat stand-ins (the
+    compat plugin does, for tests that drive PyPTO's runtime backend by hand); False when
+    the alias covers it already, it is installed, or real ones are importable."""
     global _backend_finder
     if active() or (_backend_finder is not None and _backend_finder in sys.meta_path):
         return False
-    try:
-        spec = importlib.util.find_spec(BACKEND)
-    except (ImportError, ValueError):
-        spec = None
-    if _is_real(spec):
+    if _importable(BACKEND):  # a real backend brings its own tools
         return False
-    _backend_finder = _AliasFinder({BACKEND: BACKEND_TARGET})
+    targets = {BACKEND: BACKEND_TARGET}
+    if not _importable(TOOLS):
+        targets[TOOLS] = TOOLS_TARGET
+    _backend_finder = _AliasFinder(targets)
     sys.meta_path.insert(0, _backend_finder)
     return True
+
+
+def _importable(name: str) -> bool:
+    """Whether a real (not aliased) top-level module ``name`` can be imported."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    return _is_real(spec)
 
 
 def uninstall_backend() -> None:

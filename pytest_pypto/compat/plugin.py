@@ -33,7 +33,8 @@ _RESULTS_KEY = pytest.StashKey[list]()
 _current: dict[str, Any] = {}  # the item whose test is running (session-scoped runner)
 
 # PyPTO option -> our option dest (value options) / switches.
-_VALUE_OPTIONS = {"device": "pypto_device", "kernels_dir": "pypto_kernels_dir"}
+_VALUE_OPTIONS = {"device": "pypto_device", "kernels_dir": "pypto_kernels_dir",
+                  "dump_args": "pypto_dump_args"}
 _SWITCHES = {
     "save_kernels": "pypto_save_kernels",
     "dump_passes": "pypto_dump_passes",
@@ -45,7 +46,6 @@ _DFX = {
     "enable_chip_swimlane": "enable_chip_swimlane",
     "chip_swimlane_level": "enable_chip_swimlane",
     "enable_l2_swimlane_deprecated": "enable_chip_swimlane",
-    "dump_args": "enable_dump_args",
     "enable_pmu": "enable_pmu",
     "enable_scope_stats": "enable_scope_stats",
     "analyze_auto_scopes_for_deps": "analyze_auto_scopes_for_deps",
@@ -74,7 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chip-swimlane-level", type=int, default=None, help=accepted)
     group.addoption("--enable-l2-swimlane", dest="enable_l2_swimlane_deprecated",
                     action="store_const", const=4, default=0, help=accepted)
-    group.addoption("--dump-args", nargs="?", type=int, const=1, default=0, help=accepted)
+    group.addoption("--dump-args", nargs="?", const="1", default=None, metavar="LEVEL",
+                    help=ours.format("dump-args"))
     group.addoption("--enable-pmu", nargs="?", type=int, const=2, default=0, help=accepted)
     group.addoption("--enable-scope-stats", action="store_true", default=False, help=accepted)
     group.addoption("--analyze-auto-scopes-for-deps", action="store_true", default=False,

@@ -9,7 +9,8 @@ the artifact's manifest (``extra["accepted_without_effect"]``, through
 (the compiler then refuses the declared allocations PyPTO refuses under it).
 ``enable_dep_gen`` has its meaning: the simulator always writes ``deps.json``;
 ``enable_chip_swimlane`` too: the run's chip-swimlane records are written under
-``build_output/`` (runtime/swimlane.py).
+``build_output/`` (runtime/swimlane.py); and ``enable_dump_args``, our ``dump_args``
+(the argument dump, docs/design/scheduling.md §7).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["PYPTO_ONLY_FIELDS", "RunConfig", "is_ptoas"]
 _ACCEPTED = {"pypto_only": True}
 
 # Older PyPTO spellings of the same fields.
-_ALIASES = {"enable_l2_swimlane": "enable_chip_swimlane", "dump_args": "enable_dump_args"}
+_ALIASES = {"enable_l2_swimlane": "enable_chip_swimlane", "enable_dump_args": "dump_args"}
 
 
 def is_ptoas(planner: object) -> bool:
@@ -45,7 +46,6 @@ class RunConfig(_RunConfig):
     memory_planner: Any = field(default=None, metadata=_ACCEPTED)
     # PyPTO's chip swimlane: the run's records under build_output/ (runtime/swimlane.py).
     enable_chip_swimlane: int = 0
-    enable_dump_args: int = field(default=0, metadata=_ACCEPTED)
     enable_pmu: int = field(default=0, metadata=_ACCEPTED)
     enable_scope_stats: bool = field(default=False, metadata=_ACCEPTED)
     compile_profiling: bool = field(default=False, metadata=_ACCEPTED)
@@ -59,6 +59,15 @@ class RunConfig(_RunConfig):
     distributed_config: Any = field(default=None, metadata=_ACCEPTED)
     analyze_auto_scopes_for_deps: bool = field(default=False, metadata=_ACCEPTED)
     dump_ptoas_passes: bool = field(default=False, metadata=_ACCEPTED)
+
+    @property
+    def enable_dump_args(self) -> int:
+        """PyPTO's name of `dump_args` (True means 1, False 0)."""
+        return self.dump_args
+
+    @enable_dump_args.setter
+    def enable_dump_args(self, value: Any) -> None:
+        self.dump_args = int(value) if isinstance(value, bool) else value
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)

@@ -162,7 +162,7 @@ def runner_for_case(
             pytest.skip(f"onboard platform {platform}: {missing}")
     node = item if item is not None else _SessionNode()
     config = RunConfig.from_config(config_of(pconfig, node, platform))
-    for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen", "enable_chip_swimlane"):
+    for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen", "enable_chip_swimlane", "dump_args"):
         setattr(config, name, getattr(session, name))
     planner = case.get_memory_planner() if hasattr(case, "get_memory_planner") else None
     if planner is not None:  # the case's own selection wins over the session's

@@ -142,6 +142,8 @@ class OrchestrationEmitter(Emitter):
             out += ", manual=True"
         if e.no_dep:
             out += f", no_dep={tuple(e.no_dep)!r}"
+        if e.dumps:
+            out += f", dumps={tuple(e.dumps)!r}"
         if e.predicate is not None:
             tensor, indices, op, target = e.predicate
             out += (f", predicate=({self.expr(tensor)}, {self.expr(list(indices))}, "

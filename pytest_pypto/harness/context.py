@@ -126,6 +126,7 @@ def run_config(
         schedule_seed=settings.shuffle,
         strict_war=settings.strict_war,
         race_check=not settings.no_race_check,
+        dump_args=settings.dump_args,
         precise=settings.precise,
         timeout=timeout,
         trace=settings.trace,

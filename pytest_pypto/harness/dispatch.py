@@ -44,9 +44,11 @@ from pytest_pypto.harness.tensors import is_torch, torch_view
 from pytest_pypto.ir.artifact import CompiledProgram, read_manifest
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.runtime import registry
+from pytest_pypto.runtime.argdump import write_args_dump
 from pytest_pypto.runtime.devices import DeviceLease, discover_npus
 from pytest_pypto.runtime.protocol import DeviceFailure, RuntimeFailure
 from pytest_pypto.runtime.simulator import SimRuntime
+from pytest_pypto.runtime.swimlane import new_dfx_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_pypto.runtime.worker import SimRun, Worker
@@ -201,12 +203,26 @@ def dispatch(
             arrays = tuple([_at_boundary(a) for a in arrays])
             break
     try:
-        return execute(
+        ran = execute(
             runtime, compiled, arrays, config=config, outputs_in=outputs_in, lease=lease
         )
     finally:
         if written:
             _moved(written)
+    if getattr(ran, "arg_dumps", None) and getattr(config, "dump_args", 0):
+        _write_arg_dump(ran, config)
+    return ran
+
+
+def _write_arg_dump(ran: Any, config: RunConfig) -> None:
+    """The run's argument dump under ``<work dir>/dfx_outputs/args_dump/``: the config's
+    ``save_kernels_dir``, else a new ``build_output/<program>_<timestamp>``, as PyPTO's
+    (docs/design/scheduling.md §7)."""
+    if config.save_kernels_dir:
+        dfx = os.path.join(config.save_kernels_dir, "dfx_outputs")
+    else:
+        dfx = new_dfx_dir(ran.program)
+    write_args_dump(ran.arg_dumps, dfx)
 
 
 def execute(

@@ -165,6 +165,18 @@ def parse_memory(raw: str) -> int | None:
     return int(value)
 
 
+DUMP_LEVELS = {"0": 0, "off": 0, "1": 1, "partial": 1, "2": 2, "full": 2}
+
+
+def parse_dump_level(raw: str | int) -> int:
+    """The argument dump level: 0/off, 1/partial (the tensors marked by ``pl.dump_tag`` /
+    ``dumps=``) or 2/full (every argument of every task)."""
+    level = DUMP_LEVELS.get(str(raw).strip().lower())
+    if level is None:
+        raise ValueError("not a dump level")
+    return level
+
+
 def parse_bool(raw: str | bool) -> bool:
     """A switch: given on the command line, or 1/true/yes/on vs 0/false/no/off elsewhere."""
     if isinstance(raw, bool):
@@ -180,7 +192,9 @@ def parse_bool(raw: str | bool) -> bool:
 class Option(NamedTuple):
     """One row of the option table (a NamedTuple: cheaper to define than a dataclass).
 
-    A ``switch`` takes no value on the command line (``--pypto-codegen-only``).
+    A ``switch`` takes no value on the command line (``--pypto-codegen-only``); an
+    option with a ``bare`` value may be given without one (``--pypto-dump-args`` means
+    ``--pypto-dump-args=1``).
     """
 
     name: str
@@ -190,6 +204,7 @@ class Option(NamedTuple):
     parse: Callable[[str], Any]
     default: str | None = None
     switch: bool = False
+    bare: str | None = None
 
     @property
     def flag(self) -> str:
@@ -324,6 +339,16 @@ OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option(
+        "dump-args",
+        "LEVEL",
+        "write each run's task arguments to <work dir>/dfx_outputs/args_dump/ (PyPTO's "
+        "--dump-args): 1 the tensors marked by pl.dump_tag / dumps=, 2 every argument of "
+        "every task; the bare flag means 1",
+        parse=parse_dump_level,
+        choices="0 (off), 1 (partial) or 2 (full), also off/partial/full",
+        bare="1",
+    ),
+    Option(
         "precise",
         "",
         "compute every op in FP32 without per-op rounding (rounding loss vs a wrong algorithm)",
@@ -410,6 +435,7 @@ class Settings(NamedTuple):
     shuffle: int | None = None
     strict_war: bool = False
     no_race_check: bool = False
+    dump_args: int = 0
     precise: bool = False
     timeout: float | None = None
     trace: bool = False

@@ -61,7 +61,9 @@ from pytest_pypto.language.surface import (
     OpStub,
     Out,
     PadValue,
+    PipeType,
     Scalar,
+    ScopeMode,
     SplitMode,
     Tensor,
     Tile,
@@ -72,7 +74,10 @@ from pytest_pypto.language.surface import (
     cluster,
     cross_core_slot,
     dump_tag,
+    func_attr,
     manual_scope,
+    no_dep,
+    scope,
     split,
     split_aiv,
     spmd,
@@ -100,7 +105,8 @@ __all__ = [
     "tensor", "DN", "ND", "NZ", "jit", "inline", "JITFunction", "InlineFunction", "at", "spmd", "split", "cross_core_slot",
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "cluster", "split_aiv", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
-    "TensorLayout", "TensorView",
+    "TensorLayout", "TensorView", "ScopeMode", "scope", "no_dep", "TaskId", "func_attr",
+    "PipeType",
 ]
 
 
@@ -171,6 +177,8 @@ tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPatte
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
 system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
+
+TaskId = Scalar[TASK_ID]  # the annotation of a TaskId (docs/design/scheduling.md §2)
 
 DN = TensorLayout.DN
 ND = TensorLayout.ND

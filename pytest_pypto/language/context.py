@@ -221,3 +221,4 @@ class Header:
     namespace: dict[str, Any] | None = None
     open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
     attrs: dict[str, Any] = field(default_factory=dict)  # a cross-core kernel's attrs= (cross_core.py)
+    auto_scope: bool = True  # False: the body places its AUTO pl.scope()s (scheduling.py)

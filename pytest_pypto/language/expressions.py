@@ -290,8 +290,12 @@ class ExprParser:
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
+            node, marked = scheduling.peel_no_dep(self, node)
             pos, kw = self.args_of(node)
-            return self.ctx.program.call(self.ctx, func.attr, pos, kw, node, self.sink)
+            called = self.ctx.program.call(self.ctx, func.attr, pos, kw, node, self.sink)
+            if marked:
+                scheduling.mark_no_dep(self, called, pos, marked)
+            return called
         target = self.eval(func)
         if target is MemRef:
             return memref.parse_call(self, node)
@@ -354,6 +358,10 @@ class ExprParser:
                 "pl.yield_ must be the last statement of a loop body or an if arm",
                 node,
             )
+        if name == "func_attr":  # language/func_attrs.py reads the leading ones
+            raise self.ctx.error(
+                ParserSyntaxError, "pl.func_attr must appear before every other statement of "
+                "the function body", node, hint="move it to the top of the body")
         pos, kw = self.args_of(node)
         if name in ("max", "min"):
             if len(pos) != 2 or kw:
@@ -376,6 +384,8 @@ class ExprParser:
             return self.static_assert(pos, node)
         if name == "dump_tag":
             return scheduling.dump_tag(self, pos, kw, node)
+        if name == "no_dep":  # outside a kernel call's arguments: the tensor itself
+            return scheduling.no_dep_value(self, pos, kw, node)
         if name == "static_print":
             shown = [a.value if not isinstance(a.value, Expr) else repr_expr(a.value) for a in pos]
             print(f"{self.ctx.span(node)}: static_print:", *shown)

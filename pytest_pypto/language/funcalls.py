@@ -147,7 +147,11 @@ def check_call(
         result = types[0]
     elif types:
         result = TupleType(types)
-    return FuncCall(name, tuple(args), type=result, span=ctx.span(node))
+    call = FuncCall(name, tuple(args), type=result, span=ctx.span(node))
+    tags = getattr(ctx, "dump_tags", ())
+    if tags:  # pl.dump_tag'ed values this call is passed (docs/design/scheduling.md §6)
+        call.dumps = tuple(i for i, a in enumerate(args) if any(a is t for t in tags))
+    return call
 
 
 def _check_arg(

@@ -162,7 +162,7 @@ def outline(
     tags = getattr(ctx, "dump_tags", ())
     if tags:  # pl.dump_tag'ed values this task is passed
         call.dumps = (*call.dumps, *(i for i, a in enumerate(args)
-                                     if isinstance(a, Var) and a.name in tags
+                                     if any(a is t for t in tags)
                                      and i not in call.dumps))
     if not exports:
         bp.out.append(ExprStmt(call, span=ctx.span(stmt)))

@@ -19,7 +19,7 @@ from typing import Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, cross_core, funcalls, functions, surface
+from pytest_pypto.language import annots, cross_core, func_attrs, funcalls, functions, surface
 from pytest_pypto.language.context import (
     FunctionContext,
     Header,
@@ -376,7 +376,13 @@ class ProgramParser:
                 )
             elif kw.arg == "attrs" and cross_core.is_cross_core(header):
                 cross_core.function_attrs(ctx, ep, kw.value, header)
-            elif kw.arg in ("attrs", "auto_scope"):
+            elif kw.arg == "auto_scope":
+                value = ep.eval(kw.value)
+                if not isinstance(value, bool):
+                    raise ctx.error(ParserTypeError, "auto_scope= must be True or False",
+                                    kw.value, hint="@pl.function(..., auto_scope=False)")
+                header.auto_scope = value
+            elif kw.arg == "attrs":
                 raise Tier3Hit(f"pl.function({kw.arg}=...)", "tier 3: function attributes", kw.value)
             else:
                 raise ctx.error(
@@ -459,7 +465,7 @@ class ProgramParser:
                 }
                 bp = BodyParser(ctx, env, body)
                 try:
-                    bp.block(node.body, allow_return=True)
+                    bp.block(func_attrs.prologue(bp, header), allow_return=True)
                     returns = self.check_returns(ctx, header, bp)
                 except Tier3Hit as hit:
                     unsupported = Unsupported(hit.construct, hit.reason, ctx.span(hit.node))
@@ -479,7 +485,7 @@ class ProgramParser:
         fn = Function(
             name, header.kind, list(header.params), tuple(returns or ()), body,
             span=ctx.span(node), strict_ssa=header.strict_ssa, unsupported=unsupported,
-            attrs=dict(header.attrs),
+            attrs=getattr(ctx, "attrs", None) or dict(header.attrs),
         )
         self.functions[name] = fn
         return fn

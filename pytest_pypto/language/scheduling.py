@@ -56,36 +56,63 @@ def is_task_id(value: Any) -> bool:
 
 
 def is_manual_scope(bp: BodyParser, stmt: ast.With) -> bool:
+    """Whether ``stmt`` is a runtime scope: `pl.manual_scope()` or `pl.scope(...)`."""
     expr = stmt.items[0].context_expr
     func = expr.func if isinstance(expr, ast.Call) else expr
     try:
-        return bp.ep.eval(func) is surface.manual_scope
+        target = bp.ep.eval(func)
     except Exception:  # noqa: BLE001 - not ours: region_kind reports it as before
         return False
+    return target is surface.manual_scope or target is surface.scope
+
+
+def _scope_mode(bp: BodyParser, call: ast.Call) -> surface.ScopeMode:
+    """The mode of `pl.scope()` / `pl.scope(mode)` / `pl.scope(mode=...)`."""
+    ctx = bp.ctx
+    given = list(call.args) + [k.value for k in call.keywords if k.arg == "mode"]
+    if len(given) > 1 or any(k.arg != "mode" for k in call.keywords):
+        raise ctx.error(ParserSyntaxError, "pl.scope takes one argument, mode=",
+                        call, hint="with pl.scope(mode=pl.ScopeMode.MANUAL):")
+    if not given:
+        return surface.ScopeMode.AUTO
+    mode = bp.ep.eval(given[0])
+    if not isinstance(mode, surface.ScopeMode):
+        raise ctx.error(ParserTypeError, f"pl.scope mode= must be a pl.ScopeMode member, got "
+                        f"'{ctx.text(given[0])}'", given[0],
+                        hint="pl.ScopeMode.AUTO or pl.ScopeMode.MANUAL")
+    return mode
 
 
 def parse_manual_scope(bp: BodyParser, stmt: ast.With) -> None:
-    """`with pl.manual_scope():` the body in place; its tasks are marked manual."""
+    """`with pl.manual_scope():` / `pl.scope(mode=MANUAL)`: the body in place, its tasks
+    marked manual; `pl.scope()` (AUTO): the body in place, tracked as always (§1)."""
     ctx = bp.ctx
     item = stmt.items[0]
-    if len(stmt.items) != 1:
-        raise ctx.error(ParserSyntaxError, "with pl.manual_scope() must be the only context "
-                        "manager of its with statement", stmt)
     call = item.context_expr
-    if not isinstance(call, ast.Call) or call.args or call.keywords:
-        raise ctx.error(ParserSyntaxError, "pl.manual_scope takes no arguments: "
-                        "with pl.manual_scope():", call, hint="with pl.manual_scope():")
+    func = call.func if isinstance(call, ast.Call) else call
+    is_scope = bp.ep.eval(func) is surface.scope
+    what = "pl.scope" if is_scope else "pl.manual_scope"
+    if len(stmt.items) != 1:
+        raise ctx.error(ParserSyntaxError, f"with {what}() must be the only context "
+                        "manager of its with statement", stmt)
+    if not isinstance(call, ast.Call) or (not is_scope and (call.args or call.keywords)):
+        raise ctx.error(ParserSyntaxError, f"{what} takes no arguments: "
+                        f"with {what}():", call, hint=f"with {what}():")
     if item.optional_vars is not None:
-        raise ctx.error(ParserSyntaxError, "with pl.manual_scope() binds no name (drop 'as ...')",
-                        item.optional_vars, hint="with pl.manual_scope():")
+        raise ctx.error(ParserSyntaxError, f"with {what}() binds no name (drop 'as ...')",
+                        item.optional_vars, hint=f"with {what}():")
     kind = ctx.program.headers[ctx.function_name].kind
     if kind not in ("Orchestration", "Opaque"):
         raise ctx.error(
             InvalidOperationError,
-            f"pl.manual_scope is not supported inside {kind} function '{ctx.function_name}': "
+            f"{what} is not supported inside {kind} function '{ctx.function_name}': "
             "a scope belongs to the orchestration function that submits the tasks",
-            stmt, hint="move the with pl.manual_scope(): block into the orchestration function",
+            stmt, hint=f"move the with {what}(): block into the orchestration function",
         )
+    mode = _scope_mode(bp, call) if is_scope else surface.ScopeMode.MANUAL
+    if mode is surface.ScopeMode.AUTO:
+        _auto_scope(bp, stmt)
+        return
     if getattr(ctx, "manual_scope", False):
         raise ctx.error(ParserSyntaxError, "pl.manual_scope cannot nest inside another "
                         "pl.manual_scope", stmt, hint="flatten the two scopes into one")
@@ -97,6 +124,23 @@ def parse_manual_scope(bp: BodyParser, stmt: ast.With) -> None:
         ctx.manual_scope = False
     for found in func_calls(bp.out[start:]):
         found.manual = True
+
+
+def _auto_scope(bp: BodyParser, stmt: ast.With) -> None:
+    """`with pl.scope():` (AUTO): allowed where the function places its scopes itself
+    (``auto_scope=False``), never inside a manual scope; dependencies are inferred as
+    anywhere (a scope bounds the device's memory reuse, not what the simulator orders)."""
+    ctx = bp.ctx
+    if getattr(ctx.program.headers[ctx.function_name], "auto_scope", True):
+        raise ctx.error(
+            ParserSyntaxError, "pl.scope() with mode=AUTO needs @pl.function(auto_scope=False): "
+            f"function '{ctx.function_name}' has its AUTO scopes placed by the compiler", stmt,
+            hint="add auto_scope=False to the decorator, or use "
+            "pl.scope(mode=pl.ScopeMode.MANUAL)")
+    if getattr(ctx, "manual_scope", False):
+        raise ctx.error(ParserSyntaxError, "an AUTO pl.scope cannot nest inside a manual scope",
+                        stmt, hint="close the manual scope first, or drop the inner scope")
+    bp.block(stmt.body)
 
 
 def func_calls(stmts: list[Stmt]) -> list[FuncCall]:
@@ -130,6 +174,7 @@ def parse_submit(ep: ExprParser, target: Any, node: ast.Call) -> FuncCall:
             node.args[0] if node.args else node, hint=f"out, tid = {name}(self.kernel, x, out)",
         )
     kernel = node.args[0].attr
+    node, marked = peel_no_dep(ep, node, first=1)
     for a in node.args[1:]:
         if isinstance(a, ast.Starred):
             raise ctx.error(ParserSyntaxError, "*args is not supported", a)
@@ -161,8 +206,11 @@ def parse_submit(ep: ExprParser, target: Any, node: ast.Call) -> FuncCall:
     if spmd:
         call.blocks = _core_num(ep, special["core_num"])
     attach(ep, call, special.get("deps"), special.get("predicate"), name)
+    if marked:
+        mark_no_dep(ep, call, pos, [i - 1 for i in marked])
     if "dumps" in special:
-        call.dumps = dump_positions(ep, call, special["dumps"], name)
+        given = dump_positions(ep, call, special["dumps"], name)
+        call.dumps = tuple(dict.fromkeys((*call.dumps, *given)))
     return with_task_id(call)
 
 
@@ -196,10 +244,72 @@ def dump_tag(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call)
     if len(pos) != 1 or kw or not isinstance(getattr(pos[0].value, "type", None), TensorType):
         raise ctx.error(ParserTypeError, "pl.dump_tag takes one tensor: pl.dump_tag(t)", node,
                         hint="pl.dump_tag(x) before the calls that use x")
+    kind = ctx.program.headers[ctx.function_name].kind
+    if kind in ("InCore", "Group"):
+        raise ctx.error(
+            ParserSyntaxError, f"pl.dump_tag is not supported inside {kind} function "
+            f"'{ctx.function_name}': the dump is chosen where a kernel is called", node,
+            hint="put pl.dump_tag(t) in the orchestration (or inline) function that calls it")
     value = pos[0].value
     if isinstance(value, Var):
-        ctx.dump_tags = (*getattr(ctx, "dump_tags", ()), value.name)
+        # by identity: a value bound to the same name later is another value, untagged
+        ctx.dump_tags = (*getattr(ctx, "dump_tags", ()), value)
     return None
+
+
+def peel_no_dep(ep: ExprParser, node: ast.Call, first: int = 0) -> tuple[ast.Call, list[int]]:
+    """``node`` with its `pl.no_dep(t)` positional arguments (from ``first`` on) replaced
+    by ``t``, and their positions."""
+    marked: list[int] = []
+    args = list(node.args)
+    for i in range(first, len(args)):
+        a = args[i]
+        while (isinstance(a, ast.Call) and len(a.args) == 1 and not a.keywords
+               and _evaluates_to(ep, a.func, surface.no_dep)):
+            a = a.args[0]
+        if a is not args[i]:
+            args[i] = a
+            marked.append(i)
+    if not marked:
+        return node, marked
+    return ast.copy_location(ast.Call(node.func, args, node.keywords), node), marked
+
+
+def _evaluates_to(ep: ExprParser, node: ast.expr, target: Any) -> bool:
+    try:
+        return ep.eval(node) is target
+    except Exception:  # noqa: BLE001 - not ours: the argument's own evaluation reports it
+        return False
+
+
+def mark_no_dep(ep: ExprParser, call: Any, pos: list[Arg], marked: list[int]) -> None:
+    """`pl.no_dep(t)` at the arguments ``marked`` of a kernel call: that task's use of t is
+    not tracked (§1, as `no_dep_args=`).  A spliced callee has no task: nothing to mark."""
+    for i in marked:
+        value = pos[i].value
+        if not isinstance(getattr(value, "type", None), TensorType):
+            raise ep.ctx.error(
+                ParserTypeError, f"pl.no_dep marks a tensor argument, but "
+                f"'{ep.ctx.text(pos[i].node)}' is not a tensor", pos[i].node,
+                hint="only tensors can be left out of dependency tracking")
+    if isinstance(call, FuncCall):
+        call.no_dep = tuple(sorted({*call.no_dep, *marked}))
+
+
+def no_dep_value(ep: ExprParser, pos: list[Arg], kw: dict[str, Arg], node: ast.Call) -> Any:
+    """`pl.no_dep(t)` anywhere but a kernel call's argument: ``t`` unchanged."""
+    if len(pos) != 1 or kw or not isinstance(getattr(pos[0].value, "type", None), TensorType):
+        raise ep.ctx.error(ParserTypeError, "pl.no_dep takes one tensor: pl.no_dep(t)", node,
+                           hint="self.kernel(x, pl.no_dep(t))")
+    return pos[0].value
+
+
+def untag(ctx: Any, value: Var) -> None:
+    """``x = f(..., x)`` hands back the value it was passed: the name now holds the call's
+    result, a new value, which a `pl.dump_tag` of the old one does not cover (§6)."""
+    tags = getattr(ctx, "dump_tags", ())
+    if tags:
+        ctx.dump_tags = tuple(t for t in tags if t is not value)
 
 
 def _core_num(ep: ExprParser, node: ast.expr) -> Expr:
@@ -231,6 +341,47 @@ def attach(ep: ExprParser, call: FuncCall, deps: ast.expr | None, predicate: ast
         call.deps = deps_list(ep, deps, owner)
     if predicate is not None:
         call.predicate = parse_predicate(ep, predicate, owner)
+        _check_predicate_producer(ep, call, predicate, owner, deps is not None)
+
+
+def note_submit(ctx: Any, call: Any, targets: list[Var]) -> None:
+    """``a, b, tid = pl.submit(...)``: remember ``tid`` as the producer of ``a`` and ``b``,
+    for `_check_predicate_producer`."""
+    if isinstance(call, FuncCall) and call.task_id and len(targets) > 1:
+        producers = getattr(ctx, "submit_producers", None)
+        if producers is None:
+            producers = ctx.submit_producers = {}
+        for out in targets[:-1]:
+            producers[id(out)] = (out, targets[-1])
+
+
+def _user_name(name: str) -> str:
+    """The source name of an SSA name (``t_2`` -> ``t``: the namer's suffix dropped)."""
+    base, _, tail = name.rpartition("_")
+    return base if base and tail.isdigit() else name
+
+
+def _check_predicate_producer(ep: ExprParser, call: FuncCall, node: ast.expr, owner: str,
+                              deps_given: bool) -> None:
+    """A predicate's tensor made by an earlier `pl.submit` needs that submit's TaskId in
+    deps=, or the dispatch-time read may see the value before the producer wrote it (§4).
+    Only what the parser can prove: a tensor from elsewhere, or an Array in deps=, passes."""
+    operand = call.predicate[0] if call.predicate else None
+    found = getattr(ep.ctx, "submit_producers", {}).get(id(operand))
+    if found is None or found[0] is not operand:
+        return
+    tid = found[1]
+    if any(d is tid for d in call.deps) or any(isinstance(getattr(d, "type", None), ArrayType)
+                                               for d in call.deps):
+        return
+    user, name = _user_name(tid.name), _user_name(operand.name)
+    why = "without it the task may be dispatched on the value before that task wrote it"
+    hint = (f"add the producer to the dependency list: deps=[{user}]; {why}" if deps_given
+            else f"name the producer: deps=[{user}] (a region takes it in the `as tid` form: "
+            f"with pl.spmd(n, deps=[{user}], predicate=...) as tid:); {why}")
+    raise ep.ctx.error(
+        ParserSyntaxError, f"{owner} predicate reads '{name}', which is produced by the task "
+        f"bound to '{user}', but '{user}' is not in deps=", node, hint=hint)
 
 
 def deps_list(ep: ExprParser, node: ast.expr, owner: str) -> tuple[Expr, ...]:

@@ -298,6 +298,8 @@ class BodyParser:
         self.check_rebind(name, node)
         self.last_bound[name] = node
         if isinstance(value, Var):
+            if isinstance(getattr(node, "value", None), ast.Call):
+                scheduling.untag(self.ctx, value)  # a call's result: a new, untagged value
             self.env[name] = value
             return
         if isinstance(value, Expr):
@@ -340,6 +342,7 @@ class BodyParser:
                 targets.append(var)
                 self.env[name] = var
             self.out.append(Assign(tuple(targets), value, span=self.ctx.span(node)))
+            scheduling.note_submit(self.ctx, value, targets)  # predicate= producers
             return
         if isinstance(value, (tuple, list)) and len(value) == len(names):
             for name, v in zip(names, value):

@@ -155,6 +155,8 @@ class AnnotationForm:
     def __init__(self, form: str, args: Any) -> None:
         self.form = form
         self.args = args
+        if form == "Scalar":
+            self.dtype = args  # PyPTO's ScalarType.dtype (pl.TaskId.dtype is pl.TASK_ID)
 
     def __repr__(self) -> str:
         return f"pl.{self.form}[{self.args!r}]"
@@ -325,6 +327,49 @@ class manual_scope:  # noqa: N801  (PyPTO's spelling; a class there too)
         return False
 
 
+class PipeType(enum.Enum):
+    """The hardware pipe an explicit cross-core event is raised or awaited on
+    (`pl.system.sync_set` / `sync_wait`, ir/ops/sync_events.py)."""
+
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+
+class ScopeMode(enum.Enum):
+    """The dependency mode of a `pl.scope`: AUTO tracks dependencies (the default),
+    MANUAL leaves every edge to deps= (as `pl.manual_scope`)."""
+
+    AUTO = 0
+    MANUAL = 1
+
+
+class scope:  # noqa: N801  (PyPTO's spelling; a class there too)
+    """`with pl.scope(mode=pl.ScopeMode.X):` a runtime scope (language/scheduling.py);
+    MANUAL is `pl.manual_scope`, AUTO changes no dependency.  In plain Python an inert
+    context manager."""
+
+    def __init__(self, mode: ScopeMode = ScopeMode.AUTO) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> scope:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+
+no_dep = DslFunction(
+    "no_dep", "`self.kernel(x, pl.no_dep(t))`: this task's use of t is not tracked."
+)
+func_attr = DslFunction(
+    "func_attr", "`pl.func_attr({...})` first in a body: the function's attributes."
+)
 submit = DslFunction(
     "submit", "`out, tid = pl.submit(self.kernel, *args, deps=[...])`: a task and its TaskId."
 )

@@ -28,12 +28,8 @@ from pytest_pypto.language.surface import (
 )
 
 _TIER3_GROUPS: dict[str, tuple[str, ...]] = {
-    "explicit task dependencies": (
-        "scope", "no_dep", "TaskId",
-    ),
     "distributed execution": ("distributed",),
     "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-    "function attributes": ("func_attr",),
 }
 
 _TIER2: dict[str, str] = {}
@@ -46,7 +42,7 @@ _NOT_YET: dict[str, str] = {}
 # Names PyPTO defines as classes: their markers are classes too (isinstance/issubclass
 # with them work and never match; the compat-classes lint check keeps it so).
 _CLASSES = frozenset(
-    {"scope", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
+    {"PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
 )
 
 
@@ -244,7 +240,7 @@ class OpNamespace:
 
 class SystemNamespace(OpNamespace):
     """`pl.system`: `task_dummy` and `task_invalid` (explicit scheduling), the ops the
-    registry spells `system.<name>` (syncall, the pipes); any other name is an inert Tier 3
+    registry spells `system.<name>` (syncall, the events, the pipes); any other name is an inert Tier 3
     marker (the parser reports it when a kernel uses it)."""
 
     def __init__(self) -> None:

@@ -50,11 +50,13 @@ def add_options(parser: pytest.Parser) -> None:
                 help=f"{opt.help}; env {opt.env}, ini {opt.ini} (1/true/yes/on)",
             )
         else:
+            bare = {} if opt.bare is None else {"nargs": "?", "const": opt.bare}
             group.addoption(
                 opt.flag,
                 dest=opt.dest,
                 metavar=opt.metavar,
                 default=None,
+                **bare,
                 help=f"{opt.help}: {opt.choices}{default}; env {opt.env}, ini {opt.ini}",
             )
         parser.addini(opt.ini, f"{opt.help} (same as {opt.flag})", type="string", default="")

@@ -234,6 +234,7 @@ def _run(
         "deps_path": _kept_deps(run) if config.save_kernels or config.trace else None,
         "war_hazards": run.war_hazards,
         "kernel_seconds": run.kernel_seconds,
+        "arg_dumps": run.arg_dumps,
         "warnings": [(w.message, w.category) for w in caught],
         "pid": os.getpid(),
     }

@@ -41,6 +41,7 @@ from typing import Any
 from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
+from pytest_pypto.runtime.argdump import capture
 from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.placement import Cores, Ranks
@@ -55,7 +56,7 @@ class Task:
     __slots__ = (
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
-        "block", "kwargs", "seconds", "manual", "predicate", "skipped", "epoch",
+        "block", "kwargs", "seconds", "manual", "predicate", "skipped", "epoch", "dumps",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -81,6 +82,7 @@ class Task:
         self.manual = self.skipped = False  # explicit scheduling (runtime/explicit.py), and
         self.predicate: tuple[Any, ...] | None = None
         self.epoch = 0  # the tasks executed when this one was submitted (runtime/races.py)
+        self.dumps: tuple[int, ...] = ()  # argument positions marked for the dump
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -160,6 +162,8 @@ class TaskGraph:
         # orchestration lets it go, instead of living until the run drains.
         self.eager = eager and self.deferred
         self.sched = ExplicitState()  # deps=, manual scopes, races (runtime/explicit.py)
+        self.dump_level = 0  # the argument dump (runtime/argdump.py) and what it copied
+        self.arg_dumps: list[dict[str, Any]] = []
         self._linked = 0  # tasks whose dependencies are computed
         self._placed = 0  # executed tasks placed on cores
         # root id -> (writes, reads) of tasks not yet run, for sync points (`_pending_on`)
@@ -175,9 +179,11 @@ class TaskGraph:
         return self._cores
 
     # -- submission --------------------------------------------------------------
-    def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None) -> Task:
+    def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None,
+               dumps: tuple[int, ...] = ()) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
         task.epoch = len(self.executed)
+        task.dumps = dumps
         self.tasks.append(task)
         if sched is not None:
             sched.apply(task, self.sched)
@@ -191,20 +197,21 @@ class TaskGraph:
 
     def launch(
         self, kernel: Any, call_args: list, handles: list, blocks: int, pass_block: bool,
-        sched: Any = None,
+        sched: Any = None, dumps: tuple[int, ...] = (),
     ) -> list[Task]:
         """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
         the first (the blocks of one launch do not order each other), each a writer of
         its Out/InOut ranges, so a later task depends on every block."""
         eager, self.eager = self.eager, False  # every block gets its launch data first
         try:
-            first = self.submit(kernel, call_args, handles, sched)
+            first = self.submit(kernel, call_args, handles, sched, dumps)
         finally:
             self.eager = eager
         tasks = [first]
         for _ in range(1, blocks):
             task = Task(len(self.tasks), kernel, call_args, handles)
             task.epoch, task.manual, task.predicate = first.epoch, first.manual, first.predicate
+            task.dumps = dumps
             self.tasks.append(task)
             self.pending[task.id] = task
             tasks.append(task)
@@ -472,6 +479,9 @@ class TaskGraph:
         if args is None:  # a false predicate: retired unrun, its dependents still unlock
             task.done = True
             return
+        level = self.dump_level
+        if level and (level > 1 or task.dumps):
+            self.arg_dumps += capture(task, level, before=True)
         try:
             if task.kwargs is None:
                 result = task.fn(*args)
@@ -496,6 +506,8 @@ class TaskGraph:
         self.kernel_seconds += task.seconds
         if result:
             write_back(task.returns, args, result)
+        if level and (level > 1 or task.dumps):
+            self.arg_dumps += capture(task, level, before=False)
         task.done = True
         # Keep what the record needs (windows, scalar values), not the buffers: an
         # intermediate is freed once orchestration and the pending tasks let it go.

@@ -124,6 +124,7 @@ class IsolatedRun(RecordedRun):
         self.record: dict[str, Any] = reply["record"]
         self.war_hazards: list[dict[str, Any]] = reply["war_hazards"]
         self.kernel_seconds: float = reply["kernel_seconds"]
+        self.arg_dumps = reply.get("arg_dumps", [])
         self.uninitialized: str = config.uninitialized
         self.child_pid: int = reply["pid"]
         self._config = config

@@ -187,6 +187,7 @@ def run_group(members: Sequence[tuple[Kernel, list[Any]]], slots: tuple[int, int
     """Run ``members`` (kernel, call arguments; ``kwargs`` per member) side by side (the
     module docstring); ``names`` label them in a deadlock report."""
     group = _Group(list(names) if names else [k.name for k, _ in members], slots)
+    group.kernels = [k for k, _ in members]  # (explicit events count AIV kernels: sync_events)
     extra = list(kwargs) if kwargs is not None else [{} for _ in members]
 
     def member(i: int, kernel: Kernel, args: list[Any]) -> None:

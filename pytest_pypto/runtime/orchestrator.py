@@ -196,7 +196,7 @@ class Orchestrator:
     def submit(
         self, kernel: str, args: Any, returns: Any = (), blocks: Any = None, launch: bool = False,
         deps: Any = (), task_id: bool = False, manual: bool = False, no_dep: Any = (),
-        predicate: Any = None, barrier: bool = False,
+        predicate: Any = None, barrier: bool = False, dumps: Any = (),
     ) -> Any:
         """Record one task of ``kernel``; returns the arguments at positions ``returns``.
 
@@ -205,7 +205,7 @@ class Orchestrator:
         with ``barrier`` (a kernel holding `pl.system.syncall`) the blocks run side by side
         as one task (`runtime.lanes`).  The rest is explicit scheduling
         (runtime/explicit.py): with ``task_id`` the task's TaskId follows the returned
-        arguments."""
+        arguments; ``dumps``: the argument positions the dump copies (runtime/argdump.py)."""
         k = self._kernel(kernel)
         if barrier and blocks is not None and int(blocks) > 1:
             k, blocks = barrier_launch(k, int(blocks), launch), None
@@ -215,7 +215,7 @@ class Orchestrator:
             ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
             sched = Sched(ids, manual, tuple(no_dep), predicate,
                           1 if blocks is None else int(blocks))
-        first = self._submit(k, args, blocks, launch, sched)
+        first = self._submit(k, args, blocks, launch, sched, tuple(dumps))
         if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
             self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
         if task_id:
@@ -247,7 +247,8 @@ class Orchestrator:
             )
         return k
 
-    def _submit(self, k: Kernel, args: Any, blocks: Any, launch: bool, sched: Any) -> Any:
+    def _submit(self, k: Kernel, args: Any, blocks: Any, launch: bool, sched: Any,
+                dumps: tuple[int, ...] = ()) -> Any:
         """Check and record the task(s) of one call; the (first) task."""
         kernel = k.name
         if len(args) != len(k.kinds):
@@ -295,14 +296,14 @@ class Orchestrator:
                 call_args.append(a)
                 handles.append(None)
         if blocks is None:
-            return self._graph.submit(k, call_args, handles, sched)
+            return self._graph.submit(k, call_args, handles, sched, dumps)
         n = int(blocks)
         if n < 1:
             raise SimulationError(
                 f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
                 "(the block count is computed at run time)"
             )
-        return self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+        return self._graph.launch(k, call_args, handles, n, launch, sched, dumps)[0]
 
     # -- explicit scheduling (runtime/explicit.py) ------------------------------------
     def task_dummy(self, deps: Any = ()) -> int:

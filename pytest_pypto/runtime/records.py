@@ -33,6 +33,8 @@ class RecordedRun:
     outputs: dict[str, Any]
     _config: Any  # the run's RunConfig
     _deps_path: Path | None
+    # The arguments the run's dump copied (runtime/argdump.py; empty without a dump level).
+    arg_dumps: list[dict[str, Any]] = []  # noqa: RUF012  (read-only default; runs set their own)
 
     def __getitem__(self, name: str) -> Any:
         return self.outputs[name]

@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_pypto.runtime.trace import STEP_US
 
-__all__ = ["RECORDS_NAME", "chip_swimlane", "name_map", "write_dfx"]
+__all__ = ["RECORDS_NAME", "chip_swimlane", "name_map", "new_dfx_dir", "write_dfx"]
 
 RECORDS_NAME = "chip_swimlane_records.json"
 _SLOT = re.compile(r"(aic|aiv)(\d+)$")
@@ -89,10 +89,16 @@ def name_map(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_dfx(record: dict[str, Any], name: str, level: int) -> Path:
-    """Write the records and name map of one run into a new
-    ``$PYPTO_PROG_BUILD_DIR/<name>_<timestamp>/dfx_outputs`` (``build_output`` when the
-    variable is unset or empty, relative to the working directory, as PyPTO's); the
-    ``dfx_outputs`` path."""
+    """Write the records and name map of one run into a new `new_dfx_dir`; its path."""
+    dfx = new_dfx_dir(name)
+    (dfx / RECORDS_NAME).write_text(json.dumps(chip_swimlane(record, level), indent=1))
+    (dfx / f"name_map_{dfx.parent.name}.json").write_text(json.dumps(name_map(record), indent=2))
+    return dfx
+
+
+def new_dfx_dir(name: str) -> Path:
+    """A new ``$PYPTO_PROG_BUILD_DIR/<name>_<timestamp>/dfx_outputs`` (``build_output`` when
+    the variable is unset or empty, relative to the working directory, as PyPTO's)."""
     base = Path.cwd() / (os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
     stamp = time.strftime("%Y%m%d_%H%M%S")
     run_dir = base / f"{name}_{stamp}"
@@ -102,6 +108,4 @@ def write_dfx(record: dict[str, Any], name: str, level: int) -> Path:
         run_dir = base / f"{name}_{stamp}_{k}"
     dfx = run_dir / "dfx_outputs"
     dfx.mkdir(parents=True)
-    (dfx / RECORDS_NAME).write_text(json.dumps(chip_swimlane(record, level), indent=1))
-    (dfx / f"name_map_{run_dir.name}.json").write_text(json.dumps(name_map(record), indent=2))
     return dfx

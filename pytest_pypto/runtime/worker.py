@@ -276,7 +276,7 @@ class Worker:
         # bookkeeping is not asked for (`runtime.express`).
         schedules = prepared.schedules if express and not (
             precise_run or cfg.schedule_seed is not None or cfg.strict_war or cfg.save_kernels
-            or cfg.trace) else None
+            or cfg.trace or getattr(cfg, "dump_args", 0)) else None
         # The run's choices for the ops (contextvars), set only where they differ from
         # what holds already (the defaults, for most runs).
         uninitialized = cfg.uninitialized
@@ -305,6 +305,7 @@ class Worker:
                                       kernels=kernels, deferred=True,
                                       eager=not manifest.extra.get("explicit_scheduling"))
                     graph.sched.race_check = cfg.race_check
+                    graph.dump_level = int(getattr(cfg, "dump_args", 0) or 0)
                     rt = Orchestrator(kernels, graph, [], max_memory=cfg.max_memory)
                     entry = loaded.make_orchestration(rt)
                     handles = entry_handles(plan, values, rt.roots)
@@ -365,6 +366,7 @@ class Worker:
                 schedules[key] = fixed
         result = SimRun(manifest.program, self.platform, plan, arrays, graph, rt.roots,
                         (self.arch.name, clusters, dyn), cfg)
+        result.arg_dumps = graph.arg_dumps
         if cfg.save_kernels or cfg.trace:
             keep_records(result, cfg.trace)  # kept runs are written now
         return result

@@ -18,9 +18,10 @@ def test_pypto_fields_accepted_and_reported() -> None:
     )
     assert (cfg.enable_chip_swimlane, cfg.enable_dump_args, cfg.enable_pmu) == (2, 1, 4)
     assert cfg.enable_dep_gen and cfg.device_id == 3 and cfg.platform == "a5sim"
-    assert cfg.accepted_without_effect() == {
-        "enable_dump_args": 1, "enable_pmu": 4, "aicpu_thread_num": 2,
-    }
+    assert cfg.accepted_without_effect() == {"enable_pmu": 4, "aicpu_thread_num": 2}
+    assert cfg.dump_args == 1  # the argument dump has its meaning (runtime/argdump.py)
+    assert RunConfig(enable_dump_args=True).dump_args == 1
+    assert dataclasses.replace(cfg, save_kernels_dir="w").enable_dump_args == 1
     assert RunConfig().accepted_without_effect() == {}
     assert "enable_dep_gen" not in PYPTO_ONLY_FIELDS  # it has its meaning (deps.json)
     assert "enable_chip_swimlane" not in PYPTO_ONLY_FIELDS  # so has it (runtime/swimlane.py)

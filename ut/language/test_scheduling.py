@@ -328,3 +328,22 @@ def test_none_is_no_value_in_a_kernel():
                 nothing = None  # kernel-none
                 return x
     assert "the value assigned to 'nothing' produces nothing" in ei.value.message
+
+
+def test_a_dump_tag_follows_the_value_not_the_name(tmp_path):
+    """A tag covers the tagged value wherever a later task is passed it (a region's capture
+    or a plain ``self.k`` call); a name rebound by a call holds a new value, untagged."""
+    P = _parse(tmp_path, "pl.dump_tag(o)\n"
+                         "with pl.at(level=pl.Level.CORE_GROUP, name_hint='r'):\n"
+                         "    o = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], o)\n"
+                         "with pl.at(level=pl.Level.CORE_GROUP, name_hint='q'):\n"
+                         "    o = pl.store(pl.load(o, [0, 0], [R, C]), [0, 0], o)\n"
+                         "pl.dump_tag(x)\n"
+                         "o = self.k(x, o)\n"
+                         "o = self.k(o, o)\n")
+    calls = [s.expr if hasattr(s, "expr") else s.value for s in P.functions["main"].body
+             if isinstance(getattr(s, "expr", getattr(s, "value", None)), FuncCall)]
+    got = [(c.callee, c.dumps) for c in calls]
+    r_params = [p.name for p in P.functions["r"].params]
+    assert [r_params[i] for i in got[0][1]] == ["o"]  # tagged before the region
+    assert got[1:] == [("q", ()), ("k", (0,)), ("k", ())]

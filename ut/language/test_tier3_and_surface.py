@@ -17,22 +17,21 @@ from pytest_pypto.ir.types import DynVar, TensorType
 from pytest_pypto.language.surface import NotRunnable
 
 
-def test_scope_is_recorded_with_its_line(line_of):
+def test_a_tier3_construct_is_recorded_with_its_line(line_of):
     @pl.program
     class P:
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(self, x: pl.Tensor[[64, 64], pl.FP32]):
-            with pl.scope():  # manual
-                pass
+            ctx = pl.prefetch.make_context()  # prefetch
 
         @pl.function(type=pl.FunctionType.InCore)
         def fine(self, x: pl.Tensor[[64, 64], pl.FP32]):
             t = pl.load(x, [0, 0], [64, 64])
 
     u = P.functions["main"].unsupported
-    assert u is not None and u.construct == "pl.scope"
-    assert "tier 3" in u.reason and "explicit task dependencies" in u.reason
-    assert u.span.line == line_of("manual")
+    assert u is not None and u.construct.startswith("pl.prefetch")
+    assert "tier 3" in u.reason and "prefetch" in u.reason
+    assert u.span.line == line_of("prefetch")
     assert P.functions["fine"].unsupported is None
 
 

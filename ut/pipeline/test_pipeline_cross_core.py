@@ -575,9 +575,9 @@ def test_syncall_modes_and_workspace_are_checked_at_their_line():
 
 
 def test_other_pl_system_names_stay_tier3_markers():
-    marker = pl.system.set_ffts
+    marker = pl.system.fence
     assert (type(marker).__name__, marker.name, marker.tier) == ("Unsupported",
-                                                                 "system.set_ffts", 3)
+                                                                 "system.fence", 3)
     assert pl.system.syncall is pl.system.syncall  # an op stub, resolved once
     assert type(pl.system.syncall).__name__ == "OpStub"
 

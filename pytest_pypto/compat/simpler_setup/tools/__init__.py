@@ -1,0 +1,1 @@
+"""``simpler_setup.tools``: readers of the simulator's DFX outputs."""
