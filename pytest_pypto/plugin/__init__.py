@@ -11,6 +11,7 @@ module             concern
 ``paths``          ``--pypto-kernels-dir``/``--pypto-cache-dir`` checks, kept dirs
 ``cache``          the session's compile cache, its warning and summary line
 ``devices``        NPUs found and leased; the report header's first line
+``emulation``      ``--pypto-emulate-onboard``: emulated cells' ids, labels, skips
 ``runtimes``       ``--pypto-runtime``, ``pypto_requires``, runtimes line, close
 ``context``        the session context lent to the harness library
 ``codegen_only``   ``--pypto-codegen-only``: the running test, compiled counts
@@ -41,6 +42,7 @@ pytest_plugins = [
     "pytest_pypto.plugin.options",
     "pytest_pypto.plugin.cells",
     "pytest_pypto.plugin.devices",
+    "pytest_pypto.plugin.emulation",
     "pytest_pypto.plugin.cache",
     "pytest_pypto.plugin.paths",
     "pytest_pypto.plugin.runtimes",
