@@ -72,7 +72,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.user_properties.append((CELL_PROPERTY, cell))
         emulated = is_emulated(config, cell)
         reason = item_skip_reason(
-            item, cell, requested, lambda cell=cell: None if emulated else onboard_missing(config, cell)
+            item, cell, requested,
+            lambda cell=cell, emulated=emulated: None if emulated else onboard_missing(config, cell),
         )
         if reason is None and emulated and item.get_closest_marker("pypto_onboard") is not None:
             reason = f"needs an NPU: {lacks(cell, 'NPU')}"  # type: ignore[arg-type]

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_pypto.harness.ledger import Ledger, unmet_lines
 from pytest_pypto.harness.cells import emulated_label
+from pytest_pypto.harness.ledger import Ledger, unmet_lines
 from pytest_pypto.plugin import workers
 from pytest_pypto.plugin.devices import emulated_cells
 from pytest_pypto.plugin.keys import LEDGER_KEY
