@@ -16,6 +16,7 @@ module             concern
 ``context``        the session context lent to the harness library
 ``codegen_only``   ``--pypto-codegen-only``: the running test, compiled counts
 ``ledger``         the coverage ledger and ``--pypto-require``
+``htmlreport``     pytest-html extras of failed kernel tests; the ledger table
 ``remote``         artifacts kept by xdist workers elsewhere; the failure section
 ``failures``       readable tracebacks, failure classes in ``user_properties``
 ``workers``        the one road from xdist workers to the controller
@@ -48,6 +49,7 @@ pytest_plugins = [
     "pytest_pypto.plugin.runtimes",
     "pytest_pypto.plugin.remote",
     "pytest_pypto.plugin.ledger",
+    "pytest_pypto.plugin.htmlreport",
     "pytest_pypto.plugin.codegen_only",
     "pytest_pypto.plugin.workers",
     "pytest_pypto.plugin.failures",
