@@ -369,6 +369,13 @@ def heatmap_lines(
     return tuple(lines)
 
 
+def error_heatmap_lines(kept: Path, error: MismatchError) -> tuple[str, ...]:
+    """`heatmap_lines` of an `assert_close` failure (its compared arrays, ``arrays``)."""
+    actual = {name: pair[0] for name, pair in error.arrays.items()}
+    expected = {name: pair[1] for name, pair in error.arrays.items()}
+    return heatmap_lines(kept, error.outputs, actual, expected)
+
+
 def _host(array: Any) -> Any:
     """A numpy view of an output (torch tensors via numpy)."""
     return array.detach().cpu().numpy() if hasattr(array, "detach") else array

@@ -107,3 +107,29 @@ def test_a_failing_check_keeps_mismatch_png_and_names_it(cases) -> None:
     # candidates are equal, the first in row-major order is the worst reported
     img = _pixels(kept / "mismatch.png")
     assert img.shape[0] > 100 and _mask(img, (0.0, 1.0, 0.0), tol=0.25).sum() > 20
+
+
+def test_a_failing_assert_close_in_a_kernel_test_keeps_its_heatmap_too(cases) -> None:
+    cases.makepyfile(
+        test_readme="""
+        import numpy as np
+        import pytest_pypto
+        from kcases import Add
+
+        def test_add(pypto_runner):
+            x = np.full((16, 64), 1.0, np.float32)
+            out = np.empty((16, 64), np.float32)
+            pypto_runner.run(Add, x, x, out)
+            want = x + x
+            want[9, 40] = 7.0
+            pytest_pypto.assert_close(out, want, name="out")
+        """
+    )
+    result = cases.runpytest()
+    result.assert_outcomes(failed=1)
+    kept = next((cases.path / "build_output").iterdir())
+    result.stdout.fnmatch_lines([f"*mismatch heatmap: {kept / 'mismatch.png'}*"])
+    img = _pixels(kept / "mismatch.png")
+    grid = _cell_grid(img, 16, 64)
+    ys, xs = np.nonzero(_mask(img, (0.0, 1.0, 0.0), tol=0.25))
+    assert _cell_of(ys.mean(), xs.mean(), grid) == (9, 40)

@@ -14,10 +14,20 @@ from pathlib import Path
 import pytest
 
 FAILING = """
-from kcases import AddCase, WrongAdd
+import numpy as np
+import pytest_pypto
+from kcases import Add, AddCase, WrongAdd
 
 def test_wrong(pypto_runner):
     pypto_runner.check(WrongAdd())
+
+def test_readme(pypto_runner):           # the README's style: run, then assert_close
+    x = np.full((16, 64), 1.0, np.float32)
+    out = np.empty((16, 64), np.float32)
+    pypto_runner.run(Add, x, x, out)
+    want = x + x
+    want[3, 7] = 5.0
+    pytest_pypto.assert_close(out, want)
 
 def test_right(pypto_runner):
     pypto_runner.check(AddCase())
@@ -41,7 +51,7 @@ def _extras(blob: dict, test: str) -> list[dict]:
 def html_run(cases: pytest.Pytester) -> tuple[pytest.Pytester, Path]:
     cases.makepyfile(test_k=FAILING)
     result = cases.runpytest("--html=out/report.html", "-p", "pytest_html")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     return cases, cases.path / "out" / "report.html"
 
 
@@ -50,12 +60,14 @@ def test_a_failed_kernel_test_carries_heatmap_swimlane_and_links(html_run) -> No
     extras = _extras(_blob(report), "test_wrong")
     names = [e["name"] for e in extras]
     assert names == ["mismatch.png", "schedule.png", "trace.json", "deps.json"]
-    kept = next((suite.path / "build_output").iterdir())
+    kept = next((suite.path / "build_output").glob("*test_wrong*"))
     for e in extras[:2]:
         asset = report.parent / e["content"]
         assert asset.read_bytes() == (kept / e["name"]).read_bytes()  # the kept picture
     assert extras[2]["content"] == (kept / "trace.json").resolve().as_uri()
     assert _extras(_blob(report), "test_right") == []  # a passing test carries nothing
+    readme = [e["name"] for e in _extras(_blob(report), "test_readme")]
+    assert readme == ["mismatch.png", "schedule.png", "trace.json", "deps.json"]
 
 
 def test_the_summary_holds_the_coverage_ledger(html_run) -> None:
@@ -63,7 +75,7 @@ def test_the_summary_holds_the_coverage_ledger(html_run) -> None:
     blob_text = report.read_text()
     table = re.search(r'<table id="pypto-ledger">.*?</table>', html.unescape(blob_text), re.S)
     assert table, "no ledger table in the report"
-    assert "<td>a2a3sim</td><td>1</td><td>1</td><td>0</td><td>0</td>" in table.group(0)
+    assert "<td>a2a3sim</td><td>1</td><td>2</td><td>0</td><td>0</td>" in table.group(0)
 
 
 # The report's own page, plus a script that, once pytest-html's script has drawn the
@@ -109,6 +121,6 @@ def test_the_pictures_load_in_a_real_browser(html_run, tmp_path: Path) -> None:
     assert m, f"the probe never ran: {done.stderr[-2000:]}"
     probe = json.loads(html.unescape(m.group(1)))
     widths = {s.rpartition("=")[0]: int(s.rpartition("=")[2]) for s in probe["loaded"]}
-    assert len(widths) == 2 and all(w > 0 for w in widths.values()), probe
+    assert len(widths) == 4 and all(w > 0 for w in widths.values()), probe
     shown = [s for s in probe["shown"] if s.split("=")[0] in widths]
     assert shown and all(int(s.rpartition("=")[2]) > 0 for s in shown), probe
