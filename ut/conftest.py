@@ -10,6 +10,17 @@ from pathlib import Path
 
 import pytest
 
+try:  # matplotlib (the plot extra, part of [dev]) whole, before any in-process pytester
+    # run: a run drops the modules it imported, and a matplotlib half dropped and
+    # re-imported holds two copies of its classes (heatmaps and swimlanes then fail).
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.image
+    import matplotlib.pyplot  # noqa: F401
+except ImportError:  # without it, the swimlane/heatmap paths say what to install
+    pass
+
 _ENV = ("ASCEND_RT_VISIBLE_DEVICES", "PYPTO_DEV_ROOT", "PYPTO_LOCK_DIR")
 _TEST_IDS = itertools.count()
 

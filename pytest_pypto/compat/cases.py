@@ -72,12 +72,17 @@ ALL_PLATFORM_IDS: tuple[str, ...] = (*SIM_PLATFORM_IDS, *ONBOARD_PLATFORM_IDS)
 # The cells the running session requested (the plugin sets them at configure time);
 # None outside pytest: every platform.
 _requested: tuple[str, ...] | None = None
+# The session's cells -> parameter id, where it is not the cell (emulated onboard cells).
+_ids: dict[str, str] = {}
 
 
-def set_requested_cells(cells: Sequence[str] | None) -> None:
-    """Record the session's cells, which the ``*PLATFORMS`` lists are made of."""
+def set_requested_cells(cells: Sequence[str] | None, ids: dict[str, str] | None = None) -> None:
+    """Record the session's cells, which the ``*PLATFORMS`` lists are made of, and the
+    ids of those whose id is not their name (``a5-emulated``)."""
     global _requested
     _requested = tuple(cells) if cells is not None else None
+    _ids.clear()
+    _ids.update(ids or {})
 
 
 def platform_param_list(family: Sequence[str]) -> list[Any]:
@@ -86,7 +91,7 @@ def platform_param_list(family: Sequence[str]) -> list[Any]:
     platform of the family is listed with a skip mark that says how to request it."""
     wanted = [p for p in family if _requested is None or p in _requested]
     if wanted:
-        return [pytest.param(p, id=p) for p in wanted]
+        return [pytest.param(p, id=_ids.get(p, p)) for p in wanted]
     return [
         pytest.param(
             p,

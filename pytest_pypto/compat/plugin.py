@@ -24,6 +24,7 @@ from pytest_pypto.compat.session import (
 from pytest_pypto.harness.cells import CELL_FIXTURE
 from pytest_pypto.plugin.cells import add_cell_naming_fixtures
 from pytest_pypto.plugin.devices import onboard_status
+from pytest_pypto.plugin.emulation import cell_id
 from pytest_pypto.plugin.failures import note_failure_class
 from pytest_pypto.plugin.options import settings
 
@@ -100,7 +101,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """``PLATFORMS`` lists this session's cells (test modules import it later)."""
     from pytest_pypto.compat.cases import set_requested_cells  # lazy: compat import cost
 
-    set_requested_cells(settings(session.config).cells)
+    cells = settings(session.config).cells
+    set_requested_cells(cells, {c: cell_id(session.config, c) for c in cells})
 
 
 @pytest.hookimpl(tryfirst=True)

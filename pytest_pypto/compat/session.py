@@ -17,7 +17,8 @@ from pytest_pypto.compat.runconfig import PYPTO_ONLY_FIELDS, RunConfig
 from pytest_pypto.compat.selections import MemoryPlanner
 from pytest_pypto.harness.cells import needs_cells
 from pytest_pypto.harness.settings import option_named
-from pytest_pypto.plugin.devices import onboard_missing
+from pytest_pypto.plugin.devices import is_emulated, onboard_missing
+from pytest_pypto.plugin.emulation import device_only_skip
 from pytest_pypto.plugin.fixtures import config_of, runner_of
 from pytest_pypto.plugin.options import refresh
 
@@ -155,8 +156,10 @@ def runner_for_case(
 ) -> Any:
     """The `Runner` of one ``test_runner.run(case)``: the running test's seed and
     artifact directory, ``platform``, the session's PyPTO fields and the case's
-    selections.  An onboard platform this host cannot serve skips the test."""
-    if parse_platform(platform)[1] is not ExecutionMode.SIM:
+    selections.  An onboard platform this host cannot serve skips the test, unless it
+    is emulated (then device-only output skips it, saying what emulation lacks)."""
+    emulated = is_emulated(pconfig, platform)
+    if parse_platform(platform)[1] is not ExecutionMode.SIM and not emulated:
         missing = onboard_missing(pconfig)
         if missing:
             pytest.skip(f"onboard platform {platform}: {missing}")
@@ -164,6 +167,9 @@ def runner_for_case(
     config = RunConfig.from_config(config_of(pconfig, node, platform))
     for name in (*PYPTO_ONLY_FIELDS, "enable_dep_gen", "enable_chip_swimlane", "dump_args"):
         setattr(config, name, getattr(session, name))
+    lacking = device_only_skip(pconfig, platform, config) if emulated else None
+    if lacking:
+        pytest.skip(lacking)
     planner = case.get_memory_planner() if hasattr(case, "get_memory_planner") else None
     if planner is not None:  # the case's own selection wins over the session's
         config.memory_planner = planner

@@ -31,6 +31,10 @@ PLATFORM_BOUND_FIXTURES: tuple[str, ...] = (
 # The fixture that carries the cell; parametrized indirectly.
 CELL_FIXTURE = "pypto_platform"
 CELL_PROPERTY = "pypto_platform"
+# The user property of a test on an emulated onboard cell (--pypto-emulate-onboard): its
+# label, `emulated_label`; the id spelling of an emulated cell ends in `EMULATED_ID`.
+EMULATED_PROPERTY = "pypto_emulated"
+EMULATED_ID = "-emulated"
 
 ONBOARD_MARKER_REASON = "needs an NPU: runs only with --pypto-mode onboard"
 SIM_MARKER_REASON = "simulator only (pypto_sim): runs only with --pypto-mode sim"
@@ -62,6 +66,8 @@ MARKERS: tuple[tuple[str, str], ...] = (
 
 __all__ = [
     "CELL_FIXTURE",
+    "EMULATED_ID",
+    "EMULATED_PROPERTY",
     "MARKERS",
     "ONBOARD_MARKER_REASON",
     "PLATFORM_BOUND_FIXTURES",
@@ -70,6 +76,7 @@ __all__ = [
     "cell_of",
     "chooses_own_cells",
     "constraints_of",
+    "emulated_label",
     "item_skip_reason",
     "needs_cells",
     "requires_of",
@@ -99,6 +106,11 @@ def cell_of(
     if cell is None and any(n in names for n in (*PLATFORM_BOUND_FIXTURES, *naming_fixtures)):
         cell = params.get(PLATFORM_PARAMETER)
     return cell if isinstance(cell, str) and cell in PLATFORMS else None
+
+
+def emulated_label(cell: str) -> str:
+    """How reports name an onboard cell run on the simulator: ``a5 (emulated)``."""
+    return f"{cell} (emulated)"
 
 
 def needs_cells(fixturenames: Iterable[str]) -> bool:

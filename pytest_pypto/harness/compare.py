@@ -134,9 +134,17 @@ class MismatchError(AssertionError):
 
     failure_class = "mismatch"
 
-    def __init__(self, outputs: Sequence[OutputMismatch], context: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        outputs: Sequence[OutputMismatch],
+        context: Sequence[str] = (),
+        arrays: Mapping[str, tuple[Any, Any]] | None = None,
+    ) -> None:
         self.outputs = tuple(outputs)
         self.context = tuple(context)
+        # name -> (actual, expected) as compared: a test that fails with this error gets
+        # its mismatch heatmap drawn from them (plugin/remote.py, harness/heatmap.py)
+        self.arrays = dict(arrays or {})
         super().__init__(self.report())
 
     def report(self) -> str:
@@ -148,7 +156,7 @@ class MismatchError(AssertionError):
 
     def with_context(self, context: Iterable[str]) -> MismatchError:
         """The same mismatches with more context lines appended."""
-        return MismatchError(self.outputs, (*self.context, *context))
+        return MismatchError(self.outputs, (*self.context, *context), self.arrays)
 
     def add_context(self, context: Iterable[str]) -> None:
         """Append the context lines this error lacks, in place (the plugin adds the
@@ -388,7 +396,7 @@ def assert_close(
     """
     mismatch = find_mismatch(actual, expected, rtol, atol, name=name, equal_nan=equal_nan)
     if mismatch is not None:
-        raise MismatchError([mismatch], _context_lines(context))
+        raise MismatchError([mismatch], _context_lines(context), {name: (actual, expected)})
 
 
 def assert_all_close(
@@ -407,7 +415,8 @@ def assert_all_close(
         is not None
     ]
     if found:
-        raise MismatchError(found, _context_lines(context))
+        arrays = {m.name: outputs[m.name] for m in found}
+        raise MismatchError(found, _context_lines(context), arrays)
 
 
 def _context_lines(context: Sequence[str] | Mapping[str, Any] | None) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_pypto.arch import PLATFORMS
-from pytest_pypto.harness.cells import CELL_PROPERTY
+from pytest_pypto.harness.cells import CELL_PROPERTY, EMULATED_PROPERTY, emulated_label
 
 COLUMNS: tuple[str, ...] = ("passed", "failed", "xfailed", "skipped")
 EXECUTED: frozenset[str] = frozenset({"passed", "failed", "xfailed"})
@@ -61,8 +61,9 @@ def _property(report: Any, name: str) -> str | None:
 
 
 def cell_of(report: Any) -> str | None:
-    """The cell a report belongs to (None for tests that are not per-cell)."""
-    return _property(report, CELL_PROPERTY)
+    """The cell a report belongs to (None for tests that are not per-cell); an emulated
+    onboard cell's label (``a5 (emulated)``) for a test that ran emulated."""
+    return _property(report, EMULATED_PROPERTY) or _property(report, CELL_PROPERTY)
 
 
 def cell_of_nodeid(nodeid: str) -> str | None:
@@ -197,11 +198,18 @@ class Ledger:
         counts = self.counts(cell)
         return sum(counts[o] for o in EXECUTED)
 
-    def unmet(self, required: Sequence[str]) -> list[str]:
+    def unmet(self, required: Sequence[str], emulated_ok: bool = False) -> list[str]:
         """Required cells that executed no test (under --pypto-codegen-only: that
-        compiled no kernel either, since nothing executes there)."""
+        compiled no kernel either, since nothing executes there).  Emulated runs of a
+        cell count only when ``emulated_ok`` (--pypto-require-emulated)."""
         compiled = self.compiled or {}
-        return [cell for cell in required if not self.executed(cell) and not compiled.get(cell)]
+        return [
+            cell
+            for cell in required
+            if not self.executed(cell)
+            and not compiled.get(cell)
+            and not (emulated_ok and self.executed(emulated_label(cell)))
+        ]
 
     def table(self, requested: Iterable[str] = ()) -> list[str]:
         """The ledger as text lines: a cell x outcome table, then per cell its failures
@@ -228,12 +236,20 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def unmet_lines(unmet: Sequence[str], requested: Iterable[str]) -> list[str]:
+def unmet_lines(
+    unmet: Sequence[str], requested: Iterable[str], ledger: Ledger | None = None
+) -> list[str]:
     """One report line per --pypto-require cell that executed no test, saying when the
-    cell was not even requested (the usual cause)."""
+    cell was not even requested (the usual cause) or ran only emulated."""
     requested = set(requested)
     lines = []
     for cell in unmet:
-        why = "" if cell in requested else " (not requested by --pypto-arch/--pypto-mode)"
+        emulated = ledger.executed(emulated_label(cell)) if ledger is not None else 0
+        if emulated:
+            why = f" ({emulated} ran emulated; --pypto-require-emulated counts them)"
+        elif cell not in requested:
+            why = " (not requested by --pypto-arch/--pypto-mode)"
+        else:
+            why = ""
         lines.append(f"--pypto-require: cell {cell} executed no test{why}")
     return lines

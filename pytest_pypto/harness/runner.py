@@ -37,6 +37,7 @@ from pytest_pypto.harness.compare import MismatchError, find_mismatch
 from pytest_pypto.harness.compiling import compile_cached, copy_artifact
 from pytest_pypto.harness.dispatch import check_program, dispatch
 from pytest_pypto.harness.failures import classified, failure_class_of
+from pytest_pypto.harness.heatmap import HEATMAP_HINT, heatmap_names, write_heatmap
 from pytest_pypto.harness.tolerance import case_tolerance, complete
 from pytest_pypto.ir.artifact import CompiledProgram
 from pytest_pypto.runtime import registry
@@ -294,7 +295,8 @@ class Runner:
             if found:
                 actual = {name: tensors[name] for name in expected}
                 kept = self.keep_failure({"inputs": inputs, "expected": expected, "actual": actual})
-                context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept))
+                pictures = heatmap_lines(kept, found, actual, expected)
+                context = (f"case: {case.get_name()}", *self.context, *_kept_line(kept), *pictures)
                 raise MismatchError(found, context)
             return result
 
@@ -342,6 +344,41 @@ def _write_swimlane(config: Any, case: Any, ran: Any) -> None:
     record = getattr(ran, "record", None) if level > 0 else None
     if record:
         write_dfx(record, case.get_name(), level)
+
+
+def heatmap_lines(
+    kept: Path | None, found: Sequence[Any], actual: Mapping[str, Any], expected: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """Draw each mismatching output's heatmap into the kept directory (harness/heatmap.py);
+    the report lines naming the files (or what to install for them)."""
+    if kept is None:
+        return ()
+    shaped = [m for m in found if m.shape_error is None]
+    names = heatmap_names([m.name for m in shaped])
+    lines = []
+    for m in shaped:
+        try:
+            path = write_heatmap(kept / names[m.name], m.name, _host(actual[m.name]),
+                                 _host(expected[m.name]), m.rtol, m.atol)
+        except (OSError, ValueError) as exc:  # a picture never hides the mismatch itself
+            lines.append(f"mismatch heatmap of {m.name!r} not drawn: {type(exc).__name__}: {exc}")
+            continue
+        if path is None:
+            return (HEATMAP_HINT,)
+        lines.append(f"mismatch heatmap: {path}")
+    return tuple(lines)
+
+
+def error_heatmap_lines(kept: Path, error: MismatchError) -> tuple[str, ...]:
+    """`heatmap_lines` of an `assert_close` failure (its compared arrays, ``arrays``)."""
+    actual = {name: pair[0] for name, pair in error.arrays.items()}
+    expected = {name: pair[1] for name, pair in error.arrays.items()}
+    return heatmap_lines(kept, error.outputs, actual, expected)
+
+
+def _host(array: Any) -> Any:
+    """A numpy view of an output (torch tensors via numpy)."""
+    return array.detach().cpu().numpy() if hasattr(array, "detach") else array
 
 
 def _kept_line(kept: Path | None) -> tuple[str, ...]:

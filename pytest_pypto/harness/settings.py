@@ -414,6 +414,23 @@ OPTIONS: tuple[Option, ...] = (
         parse=parse_cells,
         choices=f"a comma list of cells from {_CELLS}",
     ),
+    Option(
+        "emulate-onboard",
+        "",
+        "also run the onboard cells of the requested archs; one no onboard runtime serves "
+        "runs on the simulator with its arch's rules, labelled '<cell> (emulated)'",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
+    Option(
+        "require-emulated",
+        "",
+        "let emulated runs of an onboard cell count for --pypto-require",
+        parse=parse_bool,
+        choices=_SWITCH,
+        switch=True,
+    ),
 )
 
 
@@ -443,13 +460,17 @@ class Settings(NamedTuple):
     isolate_timeout: float = ISOLATED_TIMEOUT
     max_memory: int | None = None
     runtime: str | None = None
+    emulate_onboard: bool = False
+    require_emulated: bool = False
 
     @property
     def cells(self) -> tuple[str, ...]:
-        """Requested cells in table order (arch-major, sim first)."""
+        """Requested cells in table order (arch-major, sim first); under
+        ``--pypto-emulate-onboard`` every mode of the requested archs."""
         out = []
+        modes = MODE_CHOICES if self.emulate_onboard else self.modes
         for platform, (backend, mode) in PLATFORMS.items():
-            if backend.arch_name in self.archs and MODE_NAMES[mode] in self.modes:
+            if backend.arch_name in self.archs and MODE_NAMES[mode] in modes:
                 out.append(platform)
         return tuple(out)
 
@@ -460,6 +481,8 @@ class Settings(NamedTuple):
             args.append(f"--pypto-seed={self.seed}")
         if self.codegen_only:
             args.append("--pypto-codegen-only")
+        if self.emulate_onboard:
+            args.append("--pypto-emulate-onboard")
         return args
 
 

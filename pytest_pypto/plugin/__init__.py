@@ -11,10 +11,12 @@ module             concern
 ``paths``          ``--pypto-kernels-dir``/``--pypto-cache-dir`` checks, kept dirs
 ``cache``          the session's compile cache, its warning and summary line
 ``devices``        NPUs found and leased; the report header's first line
+``emulation``      ``--pypto-emulate-onboard``: emulated cells' ids, labels, skips
 ``runtimes``       ``--pypto-runtime``, ``pypto_requires``, runtimes line, close
 ``context``        the session context lent to the harness library
 ``codegen_only``   ``--pypto-codegen-only``: the running test, compiled counts
 ``ledger``         the coverage ledger and ``--pypto-require``
+``htmlreport``     pytest-html extras of failed kernel tests; the ledger table
 ``remote``         artifacts kept by xdist workers elsewhere; the failure section
 ``failures``       readable tracebacks, failure classes in ``user_properties``
 ``workers``        the one road from xdist workers to the controller
@@ -41,11 +43,13 @@ pytest_plugins = [
     "pytest_pypto.plugin.options",
     "pytest_pypto.plugin.cells",
     "pytest_pypto.plugin.devices",
+    "pytest_pypto.plugin.emulation",
     "pytest_pypto.plugin.cache",
     "pytest_pypto.plugin.paths",
     "pytest_pypto.plugin.runtimes",
     "pytest_pypto.plugin.remote",
     "pytest_pypto.plugin.ledger",
+    "pytest_pypto.plugin.htmlreport",
     "pytest_pypto.plugin.codegen_only",
     "pytest_pypto.plugin.workers",
     "pytest_pypto.plugin.failures",

@@ -24,7 +24,8 @@ from pytest_pypto.harness.cells import (
     needs_cells,
     requires_of,
 )
-from pytest_pypto.plugin.devices import onboard_missing
+from pytest_pypto.plugin.devices import is_emulated, onboard_missing
+from pytest_pypto.plugin.emulation import cell_id, lacks
 from pytest_pypto.plugin.keys import CELL_NAMING_KEY, CELL_PROPERTY
 from pytest_pypto.plugin.options import settings
 from pytest_pypto.plugin.runtimes import requires_skip
@@ -56,7 +57,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     cells = settings(metafunc.config).cells
     # Session scope: a suite's session fixture may depend on the cell (the compat
     # plugin's config fixture is session-scoped); pytest then groups the items by cell.
-    metafunc.parametrize(CELL_FIXTURE, cells, ids=cells, indirect=True, scope="session")
+    ids = [cell_id(metafunc.config, c) for c in cells]
+    metafunc.parametrize(CELL_FIXTURE, cells, ids=ids, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,9 +70,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         cell = cell_of(params, item.fixturenames, naming) if params is not None else None
         if cell is not None:
             item.user_properties.append((CELL_PROPERTY, cell))
+        emulated = is_emulated(config, cell)
         reason = item_skip_reason(
-            item, cell, requested, lambda cell=cell: onboard_missing(config, cell)
+            item, cell, requested,
+            lambda cell=cell, emulated=emulated: None if emulated else onboard_missing(config, cell),
         )
+        if reason is None and emulated and item.get_closest_marker("pypto_onboard") is not None:
+            reason = f"needs an NPU: {lacks(cell, 'NPU')}"  # type: ignore[arg-type]
         if reason is None and item.get_closest_marker("pypto_requires") is not None:
             reason = requires_skip(item)  # the cell's runtime's version (loads runtimes)
         if reason is not None:

@@ -19,11 +19,19 @@ import pytest
 
 from pytest_pypto._version import __version__
 from pytest_pypto.arch import ExecutionMode, parse_platform
+from pytest_pypto.harness.cells import emulated_label
 from pytest_pypto.harness.seeding import DEFAULT_BASE_SEED
-from pytest_pypto.plugin.keys import ONBOARD_KEY
+from pytest_pypto.plugin.keys import EMULATED_KEY, ONBOARD_KEY
 from pytest_pypto.plugin.options import settings
 
-__all__ = ["device_lease", "lease_device", "onboard_missing", "onboard_status"]
+__all__ = [
+    "device_lease",
+    "emulated_cells",
+    "is_emulated",
+    "lease_device",
+    "onboard_missing",
+    "onboard_status",
+]
 
 
 def onboard_status(config: pytest.Config) -> Any:
@@ -46,6 +54,24 @@ def onboard_missing(config: pytest.Config, platform: str | None = None) -> str |
     return onboard_status(config).missing(platform)
 
 
+def emulated_cells(config: pytest.Config) -> frozenset[str]:
+    """The requested onboard cells that run on the simulator (``--pypto-emulate-onboard``:
+    those this host cannot serve; none under ``--pypto-codegen-only``, where nothing runs)."""
+    cells = config.stash.get(EMULATED_KEY, None)
+    if cells is None:
+        s = settings(config)
+        onboard = [c for c in s.cells if parse_platform(c)[1] is ExecutionMode.ONBOARD]
+        wanted = s.emulate_onboard and not s.codegen_only
+        cells = frozenset(c for c in onboard if wanted and onboard_missing(config, c))
+        config.stash[EMULATED_KEY] = cells
+    return cells
+
+
+def is_emulated(config: pytest.Config, cell: object) -> bool:
+    """Whether ``cell`` is an onboard cell this session runs on the simulator."""
+    return isinstance(cell, str) and cell in emulated_cells(config)
+
+
 def _worker_index() -> int:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     digits = worker.lstrip("gw")
@@ -61,7 +87,11 @@ def lease_device(config: pytest.Config, platform: str) -> Iterator[int | None]:
     OS file lock (see ``pytest_pypto.runtime.devices``) released at teardown.  A lock
     dir or file that cannot be used fails the test with the message naming it.
     """
-    if parse_platform(platform)[1] is ExecutionMode.SIM or settings(config).codegen_only:
+    if (
+        parse_platform(platform)[1] is ExecutionMode.SIM
+        or settings(config).codegen_only
+        or is_emulated(config, platform)
+    ):
         yield None  # nothing runs under --pypto-codegen-only: no device to lease
         return
     status = onboard_status(config)
@@ -97,6 +127,10 @@ def header_line(config: pytest.Config) -> str:
         devices = f"{devices} (onboard runtime: {runtimes})"
     else:
         devices = "none needed (sim only)"
+    emulated = emulated_cells(config)
+    if emulated:
+        devices += f"; {', '.join(sorted(emulated))} emulated on the simulator"
+        cells = [emulated_label(c) if c in emulated else c for c in cells]
     seed = (
         f"{s.seed}"
         if s.seed is not None

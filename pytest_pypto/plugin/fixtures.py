@@ -18,6 +18,7 @@ from pytest_pypto.harness.context import run_config
 from pytest_pypto.harness.seeding import make_rng
 from pytest_pypto.plugin.cache import compile_cache
 from pytest_pypto.plugin.devices import device_lease, lease_device
+from pytest_pypto.plugin.emulation import run_platform
 from pytest_pypto.plugin.keys import RUNNER_KEY
 from pytest_pypto.plugin.options import settings
 from pytest_pypto.plugin.paths import keep_dir_for, keeping_off
@@ -29,7 +30,9 @@ __all__ = ["config_of", "runner_of"]
 
 def config_of(config: pytest.Config, node: Any, platform: str, *, device: Any = None) -> Any:
     """The RunConfig of test item ``node`` on ``platform`` with the session's options
-    (``node`` None: a session-wide config, with no test seed or artifact directory)."""
+    (``node`` None: a session-wide config, with no test seed or artifact directory).
+    An emulated onboard cell's config is the simulator's of the same arch."""
+    platform = run_platform(config, platform)
     if node is None:
         return run_config(settings(config), platform, device=device)
     return run_config(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_pypto.harness.cells import CELL_PROPERTY
+from pytest_pypto.harness.cells import CELL_PROPERTY, EMULATED_PROPERTY
 from pytest_pypto.harness.ledger import FAILURE_PROPERTY
 from pytest_pypto.harness.settings import Settings
 
@@ -26,6 +26,8 @@ __all__ = [
     "CELL_PROPERTY",
     "COMPILED_OUTPUT",
     "CONTEXT_KEY",
+    "EMULATED_KEY",
+    "EMULATED_PROPERTY",
     "FAILURE_PROPERTY",
     "KEEP_OFF_KEY",
     "KEPT_INPUT",
@@ -47,6 +49,7 @@ CACHE_KEY = pytest.StashKey[Any]()  # this process's CompileCache (plugin/cache.
 CACHE_REMOTE_KEY = pytest.StashKey[dict]()  # controller: the workers' cache counts, places
 CELL_NAMING_KEY = pytest.StashKey[set]()  # other plugins' kernel fixtures (plugin/cells.py)
 ONBOARD_KEY = pytest.StashKey[Any]()  # NPUs and onboard runtimes found (plugin/devices.py)
+EMULATED_KEY = pytest.StashKey[frozenset]()  # onboard cells run on the simulator (devices)
 KEEP_OFF_KEY = pytest.StashKey[str]()  # why failing tests keep no artifacts (plugin/paths.py)
 KEPT_KEY = pytest.StashKey[list]()  # directories tests kept artifacts in (plugin/remote.py)
 SHIPMENTS_KEY = pytest.StashKey[list]()  # controller: what workers shipped (plugin/remote.py)

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_pypto.harness.cells import emulated_label
 from pytest_pypto.harness.ledger import Ledger, unmet_lines
 from pytest_pypto.plugin import workers
+from pytest_pypto.plugin.devices import emulated_cells
 from pytest_pypto.plugin.keys import LEDGER_KEY
 from pytest_pypto.plugin.options import settings
 
@@ -31,6 +33,12 @@ def ledger_of(config: pytest.Config) -> Ledger | None:
     if ledger is None:
         ledger = config.stash[LEDGER_KEY] = Ledger()
     return ledger
+
+
+def labelled_cells(config: pytest.Config) -> list[str]:
+    """The requested cells as the ledger names them (``a5 (emulated)``)."""
+    emulated = emulated_cells(config)
+    return [emulated_label(c) if c in emulated else c for c in settings(config).cells]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,10 +68,10 @@ class LedgerHooks:
         self._ledger().worker_crashed(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        required = settings(session.config).require
-        if not required:
+        s = settings(session.config)
+        if not s.require:
             return
-        self.unmet = self._ledger().unmet(required)
+        self.unmet = self._ledger().unmet(s.require, emulated_ok=s.require_emulated)
         if self.unmet:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -72,7 +80,7 @@ class LedgerHooks:
                     print(line, file=sys.stderr)
 
     def _require_lines(self) -> list[str]:
-        return unmet_lines(self.unmet, settings(self.config).cells)
+        return unmet_lines(self.unmet, settings(self.config).cells, self._ledger())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         s = settings(self.config)
@@ -80,7 +88,7 @@ class LedgerHooks:
         if (ledger is None or not ledger.outcomes) and not s.require:
             return
         terminalreporter.section("pypto coverage ledger")
-        for line in self._ledger().table(s.cells):
+        for line in self._ledger().table(labelled_cells(self.config)):
             terminalreporter.write_line(line)
         for line in self._require_lines():
             terminalreporter.write_line(f"FAILED {line}", red=True, bold=True)

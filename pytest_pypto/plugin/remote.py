@@ -16,8 +16,7 @@ one-argument spelling before xdist reads the arguments.  As xdist never maps a r
 test path (``-d --rsyncdir DIR DIR/<file>``), `anchor_test_paths` makes them absolute;
 one under no rsync root is a usage error naming it and the roots.
 
-Also here: a failing test's "pypto artifacts" report section (its runner keeps the
-artifact), whoever runs it.
+Also here: a failing test's "pypto artifacts" report section, whoever runs it.
 
 PYTEST_DONT_REWRITE (see plugin/__init__.py).
 """
@@ -167,18 +166,20 @@ def kept_text(config: pytest.Config, runner: Any) -> str:
     return text
 
 
-def failure_section(config: pytest.Config, runner: Any) -> str | None:
-    """A failing test's "pypto artifacts" report section (None: nothing to say): keeps
-    the runner's last artifact, then says where it is and where its run's task graph and
-    schedule are."""
+def failure_section(config: pytest.Config, runner: Any, error: Any = None) -> str | None:
+    """A failing test's "pypto artifacts" section (None: nothing to say): keeps the last
+    artifact; where it is, an `assert_close` ``error``'s heatmap, the run's graph."""
     kept = runner.keep_failure()
     if kept is None and getattr(runner, "keep_error", None) is None:
         return None
     text = kept_text(config, runner)
-    if kept is not None and (kept / "trace.json").is_file():
-        from pytest_pypto.harness.runner import schedule_note  # lazy: plugin import cost
+    if kept is not None:
+        from pytest_pypto.harness.runner import error_heatmap_lines, schedule_note  # lazy: cost
 
-        text += f"\n{schedule_note(kept)}"
+        if getattr(error, "arrays", None):
+            text += "".join(f"\n{line}" for line in error_heatmap_lines(kept, error))
+        if (kept / "trace.json").is_file():
+            text += f"\n{schedule_note(kept)}"
     return text
 
 
@@ -280,7 +281,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     runner = item.stash.get(RUNNER_KEY, None)
     if call.excinfo is not None and report.failed and runner is not None and call.when == "call":
-        text = failure_section(item.config, runner)
+        text = failure_section(item.config, runner, call.excinfo.value)
         if text is not None:
             report.sections.append(("pypto artifacts", text))
     if call.when == "call":
