@@ -63,6 +63,7 @@ MATMUL_OPS = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 OPERAND_BYTES = {"INT8": 1, "FP16": 2, "BF16": 2, "FP32": 4}
 
 Index = Any  # an int or an INDEX-typed Expr
+_CHOSEN: dict[tuple[Any, ...], tuple[Any, L0TileResult | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,20 @@ def auto_tile_l0(program: n.Program, ctx: PassContext) -> n.Program:
 
 def _choose(ctx: PassContext, M: int, N: int, K: int, dtype: str,  # noqa: N803
             max_n: int = 0) -> L0TileResult | None:
-    """The chooser's tile for [M, K] @ [K, N] of ``dtype`` (None: no legal tile)."""
+    """The chooser's tile for [M, K] @ [K, N] of ``dtype`` (None: no legal tile),
+    remembered: tensor lowering and this pass ask for the same matmuls."""
+    key = (M, N, K, dtype, max_n, ctx.l0c_double_buffer, id(ctx.arch))
+    got = _CHOSEN.get(key)
+    if got is not None and got[0] is ctx.arch:
+        return got[1]
+    if len(_CHOSEN) >= 1024:
+        _CHOSEN.clear()  # bounded: a long session sees many distinct shapes
+    choice = _CHOSEN[key] = (ctx.arch, _choose_now(ctx, M, N, K, dtype, max_n))
+    return choice[1]
+
+
+def _choose_now(ctx: PassContext, M: int, N: int, K: int, dtype: str,  # noqa: N803
+                max_n: int) -> L0TileResult | None:
     cfg = config_for(ctx.arch, M, N, K, bytes_a=OPERAND_BYTES[dtype],
                      bytes_b=OPERAND_BYTES[dtype],
                      acc_dtype="INT32" if dtype == "INT8" else "FP32", max_n=max_n)
