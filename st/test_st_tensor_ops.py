@@ -2,11 +2,12 @@
 (an Opaque function with a `pl.at` region, `pl.matmul(..., b_trans=True, out_dtype=)`,
 row reductions, `pl.assemble` into the output), run once per requested cell.
 
-The tiling the compiler picks depends on the cell's arch: the [256, 256] FP32 score
-accumulator (256 KiB) fits a5's Acc whole but must be cut in two on a2a3 (128 KiB);
-its K=64 fits Left/Right in one chunk on both, while the second product's K=256 is
-accumulated in Acc over chunks on both (Left/Right are 64 KiB on either arch, so K
-chunking does not depend on the arch).  The golden is float64 numpy.
+The tiling the compiler picks depends on the cell's arch: each product reaches AutoL0
+whole and is cut with the L0 chooser's tile (docs/design/checks.md §7a).  The [256, 256]
+FP32 score accumulator (256 KiB) fits a5's Acc whole but must be cut in two on a2a3
+(128 KiB); its K=64 is cut where the chooser says (on a5 the FP32 [256, 64] moving
+operand is half of L0A), while the second product's K=256 is accumulated in Acc over
+blocks on both.  The golden is float64 numpy.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig
 from pytest_pypto.compiler.api import lower
+from pytest_pypto.compiler.l0_chooser import choose_l0_tile, config_for
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.harness import DataType, PTOTestCase, TensorSpec
 
@@ -79,13 +81,20 @@ def test_the_score_matmul_is_tiled_for_the_cell(pypto_runner):
     kernel = work.functions["attention"]
     calls = [e for _, e in iter_calls(kernel.body) if hasattr(e, "op")]
     accs = [c for c in calls if c.op in ("tile.matmul", "tile.matmul_acc")]
-    score_tile = accs[0].type.shape  # the first product: the score accumulator tile
+    line = accs[0].span.line  # the first product's: the score accumulator tile
+    score_tile = accs[0].type.shape
     peak = ctx.kernels["attention"].peak
     for space in ("Acc", "Left", "Right", "Mat", "Vec"):
         assert peak[space] <= arch.capacity[space], space
-    assert accs[0].op == "tile.matmul" and accs[1].span.line != accs[0].span.line  # K whole
+    cfg = config_for(arch, S, S, D, bytes_a=4, bytes_b=4, acc_dtype="FP32")
+    cfg.allow_a_stationary = cfg.allow_b_stationary = True
+    choice = choose_l0_tile(cfg)
+    assert tuple(score_tile) == (choice.m, choice.n)
     if arch.name == "a2a3":
         assert score_tile[0] * score_tile[1] == S * S // 2  # cut in two 128 KiB tiles
     else:
         assert tuple(score_tile) == (S, S)  # 256 KiB: a5's whole Acc
-    assert any(c.op == "tile.matmul_acc" for c in accs)  # p @ v: K=256 in chunks in Acc
+    lefts = [c for c in calls if c.op == "tile.extract" and c.span.line == line
+             and c.type.space == "Left"]
+    assert lefts and {c.type.shape[1] for c in lefts} == {choice.k}
+    assert any(c.op == "tile.matmul_acc" and c.span.line != line for c in accs)  # p @ v

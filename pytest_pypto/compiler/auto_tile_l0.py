@@ -9,8 +9,10 @@ static 2-D tiles in Mat (the bias in Mat or Bias) is given the tile ``(m, n, k)`
 * the output fits L0C (``m == M``, ``n == N``): the K axis is cut; each block extracts
   ``[M, k]`` of the left operand into Left and ``[k, N]`` of the right into Right, the
   first block starts the accumulator (``matmul``, or ``matmul_bias`` so the bias is added
-  once), the others accumulate (``matmul_acc``); a K that ``k`` does not divide ends with
-  a narrower last block;
+  once), the others accumulate (``matmul_acc``); two or more full blocks are a two-stage
+  ``pl.pipeline(0, K', k)`` carrying a fresh Acc tile (block 0 starts it in an
+  ``if ko == 0`` branch) or the caller's accumulator (every block accumulates); a K that
+  ``k`` does not divide ends with a narrower last block after the loop;
 * the output does not fit (a fresh ``matmul`` or ``matmul_bias`` whose only use is one
   ``tile.store``): the output is cut into ``[m, n]`` tiles (a narrower last row and column
   of tiles where ``m``/``n`` do not divide), each reduced over K as above and stored
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_pypto.compiler.capacity import tile_bytes
-from pytest_pypto.compiler.l0_chooser import choose_l0_tile, config_for
+from pytest_pypto.compiler.l0_chooser import L0TileResult, choose_l0_tile, config_for
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
 from pytest_pypto.compiler.tensor_valid import combine
@@ -48,7 +50,7 @@ from pytest_pypto.compiler.typecheck import call_info, convert_rule_error
 from pytest_pypto.compiler.walk import NameGen, all_names, iter_stmts, rewrite_bodies, stmt_uses
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.casts import mode_name
-from pytest_pypto.ir.dtypes import INDEX
+from pytest_pypto.ir.dtypes import BOOL, INDEX
 from pytest_pypto.ir.errors import CapacityError
 from pytest_pypto.ir.ops.cast import CAST_OP
 from pytest_pypto.ir.ops.memory import LOAD_OP, MOVE_OP, STORE_OP
@@ -61,6 +63,7 @@ MATMUL_OPS = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 OPERAND_BYTES = {"INT8": 1, "FP16": 2, "BF16": 2, "FP32": 4}
 
 Index = Any  # an int or an INDEX-typed Expr
+_CHOSEN: dict[tuple[Any, ...], tuple[Any, L0TileResult | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,52 @@ def auto_tile_l0(program: n.Program, ctx: PassContext) -> n.Program:
         if tiler.changed:
             ctx.exprs_rewritten = True
     return program
+
+
+def _choose(ctx: PassContext, M: int, N: int, K: int, dtype: str,  # noqa: N803
+            max_n: int = 0) -> L0TileResult | None:
+    """The chooser's tile for [M, K] @ [K, N] of ``dtype`` (None: no legal tile),
+    remembered: tensor lowering and this pass ask for the same matmuls."""
+    key = (M, N, K, dtype, max_n, ctx.l0c_double_buffer, id(ctx.arch))
+    got = _CHOSEN.get(key)
+    if got is not None and got[0] is ctx.arch:
+        return got[1]
+    if len(_CHOSEN) >= 1024:
+        _CHOSEN.clear()  # bounded: a long session sees many distinct shapes
+    choice = _CHOSEN[key] = (ctx.arch, _choose_now(ctx, M, N, K, dtype, max_n))
+    return choice[1]
+
+
+def _choose_now(ctx: PassContext, M: int, N: int, K: int, dtype: str,  # noqa: N803
+                max_n: int) -> L0TileResult | None:
+    cfg = config_for(ctx.arch, M, N, K, bytes_a=OPERAND_BYTES[dtype],
+                     bytes_b=OPERAND_BYTES[dtype],
+                     acc_dtype="INT32" if dtype == "INT8" else "FP32", max_n=max_n)
+    cfg.allow_a_stationary = cfg.allow_b_stationary = True
+    cfg.allow_double_buffer_c = ctx.l0c_double_buffer
+    try:
+        return choose_l0_tile(cfg)
+    except ValueError:
+        return None
+
+
+def places_whole(ctx: PassContext, M: int, N: int, K: int, dtype: str, *,  # noqa: N803
+                 stored: bool) -> bool:
+    """Whether a fresh ``tile.matmul`` of whole Mat operands [M, K] @ [K, N] compiles
+    through this pass: it fits L0 as it is, only its K is cut, or its output is cut into
+    a grid (``stored``: its one use is a store right after it).  Tensor lowering
+    (compiler/tensor_lowering.py) leaves such a matmul whole, as PyPTO's does."""
+    frac = ctx.arch.cube_fractal
+    if dtype not in OPERAND_BYTES or K % frac or min(M, N, K) < frac:
+        return False
+    choice = _choose(ctx, M, N, K, dtype)
+    return choice is not None and (stored or (choice.m, choice.n) == (M, N))
+
+
+def cuts(ctx: PassContext, M: int, N: int, K: int, dtype: str) -> bool:  # noqa: N803
+    """Whether this pass cuts a Mat-operand matmul [M, K] @ [K, N] of ``dtype``."""
+    choice = _choose(ctx, M, N, K, dtype) if dtype in OPERAND_BYTES else None
+    return choice is not None and (choice.m, choice.n, choice.k) != (M, N, K)
 
 
 def _static_2d(t: Any) -> bool:
@@ -229,15 +278,9 @@ class _Tiler:
         if nbytes is None or rt.dtype.name != lt.dtype.name or rt.shape[0] != K \
                 or K % frac or min(M, N, K) < frac:
             return None
-        acc_dtype = "INT32" if lt.dtype.name == "INT8" else "FP32"
         max_n = self.ctx.arch.capacity["Bias"] // 4 if bias is not None else 0
-        cfg = config_for(self.ctx.arch, M, N, K, bytes_a=nbytes, bytes_b=nbytes,
-                         acc_dtype=acc_dtype, max_n=max_n)
-        cfg.allow_a_stationary = cfg.allow_b_stationary = True
-        cfg.allow_double_buffer_c = self.ctx.l0c_double_buffer
-        try:
-            choice = choose_l0_tile(cfg)
-        except ValueError:
+        choice = _choose(self.ctx, M, N, K, lt.dtype.name, max_n)
+        if choice is None:
             return None
         m, n_, k = choice.m, choice.n, choice.k
         if (m, n_, k) == (M, N, K):
@@ -308,9 +351,10 @@ class _Tiler:
 
     def loop(self, out: list[n.Stmt], start: int, stop: int, step: int, carried: n.Var,
              body: Callable[[list[n.Stmt], n.Expr, n.Var], n.Var], name: str = "ko",
-             dbc: bool = False) -> n.Var:
+             dbc: bool = False, pipeline: bool = False) -> n.Var:
         """``for i in range(start, stop, step)`` carrying one value; inline for one trip.
-        ``dbc``: a two-stage pipeline whose accumulators alternate (module docstring)."""
+        ``pipeline``: a two-stage pipeline (the K blocks); ``dbc``: one whose accumulators
+        alternate (module docstring)."""
         if stop - start <= step:
             return body(out, self.index(start), carried)
         var = n.Var(self.names.fresh(name), type=ScalarType(INDEX), span=self.span)
@@ -319,7 +363,8 @@ class _Tiler:
         nxt = body(stmts, var, inner)
         stmts.append(n.Yield((self.ref(nxt),), span=self.span))
         result = n.Var(self.names.fresh(carried.name), type=carried.type, span=self.span)
-        kind, attrs = ("pipeline", {"stage": 2, DBC_ATTR: True}) if dbc else ("range", {})
+        kind, attrs = ("pipeline", {"stage": 2, DBC_ATTR: True}) if dbc else \
+            ("pipeline", {"stage": 2}) if pipeline else ("range", {})
         out.append(n.For(var, self.index(start), self.index(stop), self.index(step), stmts,
                          carried=((inner, self.ref(carried)),), results=(result,),
                          span=self.span, kind=kind, attrs=attrs))
@@ -340,16 +385,22 @@ class _Tiler:
     # ------------------------------------------------------------------ the K chain
     def reduce_k(self, out: list[n.Stmt], p: _Plan, row: Index, col: Index, tm: int,
                  tn: int, bias: n.Var | None) -> n.Var:
-        """The ``[tm, tn]`` output tile at (row, col) reduced over K in blocks of ``p.k``."""
+        """The ``[tm, tn]`` output tile at (row, col) reduced over K in blocks of ``p.k``:
+        the full blocks (a two-stage pipeline from 0 when there are two or more), then a
+        narrower last block where ``k`` does not divide K."""
 
-        def block(stmts: list[n.Stmt], k0: Index, width: int, acc: n.Var | None) -> n.Var:
+        def operands(stmts: list[n.Stmt], k0: Index, width: int) -> tuple[n.Var, n.Var]:
             left = self.emit(stmts, f"{p.lhs.name}_left", "tile.extract", tile=p.lhs,
                              index_row=self.index(row), index_col=self.index(k0),
                              shape=(tm, width), target_memory="Left")
             right = self.emit(stmts, f"{p.rhs.name}_right", "tile.extract", tile=p.rhs,
                               index_row=self.index(k0), index_col=self.index(col),
                               shape=(width, tn), target_memory="Right")
+            return left, right
+
+        def mad(stmts: list[n.Stmt], lr: tuple[n.Var, n.Var], acc: n.Var | None) -> n.Var:
             base = p.stmt.targets[0].name
+            left, right = lr
             if acc is not None:
                 return self.emit(stmts, base, "tile.matmul_acc", acc=acc, lhs=left, rhs=right)
             if bias is not None:
@@ -358,12 +409,35 @@ class _Tiler:
             return self.emit(stmts, base, "tile.matmul", lhs=left, rhs=right)
 
         full, tail = divmod(p.K, p.k)
-        acc = block(out, 0, p.k, p.acc)
-        if full > 1:
-            acc = self.loop(out, p.k, full * p.k, p.k, acc,
-                            lambda s, k0, c: block(s, k0, p.k, c))
+        if full == 1:
+            acc = mad(out, operands(out, 0, p.k), p.acc)
+        elif p.acc is not None:  # the caller's accumulator: every block accumulates
+            acc = self.loop(out, 0, full * p.k, p.k, p.acc,
+                            lambda s, k0, c: mad(s, operands(s, k0, p.k), c), pipeline=True)
+        else:  # a fresh Acc tile, started by block 0
+            acc_t: TileType = p.call.type  # type: ignore[assignment]
+            init = self.emit(out, f"{p.stmt.targets[0].name}_l0", "tile.create",
+                             shape=(tm, tn), dtype=acc_t.dtype, target_memory="Acc")
+
+            def first_or_rest(stmts: list[n.Stmt], k0: n.Expr, c: n.Var) -> n.Var:
+                lr = operands(stmts, k0, p.k)
+                then_body: list[n.Stmt] = []
+                first = mad(then_body, lr, None)
+                then_body.append(n.Yield((self.ref(first),), span=self.span))
+                else_body: list[n.Stmt] = []
+                rest = mad(else_body, lr, c)
+                else_body.append(n.Yield((self.ref(rest),), span=self.span))
+                merged = n.Var(self.names.fresh(p.stmt.targets[0].name), type=first.type,
+                               span=self.span)
+                cond = n.Compare("==", self.ref(k0), self.index(0),  # type: ignore[arg-type]
+                                 type=ScalarType(BOOL), span=self.span)
+                stmts.append(n.If(cond, then_body, else_body, results=(merged,),
+                                  span=self.span))
+                return merged
+
+            acc = self.loop(out, 0, full * p.k, p.k, init, first_or_rest, pipeline=True)
         if tail:
-            acc = block(out, full * p.k, tail, acc)
+            acc = mad(out, operands(out, full * p.k, tail), acc)
         return acc
 
     def k_only(self, p: _Plan) -> list[n.Stmt]:

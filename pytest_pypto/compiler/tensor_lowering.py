@@ -14,9 +14,9 @@ lowered here, before every check that looks at tiles, into
 
 so memory-space, capacity and bounds checks see exactly the tiles the program
 allocates, and a 512x512 FP32 add fits a2a3's Vec.  Results are tile results,
-rounded to the tile (= tensor) dtype by the tile op as usual.  A tensor matmul loads
-its operands into Mat, moves them to Left/Right, accumulates its K chunks in Acc
-and stores the accumulator once into the result tensor of ``out_dtype`` (so the FP32
+rounded to the tile (= tensor) dtype by the tile op as usual.  A tensor matmul
+(compiler/matmul_lowering.py) loads its operands into Mat, accumulates its K chunks in
+Acc and stores the accumulator once into the result tensor of ``out_dtype`` (so the FP32
 sum is rounded once, docs/design/numerics.md §3).  Every generated node carries the span of the
 user's call, so errors point at the user's line.
 
@@ -42,7 +42,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_pypto.compiler import tensor_hooks, tiling, whole_tensor_hooks
+from pytest_pypto.compiler import matmul_lowering, tensor_hooks, tiling, whole_tensor_hooks
 from pytest_pypto.compiler.lowering_hooks import HOOKS, hook
 from pytest_pypto.compiler.passes import PassContext
 from pytest_pypto.compiler.structure import kernels
@@ -52,7 +52,7 @@ from pytest_pypto.compiler.walk import NameGen, all_names, is_tile, iter_stmts, 
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir import tensor_forms
 from pytest_pypto.ir.dtypes import INDEX
-from pytest_pypto.ir.errors import CapacityError, ShapeError
+from pytest_pypto.ir.errors import ShapeError
 from pytest_pypto.ir.ops._rules import enum_name
 from pytest_pypto.ir.ops.memory import LOAD_OP
 from pytest_pypto.ir.ops.tensor_level import LOCAL_OP
@@ -153,11 +153,17 @@ class _Lowering:
         # The user's own tiles may be live across a tensor op: leave them half of Vec.
         self.vec_budget = vec // 2 if _has_user_tiles(fn) else vec
         self.span: n.Span | None = None
+        # matmul results kept on chip for the cast after them (compiler/matmul_lowering.py)
+        self.kept_casts = matmul_lowering.kept_casts(self, fn)
+        self.skipped = {id(s) for s in self.kept_casts.values()}
+        self.kept_tiles: dict[str, n.Var] = {}
 
     # ---------------------------------------------------------------- driver
     def visit(self, body: list[n.Stmt]) -> list[n.Stmt]:
         out: list[n.Stmt] = []
         for stmt in body:
+            if id(stmt) in self.skipped:  # lowered with the matmul before it
+                continue
             value = stmt.value if isinstance(stmt, n.Assign) else (
                 stmt.expr if isinstance(stmt, n.ExprStmt) else None)
             spec = _lowered_spec(self.ctx, value)
@@ -183,12 +189,12 @@ class _Lowering:
             elif self.dynamic_rejected(value, spec):
                 raise self.dynamic_error(value, self.dynamic_dim(value))
             elif spec.matmul_result:
-                result = self.lower_matmul(out, value, spec)
+                result = matmul_lowering.lower_matmul(self, out, value, spec)
             elif spec.lowering_hook:  # per-op lowerings (compiler/lowering_hooks.py)
                 result = HOOKS[value.op](self, out, value, spec)
             else:
                 result = self.lower_vector(out, value, spec)
-            if target is not None:  # a hook may return a pair (gather's compare form)
+            if target is not None and result is not None:  # a pair: gather's compare form
                 results = result if isinstance(result, tuple) else (result,)
                 for t, r in zip(stmt.targets, results):
                     out.append(n.Assign((t,), self.ref(r), span=stmt.span))
@@ -474,125 +480,9 @@ class _Lowering:
 
         return self.tiles(out, shape, plan.extents, [result], body)[0]
 
-    # ---------------------------------------------------------------- matmul
-    def lower_matmul(self, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
-        lhs, rhs = call.arg("lhs"), call.arg("rhs")
-        a_trans, b_trans = bool(call.arg("a_trans")), bool(call.arg("b_trans"))
-        acc_in = call.arg("acc") if any(p.name == "acc" for p in spec.params) else None
-        result_t: TensorType = call.type  # type: ignore[assignment]
-        shape = tuple(result_t.shape)
-        batch, (m, n_) = shape[:-2], shape[-2:]
-        k = lhs.type.shape[-1] if not a_trans else lhs.type.shape[-2]
-        sized_m, sized_n, sized_k = tiling.notional((m, n_, k))  # dynamic dims: run-time loops
-        acc_dtype = self.type_of(self.ctx.registry["tile.matmul"], n.Call(
-            "tile.matmul", (("lhs", _probe(lhs, (sized_m, sized_k))),
-                            ("rhs", _probe(rhs, (sized_k, sized_n)))),
-            span=self.span)).dtype
-        plan = tiling.matmul_plan(sized_m, sized_n, sized_k, lhs.type.dtype, acc_dtype,
-                                  self.ctx.arch, vector_tiles=3 if acc_in is not None else 0)
-        if plan is None:
-            raise CapacityError(
-                f"tensor-level matmul of [{m}, {k}] @ [{k}, {n_}] {lhs.type.dtype.name}: not even "
-                f"the smallest {self.ctx.arch.cube_fractal}-aligned tiles fit the "
-                f"'{self.ctx.arch.name}' cube buffers",
-                self.span, arch=self.ctx.arch.name,
-            )
-        result = self.local(out, result_t)
-        ranks = (len(batch), lhs.type.rank - 2, rhs.type.rank - 2)
-
-        def per_batch(stmts, offsets, _ext, carried):
-            idx = offsets[:len(batch)]
-            a = self.matrix(stmts, lhs, idx, ranks[1], a_trans, len(batch))
-            b = self.matrix(stmts, rhs, idx, ranks[2], b_trans, len(batch))
-            y = carried[0] if not batch else self.matrix(stmts, carried[0], idx, len(batch),
-                                                         False, len(batch))
-            old = None
-            if acc_in is not None:
-                old = acc_in if not batch else self.matrix(stmts, acc_in, idx, len(batch),
-                                                           False, len(batch))
-            done = self.output_tiles(stmts, plan, a, b, y, old, call.arg("init_cond"))
-            return [done if not batch else carried[0]]
-
-        if not batch:
-            return per_batch(out, [], [], [result])[0]
-        return self.tiles(out, batch, (1,) * len(batch), [result], per_batch)[0]
-
-    def matrix(self, out, t: n.Var, idx: list[Index], rank: int, trans: bool,
-               batch_rank: int) -> n.Var:
-        """The [rows, cols] operand of one batch item (right-aligned batch broadcast)."""
-        if rank == 0 and not trans:
-            return t
-        dims = t.type.shape[:rank]
-        mine = idx[batch_rank - rank:] if rank else []
-        index = tuple(0 if d == 1 else i for d, i in zip(dims, mine))
-        return self.emit(out, f"{t.name}_m", "tensor.matrix_view", tensor=t, index=index,
-                         transpose=trans)
-
-    def output_tiles(self, out, plan: tiling.MatmulPlan, a: n.Var, b: n.Var, y: n.Var,
-                     old: n.Var | None, init_cond: Any) -> n.Var:
-        def body(stmts, offsets, ext, carried):
-            (i, j), (tm, tn) = offsets, ext
-            acc = self.k_chunks(stmts, plan, a, b, i, j, tm, tn)
-            if old is None:
-                return [self.store(stmts, acc, [i, j], carried[0])]
-            return [self.add_old(stmts, acc, old, i, j, tm, tn, carried[0], init_cond)]
-
-        m, n_ = y.type.shape[-2:]
-        return self.tiles(out, (m, n_), (plan.tm, plan.tn), [y], body)[0]
-
-    def k_chunks(self, out, plan, a, b, i, j, tm, tn) -> n.Var:
-        acc: n.Var | None = None
-        k = a.type.shape[-1]  # the contracted dim (a run-time loop when dynamic)
-        for seg in tiling.segments(k, plan.tk):
-            def step(stmts, k0, carried, seg=seg):
-                am = self.load(stmts, a, [i, k0], [tm, seg.extent], "Mat", "a_mat")
-                al = self.emit(stmts, "a_left", "tile.move", tile=am, target_memory="Left")
-                bm = self.load(stmts, b, [k0, j], [seg.extent, tn], "Mat", "b_mat")
-                br = self.emit(stmts, "b_right", "tile.move", tile=bm, target_memory="Right")
-                if not carried:
-                    return [self.emit(stmts, "acc", "tile.matmul", lhs=al, rhs=br)]
-                return [self.emit(stmts, "acc", "tile.matmul_acc", acc=carried[0], lhs=al,
-                                  rhs=br)]
-
-            if acc is None:
-                acc = step(out, seg.start, [])[0]
-                if seg.count == 1:
-                    continue
-                seg = tiling.Segment(seg.start + seg.extent, seg.stop, seg.extent)
-            acc = self.loop(out, seg, [acc], step)[0]
-        assert acc is not None
-        return acc
-
-    def add_old(self, out, acc, old, i, j, tm, tn, y, init_cond) -> n.Var:
-        """matmul_acc's ``old + product`` on the vector side (``product`` alone where
-        ``init_cond`` holds), stored into ``y``."""
-        prod = self.emit(out, "prod", "tile.move", tile=acc, target_memory="Vec")
-
-        def added(stmts):
-            prev = self.load(stmts, old, [i, j], [tm, tn], "Vec", "old")
-            total = self.emit(stmts, "sum", "tile.add", lhs=prev, rhs=prod)
-            return self.store(stmts, total, [i, j], y)
-
-        if init_cond is None:
-            return added(out)
-        then_body: list[n.Stmt] = []
-        first = self.store(then_body, prod, [i, j], y)
-        then_body.append(n.Yield((self.ref(first),), span=self.span))
-        else_body: list[n.Stmt] = []
-        rest = added(else_body)
-        else_body.append(n.Yield((self.ref(rest),), span=self.span))
-        merged = n.Var(self.names.fresh(y.name), type=y.type, span=self.span)
-        out.append(n.If(init_cond, then_body, else_body, results=(merged,), span=self.span))
-        return merged
-
-
 @hook("tensor.full")
 def _lower_full(lw: _Lowering, out: list[n.Stmt], call: n.Call, spec: OpSpec) -> n.Var:
     return lw.lower_full(out, call)
-
-
-def _probe(t: n.Var, shape: tuple[int, int]) -> n.Var:
-    return n.Var(t.name, type=TileType(shape, t.type.dtype))
 
 
 def _has_user_tiles(fn: n.Function) -> bool:

@@ -115,3 +115,43 @@ def test_pypto_planner_without_the_opt_in_keeps_one_accumulator():
     assert "pipeline_double_buffer_c" not in text
     text = through(direct_store(16, 64, 256))
     assert "pipeline_double_buffer_c" not in text
+
+
+def test_a_k_cut_is_a_two_stage_pipeline_from_zero_starting_its_accumulator_at_block_zero():
+    # 32x512x64 BF16: the [32, 64] FP32 output fits L0C, [32, 512] BF16 fits Mat, K is cut.
+    from pytest_pypto.arch import spec
+    from pytest_pypto.compiler.l0_chooser import choose_l0_tile, config_for
+
+    k = choose_l0_tile(config_for(spec("a2a3"), 32, 64, 512, bytes_a=2, bytes_b=2,
+                                  acc_dtype="FP32")).k
+    assert 512 % k == 0 and k < 512
+    lines = through(mat_matmul(32, 512, 64)).splitlines()
+    head = [i for i, line in enumerate(lines) if f"pl.pipeline(0, 512, {k}, stage=2" in line]
+    assert len(head) == 1
+    init = next(line for line in lines if "pl.tile.create([32, 64]" in line)
+    assert "pl.Mem.Acc" in init and init.split("=")[0].strip().split(":")[0] in lines[head[0]]
+    body = lines[head[0] + 1:]
+    branch = next(line for line in body if line.strip().startswith("if "))
+    assert branch.strip().endswith("== 0:")
+    assert any("pl.tile.matmul_acc(" in line for line in body)
+
+
+def mat_matmul(M, K, N):
+    @pl.program
+    class MatMatmul:
+        @pl.function(type=pl.FunctionType.InCore)
+        def kernel(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+                   out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            lm = pl.tile.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+            rm = pl.tile.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+            c = pl.tile.matmul(lm, rm)
+            out = pl.store(c, [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[M, K], pl.BF16], b: pl.Tensor[[K, N], pl.BF16],
+                 out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            out = self.kernel(a, b, out)
+            return out
+
+    return MatMatmul
