@@ -59,6 +59,9 @@ class Orchestrator:
     ):
         self._kernels = kernels
         self._groups: dict[str, Kernel] = {}  # Group task kernels, built on first submit
+        # (kernel name, func id) -> argument shapes (where they differ from the declared ones) of calls
+        # whose check passed: a later call meeting the same shapes skips it (`_arguments`)
+        self._accepted: dict[tuple[str, int], set[tuple]] = {}
         self._graph = graph
         self.roots = roots
         # Whether the orchestration did more than submit tasks (made a tensor, read or
@@ -247,6 +250,59 @@ class Orchestrator:
 
     def _submit(self, k: Kernel, args: Any, blocks: Any, launch: bool, sched: Any) -> Any:
         """Check and record the task(s) of one call; the (first) task."""
+        fast = self._arguments(k, args)
+        if fast is not None:
+            call_args, handles = fast
+        else:
+            call_args, handles = self._checked_arguments(k, args)
+        if blocks is None:
+            return self._graph.submit(k, call_args, handles, sched)
+        n = int(blocks)
+        if n < 1:
+            raise SimulationError(
+                f"pl.spmd launch of kernel '{k.name}' has {n} blocks; it needs at least one "
+                "(the block count is computed at run time)"
+            )
+        return self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+
+    def _arguments(self, k: Kernel, args: Any) -> tuple[list, list] | None:
+        """(call_args, handles) of a call whose check passed before: every tensor of its
+        parameter's dtype, and the shapes met where they differ from the declared ones
+        (dynamic dims) seen in an earlier call of ``k`` that `_checked_arguments` accepted
+        (the outcome of its checks depends on nothing else).  None: check it in full."""
+        kinds = k.kinds
+        if len(args) != len(kinds):
+            return None
+        shapes, dtypes = k.shapes, k.dtypes
+        call_args: list[Any] = []
+        handles: list[TensorHandle | None] = []
+        met: list[Any] = []
+        i = -1
+        for a in args:
+            i += 1
+            if a.__class__ is TensorHandle:
+                if kinds[i] != "tensor" or a.root.dtype.name != dtypes[i] or a.window is not None:
+                    return None
+                if a.shape != shapes[i]:
+                    met.append((i, a.shape))
+                call_args.append(a.array)
+                handles.append(a)
+            elif kinds[i] == "tensor" or isinstance(a, TensorHandle):
+                return None
+            else:
+                call_args.append(a)
+                handles.append(None)
+        if met:
+            accepted = self._accepted.get((k.name, k.func_id))
+            key = tuple(met)
+            if accepted is None or key not in accepted:
+                self._checked_arguments(k, args)  # raises, or accepts the shapes met
+                self._accepted.setdefault((k.name, k.func_id), set()).add(key)
+        return call_args, handles
+
+    def _checked_arguments(self, k: Kernel, args: Any) -> tuple[list, list]:
+        """(call_args, handles) of a call, every argument checked against ``k``'s
+        parameters (kind, dtype, rank, static dims; dynamic dims bound consistently)."""
         kernel = k.name
         if len(args) != len(k.kinds):
             raise SimulationError(
@@ -292,15 +348,7 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
-        if blocks is None:
-            return self._graph.submit(k, call_args, handles, sched)
-        n = int(blocks)
-        if n < 1:
-            raise SimulationError(
-                f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
-                "(the block count is computed at run time)"
-            )
-        return self._graph.launch(k, call_args, handles, n, launch, sched)[0]
+        return call_args, handles
 
     # -- explicit scheduling (runtime/explicit.py) ------------------------------------
     def task_dummy(self, deps: Any = ()) -> int:

@@ -83,3 +83,131 @@ def test_a_run_leaves_a_disabled_collector_disabled():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- the 2-D fast path of slice_view gives the handle the general path gives ----------------
+
+
+def _attrs(h):
+    return (h.root, h.start, h.shape, h.strides, h.lo, h.hi, h.coords, h.window,
+            h.array.shape, h.array.strides,
+            h.array.__array_interface__["data"][0] if h.array.size else None)
+
+
+def _sources():
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.runtime.tensors import reshape_view, transpose_view, whole_root
+
+    roots = []
+    fp32 = dtype_by_name("FP32")
+    base = whole_root(roots, np.arange(12 * 20, dtype=np.float32).reshape(12, 20), fp32,
+                      "base", "In")
+    flat = whole_root(roots, np.zeros(96, np.float32), fp32, "flat", "In")
+    return [base, transpose_view(base, 0, 1), reshape_view(flat, (8, 12)),
+            _general(base, (7, 9), (3, 5))]
+
+
+def _general(t, shape, offsets):
+    from pytest_pypto.runtime.tensors import slice_view
+
+    return slice_view(t, [np.int64(d) for d in shape], [np.int64(o) for o in offsets])
+
+
+def test_a_2d_slice_of_ints_is_the_handle_of_the_general_path():
+    from pytest_pypto.runtime.tensors import slice_view
+
+    rnd = np.random.default_rng(7)
+    checked = 0
+    for src in _sources():
+        n0, n1 = src.shape
+        for _ in range(200):
+            d0, d1 = int(rnd.integers(0, n0 + 1)), int(rnd.integers(0, n1 + 1))
+            o0, o1 = int(rnd.integers(0, n0 + 1)), int(rnd.integers(0, n1 + 1))
+            fast = slice_view(src, (d0, d1), (o0, o1))
+            slow = _general(src, (d0, d1), (o0, o1))
+            assert _attrs(fast) == _attrs(slow), (src, (d0, d1), (o0, o1))
+            checked += 1
+            # and a slice of the slice
+            if fast.shape[0] and fast.shape[1]:
+                inner = (fast.shape[0] // 2 + 1, fast.shape[1] // 2 + 1)
+                assert _attrs(slice_view(fast, inner, (0, 0))) == _attrs(
+                    _general(slow, inner, (0, 0)))
+    assert checked == 800
+
+
+def test_a_2d_slice_out_of_bounds_still_fails_as_before():
+    from pytest_pypto.runtime.tensors import slice_view
+
+    src = _sources()[0]
+    with pytest.raises(SimulationError, match="starts outside dimension 0: offset -1"):
+        slice_view(src, (2, 2), (-1, 0))
+    with pytest.raises(SimulationError, match="valid extent -2 of dimension 1"):
+        slice_view(src, (2, -2), (0, 0))
+
+
+# -- a call whose argument shapes passed the check once is not checked again --------------
+
+
+def _dyn_setup():
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.runtime.graph import TaskGraph
+    from pytest_pypto.runtime.loader import Kernel
+    from pytest_pypto.runtime.orchestrator import Orchestrator
+
+    ran = []
+
+    def fn(a, b, o, n):
+        ran.append((a.shape, b.shape, o.shape, n))
+        return (o,)
+
+    k = Kernel(name="k", func_id=0, core_type="aiv", fn=fn, arg_names=("a", "b", "o", "n"),
+               directions=("In", "In", "Out", "Scalar"),
+               kinds=("tensor", "tensor", "tensor", "scalar"),
+               dtypes=("FP32", "FP32", "FP32", "INDEX"),
+               shapes=(("M", 8), ("M", 8), ("M", 8), ()), returns=(2,))
+    graph = TaskGraph(2, kernels={"k": k}, deferred=True, eager=True)
+    rt = Orchestrator({"k": k}, graph, [])
+    fp32 = dtype_by_name("FP32")
+    x = rt.add_root(np.ones((16, 8), np.float32), fp32, "x", "In")
+    return rt, x, ran
+
+
+def _errors(rt, args):
+    try:
+        rt.submit("k", args, returns=(2,))
+    except SimulationError as exc:
+        return str(exc)
+    return None
+
+
+def test_a_dynamic_dim_call_is_checked_once_per_shape_and_errors_stay_the_same(monkeypatch):
+    rt, x, ran = _dyn_setup()
+    checks = []
+    real = type(rt)._checked_arguments
+
+    def counted(self, k, args):
+        checks.append(1)
+        return real(self, k, args)
+
+    monkeypatch.setattr(type(rt), "_checked_arguments", counted)
+    four = rt.slice(x, (4, 8), (0, 0))
+    for _ in range(3):
+        rt.submit("k", (four, four, rt.create_tensor((4, 8), "FP32"), 3), returns=(2,))
+    assert len(checks) == 1
+    two = rt.slice(x, (2, 8), (4, 0))
+    rt.submit("k", (two, two, rt.create_tensor((2, 8), "FP32"), 3), returns=(2,))
+    assert len(checks) == 2
+    assert [r[0] for r in ran] == [(4, 8)] * 3 + [(2, 8)]
+    # disagreeing dims, a wrong dtype, a wrong rank: the same errors as an unchecked call
+    fresh, _, _ = _dyn_setup()
+    bad = [
+        (four, two, rt.create_tensor((4, 8), "FP32"), 1),
+        (four, four, rt.create_tensor((4, 8), "FP16"), 1),
+        (four, four, rt.reshape(rt.create_tensor((4, 8), "FP32"), (32,)), 1),
+        (four, 5, rt.create_tensor((4, 8), "FP32"), 1),
+        (four, four, rt.create_tensor((4, 8), "FP32"), four),
+    ]
+    for args in bad:
+        message = _errors(rt, args)
+        assert message is not None and message == _errors(fresh, args)
+    assert "dynamic dimension" in _errors(rt, bad[0])
