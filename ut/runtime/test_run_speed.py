@@ -211,3 +211,34 @@ def test_a_dynamic_dim_call_is_checked_once_per_shape_and_errors_stay_the_same(m
         message = _errors(rt, args)
         assert message is not None and message == _errors(fresh, args)
     assert "dynamic dimension" in _errors(rt, bad[0])
+
+
+# -- a fresh buffer holds the same bits as np.full of its fill value ---------------------
+
+
+@pytest.mark.parametrize("mode", ["poison", "zero"])
+def test_a_fresh_buffer_holds_the_bits_np_full_gives(mode):
+    from pytest_pypto.ir.dtypes import ALL_DTYPES
+    from pytest_pypto.ir.values import UNINITIALIZED, fill_value, new_buffer
+
+    token = UNINITIALIZED.set(mode)
+    try:
+        seen = 0
+        for dtype in ALL_DTYPES:
+            if dtype.storage is None:
+                continue
+            for pad in (None, "zero", "min", "max"):
+                try:
+                    fill = fill_value(dtype, pad)
+                except ValueError:  # no such pad for the dtype (BOOL's min): both refuse it
+                    with pytest.raises(ValueError):
+                        new_buffer((3, 5), dtype, pad)
+                    continue
+                want = np.full((3, 5), fill, dtype=dtype.np)
+                got = new_buffer((3, 5), dtype, pad)
+                assert got.dtype == want.dtype and got.shape == (3, 5)
+                assert got.tobytes() == want.tobytes(), (dtype.name, pad)
+                seen += 1
+        assert seen >= 40
+    finally:
+        UNINITIALIZED.reset(token)
