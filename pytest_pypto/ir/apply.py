@@ -76,6 +76,17 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
     the dtype's range (rather than a bare OverflowError, or a silent 0).
     """
     if dtype.is_float:
+        cls = value.__class__
+        if (cls is float or cls is int) and value:  # (not +-0.0: equal keys, two results)
+            key = (cls, value, dtype.name)
+            hit = _CONVERTED.get(key)
+            if hit is None:
+                if len(_CONVERTED) >= _CONVERTED_MAX:
+                    _CONVERTED.clear()
+                with np.errstate(over="ignore", invalid="ignore"):
+                    hit = _CONVERTED[key] = float(
+                        np.asarray(float(value), dtype=np.float64).astype(dtype.np))
+            return hit
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.asarray(float(value), dtype=np.float64).astype(dtype.np))
     if dtype.is_int:
@@ -86,6 +97,12 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
             v -= 1 << dtype.bits
         return v
     return bool(value)
+
+
+# (type, value, float dtype name) -> the scalar rounded to that dtype: a kernel converts the
+# same few literals and Scalars over and over (a NaN key never matches: converted anew)
+_CONVERTED: dict[tuple[type, Any, str], float] = {}
+_CONVERTED_MAX = 4096
 
 
 def _float_to_int(value: float, dtype: DataType) -> int:

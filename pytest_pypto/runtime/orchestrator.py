@@ -165,7 +165,8 @@ class Orchestrator:
         self.beyond_submits = True
         t = self._handle(t, "tensor.read")
         idx = self._index(t, index, "tensor.read")
-        self._graph.finish_writers(element_window(t, idx))
+        if self._graph.pending:  # (an eager graph has none: no window to make)
+            self._graph.finish_writers(element_window(t, idx))
         return t.array[idx].item()
 
     def write(self, t: TensorHandle, index: Any, value: Any) -> None:
@@ -178,7 +179,8 @@ class Orchestrator:
                 hint="declare it pl.InOut[...] or write into a pl.create_tensor buffer",
             )
         idx = self._index(t, index, "tensor.write")
-        self._graph.finish_writers(element_window(t, idx), include_readers=True)
+        if self._graph.pending:
+            self._graph.finish_writers(element_window(t, idx), include_readers=True)
         t.array[idx] = value
 
     def assemble(self, target: TensorHandle, source: TensorHandle, offsets: Any) -> TensorHandle:

@@ -242,3 +242,39 @@ def test_a_fresh_buffer_holds_the_bits_np_full_gives(mode):
         assert seen >= 40
     finally:
         UNINITIALIZED.reset(token)
+
+
+# -- converted scalars are remembered, with the same results -----------------------------
+
+
+def test_a_remembered_scalar_conversion_is_the_fresh_one():
+    from pytest_pypto.ir.apply import scalar_to_dtype
+    from pytest_pypto.ir.dtypes import dtype_by_name
+
+    values = [0.1, -0.0, 0.0, 1e39, -1e39, 3, -7, 65504.5, 1.0000001, 2 ** 40, float("inf")]
+    for name in ("FP32", "FP16", "BF16"):
+        dtype = dtype_by_name(name)
+        for value in values:
+            with np.errstate(over="ignore"):  # (1e39 overflows FP16 and FP32 to inf)
+                want = float(np.asarray(float(value), dtype=np.float64).astype(dtype.np))
+            for _ in range(2):  # the first call converts, the second remembers
+                got = scalar_to_dtype(value, dtype)
+                assert got.__class__ is float
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (name, value)
+    nan = scalar_to_dtype(float("nan"), dtype_by_name("FP32"))
+    assert nan != nan
+
+
+@pytest.mark.parametrize("name,value", [("FP32", 0.0), ("FP32", -0.0), ("BF16", 0.1),
+                                        ("FP16", 1e5), ("INT8", 300), ("INT32", -5),
+                                        ("UINT64", 2 ** 64 - 1), ("BOOL", 1)])
+def test_tile_full_holds_the_value_np_full_gives(name, value):
+    from pytest_pypto.ir.apply import scalar_to_dtype
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.registry import REGISTRY
+
+    dtype = dtype_by_name(name)
+    got = REGISTRY["tile.full"].execute(shape=(2, 3), dtype=dtype, value=value)
+    want = np.full((2, 3), scalar_to_dtype(value, dtype), dtype=dtype.np)
+    assert got.data.dtype == want.dtype and got.data.tobytes() == want.tobytes()
+    assert got.valid == (2, 3)
