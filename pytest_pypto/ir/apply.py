@@ -77,8 +77,8 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
     """
     if dtype.is_float:
         cls = value.__class__
-        if (cls is float or cls is int) and value:  # (not +-0.0: equal keys, two results)
-            key = (cls, value, dtype.name)
+        if cls is float or cls is int:  # (the sign tells 0.0 from -0.0, equal as keys)
+            key = (cls, value, dtype.name, math.copysign(1.0, value) if cls is float else 0.0)
             hit = _CONVERTED.get(key)
             if hit is None:
                 if len(_CONVERTED) >= _CONVERTED_MAX:
@@ -99,9 +99,9 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
     return bool(value)
 
 
-# (type, value, float dtype name) -> the scalar rounded to that dtype: a kernel converts the
+# (type, value, float dtype name, sign) -> the scalar rounded to that dtype: a kernel converts the
 # same few literals and Scalars over and over (a NaN key never matches: converted anew)
-_CONVERTED: dict[tuple[type, Any, str], float] = {}
+_CONVERTED: dict[tuple[type, Any, str, float], float] = {}
 _CONVERTED_MAX = 4096
 
 

@@ -74,8 +74,8 @@ class Orchestrator:
     ):
         self._kernels = kernels
         self._groups: dict[str, Kernel] = {}  # Group task kernels, built on first submit
-        # (kernel name, func id) -> argument shapes (where they differ from the declared ones) of calls
-        # whose check passed: a later call meeting the same shapes skips it (`_arguments`)
+        # (kernel name, func id) -> the tensor argument shapes of calls whose check passed:
+        # a later call with the same shapes skips it (`_arguments`)
         self._accepted: dict[tuple[str, int], set[tuple]] = {}
         self._graph = graph
         self.roots = roots
@@ -284,37 +284,32 @@ class Orchestrator:
 
     def _arguments(self, k: Kernel, args: Any) -> tuple[list, list] | None:
         """(call_args, handles) of a call whose check passed before: every tensor of its
-        parameter's dtype, and the shapes met where they differ from the declared ones
-        (dynamic dims) seen in an earlier call of ``k`` that `_checked_arguments` accepted
-        (the outcome of its checks depends on nothing else).  None: check it in full."""
+        parameter's dtype, and the same tensor shapes as an earlier call of ``k`` that
+        `_checked_arguments` accepted (the outcome of its checks depends on nothing else).
+        None: check it in full."""
         kinds = k.kinds
         if len(args) != len(kinds):
             return None
-        shapes, dtypes = k.shapes, k.dtypes
         call_args: list[Any] = []
         handles: list[TensorHandle | None] = []
-        met: list[Any] = []
-        i = -1
-        for a in args:
-            i += 1
+        met: list[Any] = []  # the tensor arguments' shapes, in order
+        for a, kind, dtype in zip(args, kinds, k.dtypes):
             if a.__class__ is TensorHandle:
-                if kinds[i] != "tensor" or a.root.dtype.name != dtypes[i] or a.window is not None:
+                if kind != "tensor" or a.root.dtype.name != dtype or a.window is not None:
                     return None
-                if a.shape != shapes[i]:
-                    met.append((i, a.shape))
+                met.append(a.shape)
                 call_args.append(a.array)
                 handles.append(a)
-            elif kinds[i] == "tensor" or isinstance(a, TensorHandle):
+            elif kind == "tensor" or isinstance(a, TensorHandle):
                 return None
             else:
                 call_args.append(a)
                 handles.append(None)
-        if met:
-            accepted = self._accepted.get((k.name, k.func_id))
-            key = tuple(met)
-            if accepted is None or key not in accepted:
-                self._checked_arguments(k, args)  # raises, or accepts the shapes met
-                self._accepted.setdefault((k.name, k.func_id), set()).add(key)
+        key = tuple(met)
+        accepted = self._accepted.get((k.name, k.func_id))
+        if accepted is None or key not in accepted:
+            self._checked_arguments(k, args)  # raises, or accepts these shapes
+            self._accepted.setdefault((k.name, k.func_id), set()).add(key)
         return call_args, handles
 
     def _checked_arguments(self, k: Kernel, args: Any) -> tuple[list, list]:
