@@ -278,3 +278,29 @@ def test_tile_full_holds_the_value_np_full_gives(name, value):
     want = np.full((2, 3), scalar_to_dtype(value, dtype), dtype=dtype.np)
     assert got.data.dtype == want.dtype and got.data.tobytes() == want.tobytes()
     assert got.valid == (2, 3)
+
+
+# -- a fully valid tile reshapes on the fast path into what the general path gives --------
+
+
+def test_reshape_of_a_fully_valid_tile_is_the_general_result():
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.ops.views import reshape_valid
+    from pytest_pypto.ir.registry import REGISTRY
+    from pytest_pypto.ir.values import TileValue
+
+    reshape = REGISTRY["tile.reshape"].execute
+    fp32 = dtype_by_name("FP32")
+    src = TileValue(np.arange(32, dtype=np.float32).reshape(16, 2), (16, 2), fp32, "Vec", "min")
+    for shape in [(2, 16), (32, 1), (1, 32), (4, 8)]:
+        fast = reshape(src, shape=shape)
+        slow = reshape(src, shape=[np.int64(d) for d in shape])  # a list: the general path
+        assert fast.valid == slow.valid == reshape_valid("tile.reshape", (16, 2), (16, 2), shape)
+        assert all(v.__class__ is int for v in fast.valid)
+        assert (fast.dtype, fast.space, fast.pad) == (slow.dtype, slow.space, slow.pad)
+        np.testing.assert_array_equal(fast.data, slow.data)
+        assert np.shares_memory(fast.data, src.data)  # zero-copy
+    partial = TileValue(np.zeros((16, 2), np.float32), (8, 2), fp32, "Vec")
+    assert reshape(partial, shape=(32, 1)).valid == (16, 1)  # a row-major prefix maps
+    with pytest.raises(ValueError):
+        reshape(src, shape=(5, 5))
