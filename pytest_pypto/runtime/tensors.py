@@ -360,7 +360,14 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
             view.root, view.array, view.start = t.root, t.array[o0:o0 + d0, o1:o1 + d1], start
             view.shape, view.strides, view.lo, view.window = (d0, d1), strides, start, None
             view.hi = start + (d0 - 1) * s0 + (d1 - 1) * s1 + 1 if d0 and d1 else start
-            view.coords = _frame_coords(start, (d0, d1), strides)
+            # _frame_coords of two dims: row-major strides, and the window inside a frame row
+            coords = None
+            if 0 < s1 <= s0 and not s0 % s1:
+                c0, rest = divmod(start, s0)
+                c1, rest = divmod(rest, s1)
+                if not rest and (c1 + d1) * s1 <= s0:
+                    coords = (c0, c1)
+            view.coords = coords
             return view
     shape = tuple(int(d) for d in shape)
     offsets = tuple(int(o) for o in offsets)
