@@ -304,3 +304,51 @@ def test_reshape_of_a_fully_valid_tile_is_the_general_result():
     assert reshape(partial, shape=(32, 1)).valid == (16, 1)  # a row-major prefix maps
     with pytest.raises(ValueError):
         reshape(src, shape=(5, 5))
+
+
+# -- a compiled float cast inside a run: the fast path's bits are the general path's -------
+
+
+@pytest.mark.parametrize("precise", [False, True])
+def test_a_float_cast_in_a_run_gives_the_bits_of_the_general_path(precise, monkeypatch):
+    from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
+    from pytest_pypto.ir.ops import cast as cast_module
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.registry import REGISTRY
+    from pytest_pypto.ir.types import TileType
+    from pytest_pypto.ir.values import TileValue
+
+    cast = REGISTRY["tile.cast"].execute
+    rnd = np.random.default_rng(3)
+    raw = np.concatenate([rnd.standard_normal(40) * 10.0 ** rnd.integers(-8, 8, 40),
+                          [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -7e4, 65520.0]])
+    names = ("FP32", "FP16", "BF16", "FP8E4M3FN", "FP8E5M2")
+    token = PRECISE.set(precise)
+    try:
+        for src_name in names:
+            for dst_name in names:
+                s, d = dtype_by_name(src_name), dtype_by_name(dst_name)
+                with np.errstate(all="ignore"):
+                    data = raw.astype(np.float32).astype(s.np).reshape(6, 8)
+                if precise and s.bits < 32:  # a precise run keeps a narrow tile in FP32
+                    data = data.astype(np.float32)
+                tile = TileValue(data, (6, 8), s, "Vec")
+                out = TileType((6, 8), d, "Vec", (6, 8), None)
+                kwargs = dict(target_type=d, chain=(src_name, dst_name), out=out)
+                general = cast(tile, **kwargs)  # QUIET_FLOATS unset: the general path
+                quiet = QUIET_FLOATS.set(True)
+                real = cast_module.run_chain
+                monkeypatch.setattr(cast_module, "run_chain", None)  # the fast path needs none
+                try:
+                    with np.errstate(all="ignore"):
+                        fast = cast(tile, **kwargs)
+                finally:
+                    QUIET_FLOATS.reset(quiet)
+                    monkeypatch.setattr(cast_module, "run_chain", real)
+                assert fast.data.dtype == general.data.dtype, (src_name, dst_name)
+                assert fast.data.tobytes() == general.data.tobytes(), (src_name, dst_name)
+                assert (fast.valid, fast.dtype, fast.space) == (
+                    general.valid, general.dtype, general.space)
+                assert not np.shares_memory(fast.data, data)
+    finally:
+        PRECISE.reset(token)
