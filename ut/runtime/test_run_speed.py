@@ -312,8 +312,8 @@ def test_reshape_of_a_fully_valid_tile_is_the_general_result():
 @pytest.mark.parametrize("precise", [False, True])
 def test_a_float_cast_in_a_run_gives_the_bits_of_the_general_path(precise, monkeypatch):
     from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
-    from pytest_pypto.ir.ops import cast as cast_module
     from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.ops import cast as cast_module
     from pytest_pypto.ir.registry import REGISTRY
     from pytest_pypto.ir.types import TileType
     from pytest_pypto.ir.values import TileValue
