@@ -254,8 +254,10 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
 
 def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> TileValue | None:
     """A binary float32-ufunc op (``compute.float32_ufunc``) on two fully valid FP32 tiles of
-    the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
-    and place give (float32 math, no rounding, a fresh buffer), without their calls.
+    the result's shape (or the second a column [rows, 1] the ufunc broadcasts, as the
+    row_expand ops' compute does), into an FP32 result: the ufunc's own result is what
+    widen, compute and place give (float32 math, no rounding, a fresh buffer), without
+    their calls.
     None when any of that does not hold (the general path runs)."""
     global _F32
     hit = _UFUNCS.get(id(spec))
@@ -274,10 +276,11 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     da, db = a.data, b.data
     shape = out.shape
     f32 = _F32
-    if (da.dtype is not f32 or db.dtype is not f32 or da.shape != shape or db.shape != shape
-            or a.valid != shape or b.valid != shape or a.dtype.name != "FP32"
-            or b.dtype.name != "FP32"):
+    if (da.dtype is not f32 or db.dtype is not f32 or da.shape != shape or a.valid != shape
+            or b.valid != db.shape or a.dtype.name != "FP32" or b.dtype.name != "FP32"):
         return None
+    if db.shape != shape and (len(shape) != 2 or db.shape != (shape[0], 1)):
+        return None  # (a column [rows, 1] broadcasts along the rows: row_expand_*)
     if QUIET_FLOATS.get():
         data = ufunc(da, db)
     else:

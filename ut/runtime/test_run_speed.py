@@ -352,3 +352,49 @@ def test_a_float_cast_in_a_run_gives_the_bits_of_the_general_path(precise, monke
                 assert not np.shares_memory(fast.data, data)
     finally:
         PRECISE.reset(token)
+
+
+# -- binary FP32 ops on the fast path, a column operand included: the general path's bits ----
+
+
+@pytest.mark.parametrize("op", ["tile.row_expand_add", "tile.row_expand_sub",
+                                "tile.row_expand_mul", "tile.row_expand_div",
+                                "tile.row_expand_max", "tile.row_expand_min", "tile.add",
+                                "tile.sub", "tile.mul", "tile.div", "tile.maximum"])
+def test_a_binary_fp32_op_on_the_fast_path_gives_the_general_bits(op):
+    from pytest_pypto.ir import apply as apply_module
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.registry import REGISTRY
+    from pytest_pypto.ir.types import TileType
+    from pytest_pypto.ir.values import TileValue
+
+    spec = REGISTRY[op]
+    fp32 = dtype_by_name("FP32")
+    rnd = np.random.default_rng(5)
+    a = rnd.standard_normal((8, 16)).astype(np.float32)
+    a[0, :4] = [np.nan, np.inf, -np.inf, 0.0]
+    column = op.startswith("tile.row_expand")
+    b = rnd.standard_normal((8, 1) if column else (8, 16)).astype(np.float32)
+    b[1] = 0.0
+    out = TileType((8, 16), fp32, "Vec", (8, 16), None)
+    ta = TileValue(a, (8, 16), fp32, "Vec")
+    tb = TileValue(b, b.shape, fp32, "Vec")
+    calls = []
+    real = apply_module._float32_binary
+
+    def watched(*args):
+        got = real(*args)
+        calls.append(got is not None)
+        return got
+
+    apply_module._float32_binary = watched
+    try:
+        with np.errstate(all="ignore"):
+            fast = apply_module.apply(spec, ta, tb, out=out)
+            general = apply_module.apply(spec, ta, tb, out=out, unused=None)  # attrs: general
+    finally:
+        apply_module._float32_binary = real
+    assert calls == [True]  # the first call took the fast path, the second never tried it
+    assert fast.data.dtype == general.data.dtype == np.float32
+    assert fast.data.tobytes() == general.data.tobytes()
+    assert (fast.valid, fast.dtype, fast.space) == (general.valid, general.dtype, general.space)
