@@ -215,10 +215,23 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
     """
     if spec.execute is not None:
         return spec.execute(*operands, out=out, **attrs)
-    if out is not None and len(operands) == 2 and not attrs:
-        fast = _float32_binary(spec, operands, out)
-        if fast is not None:
-            return fast
+    if out is not None and not attrs:
+        if len(operands) == 2:
+            fast = _float32_binary(spec, operands, out)
+            if fast is not None:
+                return fast
+        elif len(operands) == 1:
+            # One fully valid FP32 tile (a unary op): the general path's widen is the buffer
+            # itself, so compute on it and place the result, without the operand loop.
+            t = operands[0]
+            if t.__class__ is TileValue and t.valid == t.data.shape and t.dtype.name == "FP32" \
+                    and t.data.dtype == np.float32:
+                if QUIET_FLOATS.get():
+                    wide = spec.compute(t.data)
+                else:
+                    with np.errstate(all="ignore"):
+                        wide = spec.compute(t.data)
+                return place(wide, out, operands)
     tiles = [op for op in operands if isinstance(op, TileValue)]
     lead_dtype = tiles[0].dtype if tiles else out.dtype
     if all(_full(t) for t in tiles):

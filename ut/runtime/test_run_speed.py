@@ -398,3 +398,29 @@ def test_a_binary_fp32_op_on_the_fast_path_gives_the_general_bits(op):
     assert fast.data.dtype == general.data.dtype == np.float32
     assert fast.data.tobytes() == general.data.tobytes()
     assert (fast.valid, fast.dtype, fast.space) == (general.valid, general.dtype, general.space)
+
+
+@pytest.mark.parametrize("op", ["tile.exp", "tile.log", "tile.sqrt", "tile.rsqrt", "tile.recip",
+                                "tile.abs", "tile.neg", "tile.relu", "tile.sin", "tile.cos"])
+def test_a_unary_fp32_op_on_the_fast_path_gives_the_general_bits(op):
+    from pytest_pypto.ir import apply as apply_module
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.registry import REGISTRY
+    from pytest_pypto.ir.types import TileType
+    from pytest_pypto.ir.values import TileValue
+
+    spec = REGISTRY[op]
+    fp32 = dtype_by_name("FP32")
+    rnd = np.random.default_rng(9)
+    a = (rnd.standard_normal((8, 16)) * 30).astype(np.float32)
+    a[0, :5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    out = TileType((8, 16), fp32, "Vec", (8, 16), None)
+    ta = TileValue(a, (8, 16), fp32, "Vec")
+    with np.errstate(all="ignore"):
+        fast = apply_module.apply(spec, ta, out=out)
+        general = apply_module.apply(spec, ta, out=out, unused=None)  # attrs: the general path
+    assert fast.data.tobytes() == general.data.tobytes()
+    assert (fast.valid, fast.dtype, fast.space, fast.pad) == (
+        general.valid, general.dtype, general.space, general.pad)
+    assert not np.shares_memory(fast.data, a)
+    np.testing.assert_array_equal(a[1], ta.data[1])  # the operand is untouched
