@@ -10,6 +10,12 @@ PV matmul, online update), static and with ``pl.dynamic`` kernel dims, run on th
 simulator and checked against a vectorised numpy reference of the same math (the
 bench exits non-zero when they differ beyond BF16 tolerance).
 
+On a shared machine wall-clock times follow the load.  The "sim cpu s" and "cpu us/task"
+columns (process CPU seconds of the simulator's run) follow it much less, so they compare
+two trees measured at different loads; the "cpu ratio" (the simulator's CPU seconds over
+the reference's) still moves with it, since the memory-bound reference slows under
+contention more than the simulator does.
+
 Table 1, PyPTO's test sizes (the defaults: batch 64, 16 heads, head_dim 128, block 128,
 context 8,192, a 32,768-block pool, so each KV pool is [32768*128, 128] BF16 = 1 GiB;
 pass smaller ``--pool-blocks`` / ``--batch`` on a box short of memory): simulator
@@ -86,22 +92,24 @@ def measure(p: dict[str, Any]) -> dict[str, Any]:
     arrays["context_lens"] = np.minimum(lens, block)  # warm-up: one KV block per request
     pytest_pypto.run(compiled, *[arrays[n] for n in sk.ORDER], config=cfg)
     arrays["context_lens"] = lens
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     run = pytest_pypto.run(compiled, *args, config=cfg)
-    t_sim = time.perf_counter() - t0
+    t_sim, c_sim = time.perf_counter() - t0, time.process_time() - c0
     peak = peak_rss()
     tasks = len(run.tasks)
-    want, t_refs = None, []
+    want, t_refs, c_refs = None, [], []
     for _ in range(p["ref_repeat"]):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         want = sk.reference(*args[:5], heads, block)
         t_refs.append(time.perf_counter() - t0)
+        c_refs.append(time.process_time() - c0)
     err = float(np.abs(arrays["out"] - want).max())
     ok = bool(np.allclose(arrays["out"], want, rtol=RTOL, atol=ATOL))
     entry = sum(a.nbytes for a in args)
     return {**p, "tasks": tasks, "expected_tasks": sk.task_count(batch, heads, block, lens),
             "inputs": t_inputs, "compile": t_compile, "sim": t_sim,
             "kernels": run.kernel_seconds, "numpy": statistics.median(t_refs), "peak": peak,
+            "sim_cpu": c_sim, "numpy_cpu": statistics.median(c_refs),
             "entry": entry, "max_err": err, "ok": ok}
 
 
@@ -148,21 +156,23 @@ def print_full(rows: list[dict[str, Any]]) -> None:
     print(f"{'kernel':<8} {'platform':<8} {'batch':>5} {'context':>7} {'pool':>6} {'tasks':>6} "
           f"{'compile s':>9} {'sim s':>8} {'kernels s':>9} {'numpy s':>8} {'ratio':>7} "
           f"{'<=2':>4} {'entry MiB':>9} {'peak MiB':>8} {'peak/entry':>10} {'bound MiB':>9} "
-          f"{'ok':>4} {'max err':>8}")
+          f"{'ok':>4} {'max err':>8} {'sim cpu s':>9} {'cpu ratio':>9}")
     for r in rows:
         ratio = r["sim"] / r["numpy"]
+        cpu_ratio = r["sim_cpu"] / r["numpy_cpu"]
         bound = 2 * r["entry"] + TARGET_SLACK
         print(f"{r['kernel']:<8} {r['platform']:<8} {r['batch']:>5} {r['context']:>7} "
               f"{r['pool_blocks']:>6} {r['tasks']:>6} {r['compile']:>9.2f} {r['sim']:>8.2f} "
               f"{r['kernels']:>9.2f} {r['numpy']:>8.3f} {ratio:>6.2f}x "
               f"{'yes' if ratio <= TARGET_RATIO else 'no':>4} {r['entry'] / MIB:>9.0f} "
               f"{r['peak'] / MIB:>8.0f} {r['peak'] / r['entry']:>9.2f}x {bound / MIB:>9.0f} "
-              f"{'yes' if r['peak'] <= bound else 'no':>4} {r['max_err']:>8.1e}")
+              f"{'yes' if r['peak'] <= bound else 'no':>4} {r['max_err']:>8.1e} "
+              f"{r['sim_cpu']:>9.2f} {cpu_ratio:>8.2f}x")
 
 
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'kernel':<8} {'platform':<8} {'batch':>5} {'context':>7} {'pool':>6} {'tasks':>6} "
-          f"{'sim s':>8} {'us/task':>8} {'vs first':>8} {'peak MiB':>8}")
+          f"{'sim s':>8} {'us/task':>8} {'vs first':>8} {'peak MiB':>8} {'cpu us/task':>11}")
     first: dict[tuple[str, str], tuple[int, float]] = {}
     last: dict[tuple[str, str], tuple[int, float]] = {}
     for r in rows:
@@ -172,7 +182,8 @@ def print_scale(rows: list[dict[str, Any]]) -> None:
         last[key] = (r["tasks"], per)
         print(f"{r['kernel']:<8} {r['platform']:<8} {r['batch']:>5} {r['context']:>7} "
               f"{r['pool_blocks']:>6} {r['tasks']:>6} {r['sim']:>8.2f} {per * 1e6:>8.1f} "
-              f"{per / base:>7.2f}x {r['peak'] / MIB:>8.0f}")
+              f"{per / base:>7.2f}x {r['peak'] / MIB:>8.0f} "
+              f"{r['sim_cpu'] / r['tasks'] * 1e6:>11.1f}")
     for (kernel, platform), (n0, p0) in first.items():
         n1, p1 = last[(kernel, platform)]
         print(f"{kernel} {platform}: time per task at {n1} tasks / at {n0} tasks = "

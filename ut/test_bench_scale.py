@@ -107,12 +107,16 @@ def test_tables_judge_the_targets(capsys):
     mib = 1 << 20
     row = {"kernel": "static", "platform": "a2a3sim", "batch": 4, "context": 8192,
            "pool_blocks": 512, "tasks": 1024, "compile": 1.0, "sim": 2.0, "kernels": 1.0,
-           "numpy": 1.0, "entry": 100 * mib, "peak": 456 * mib, "max_err": 1e-3}
-    bench_scale.print_full([row, {**row, "sim": 2.5, "peak": 457 * mib}])
+           "numpy": 1.0, "entry": 100 * mib, "peak": 456 * mib, "max_err": 1e-3,
+           "sim_cpu": 1.5, "numpy_cpu": 1.0}
+    bench_scale.print_full([row, {**row, "sim": 2.5, "peak": 457 * mib, "sim_cpu": 3.0}])
     lines = capsys.readouterr().out.splitlines()
-    # ratio 2.00x meets <= 2; 456 MiB = 2 x 100 + 256 meets the RSS bound; one more does not
-    assert lines[1].split()[10:12] == ["2.00x", "yes"] and lines[1].split()[-2] == "yes"
-    assert lines[2].split()[10:12] == ["2.50x", "no"] and lines[2].split()[-2] == "no"
+    # ratio 2.00x meets <= 2; 456 MiB = 2 x 100 + 256 meets the RSS bound; one more does not;
+    # the last two columns: the simulator's CPU seconds and their ratio to the reference's
+    assert lines[1].split()[10:12] == ["2.00x", "yes"] and lines[1].split()[-4] == "yes"
+    assert lines[2].split()[10:12] == ["2.50x", "no"] and lines[2].split()[-4] == "no"
+    assert lines[1].split()[-2:] == ["1.50", "1.50x"] and lines[2].split()[-2:] == ["3.00", "3.00x"]
     bench_scale.print_scale([row, {**row, "batch": 64, "tasks": 16384, "sim": 48.0}])
     out = capsys.readouterr().out
     assert "time per task at 16384 tasks / at 1024 tasks = 1.50x" in out
+    assert out.splitlines()[1].split()[-1] == f"{1.5 / 1024 * 1e6:.1f}"  # CPU us per task

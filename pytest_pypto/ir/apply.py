@@ -76,6 +76,17 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
     the dtype's range (rather than a bare OverflowError, or a silent 0).
     """
     if dtype.is_float:
+        cls = value.__class__
+        if cls is float or cls is int:  # (the sign tells 0.0 from -0.0, equal as keys)
+            key = (cls, value, dtype.name, math.copysign(1.0, value) if cls is float else 0.0)
+            hit = _CONVERTED.get(key)
+            if hit is None:
+                if len(_CONVERTED) >= _CONVERTED_MAX:
+                    _CONVERTED.clear()
+                with np.errstate(over="ignore", invalid="ignore"):
+                    hit = _CONVERTED[key] = float(
+                        np.asarray(float(value), dtype=np.float64).astype(dtype.np))
+            return hit
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.asarray(float(value), dtype=np.float64).astype(dtype.np))
     if dtype.is_int:
@@ -86,6 +97,12 @@ def scalar_to_dtype(value: Any, dtype: DataType) -> Any:
             v -= 1 << dtype.bits
         return v
     return bool(value)
+
+
+# (type, value, float dtype name, sign) -> the scalar rounded to that dtype: a kernel converts the
+# same few literals and Scalars over and over (a NaN key never matches: converted anew)
+_CONVERTED: dict[tuple[type, Any, str, float], float] = {}
+_CONVERTED_MAX = 4096
 
 
 def _float_to_int(value: float, dtype: DataType) -> int:
@@ -198,10 +215,23 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
     """
     if spec.execute is not None:
         return spec.execute(*operands, out=out, **attrs)
-    if out is not None and len(operands) == 2 and not attrs:
-        fast = _float32_binary(spec, operands, out)
-        if fast is not None:
-            return fast
+    if out is not None and not attrs:
+        if len(operands) == 2:
+            fast = _float32_binary(spec, operands, out)
+            if fast is not None:
+                return fast
+        elif len(operands) == 1:
+            # One fully valid FP32 tile (a unary op): the general path's widen is the buffer
+            # itself, so compute on it and place the result, without the operand loop.
+            t = operands[0]
+            if t.__class__ is TileValue and t.valid == t.data.shape and t.dtype.name == "FP32" \
+                    and t.data.dtype == np.float32:
+                if QUIET_FLOATS.get():
+                    wide = spec.compute(t.data)
+                else:
+                    with np.errstate(all="ignore"):
+                        wide = spec.compute(t.data)
+                return place(wide, out, operands)
     tiles = [op for op in operands if isinstance(op, TileValue)]
     lead_dtype = tiles[0].dtype if tiles else out.dtype
     if all(_full(t) for t in tiles):
@@ -237,8 +267,10 @@ def apply(spec: OpSpec, *operands: Any, out: TileType | None = None, **attrs: An
 
 def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> TileValue | None:
     """A binary float32-ufunc op (``compute.float32_ufunc``) on two fully valid FP32 tiles of
-    the result's shape, into an FP32 result: the ufunc's own result is what widen, compute
-    and place give (float32 math, no rounding, a fresh buffer), without their calls.
+    the result's shape (or the second a column [rows, 1] the ufunc broadcasts, as the
+    row_expand ops' compute does), into an FP32 result: the ufunc's own result is what
+    widen, compute and place give (float32 math, no rounding, a fresh buffer), without
+    their calls.
     None when any of that does not hold (the general path runs)."""
     global _F32
     hit = _UFUNCS.get(id(spec))
@@ -257,10 +289,11 @@ def _float32_binary(spec: OpSpec, operands: tuple[Any, ...], out: TileType) -> T
     da, db = a.data, b.data
     shape = out.shape
     f32 = _F32
-    if (da.dtype is not f32 or db.dtype is not f32 or da.shape != shape or db.shape != shape
-            or a.valid != shape or b.valid != shape or a.dtype.name != "FP32"
-            or b.dtype.name != "FP32"):
+    if (da.dtype is not f32 or db.dtype is not f32 or da.shape != shape or a.valid != shape
+            or b.valid != db.shape or a.dtype.name != "FP32" or b.dtype.name != "FP32"):
         return None
+    if db.shape != shape and (len(shape) != 2 or db.shape != (shape[0], 1)):
+        return None  # (a column [rows, 1] broadcasts along the rows: row_expand_*)
     if QUIET_FLOATS.get():
         data = ufunc(da, db)
     else:

@@ -106,9 +106,21 @@ def new_buffer(
     """A fresh buffer of ``shape`` filled with ``value`` (default: the undefined-memory
     value).  One this process cannot allocate is a `SimulationError` naming the tensor
     (``name``), its shape, dtype and size, not a bare ``MemoryError``."""
-    fill = fill_value(dtype, pad) if value is None else value
+    npd = dtype.np
+    if value is None:
+        # the fill is a scalar of the buffer's own dtype: ``fill`` copies its bits, as
+        # np.full does, at half the cost
+        fill = fill_value(dtype, pad)
+        try:
+            buffer = np.empty(shape, dtype=npd)
+        except (MemoryError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "too big" not in str(exc):
+                raise
+            raise too_big(shape, dtype, name) from None
+        buffer.fill(fill)
+        return buffer
     try:
-        return np.full(shape, fill, dtype=dtype.np)
+        return np.full(shape, value, dtype=npd)
     except (MemoryError, ValueError) as exc:
         if isinstance(exc, ValueError) and "too big" not in str(exc):
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from typing import Any
-from weakref import finalize
+from weakref import ref
 
 import numpy as np
 
@@ -46,8 +46,23 @@ def _returned(args: Any, returns: Any) -> Any:
     return tuple(args[r] for r in returns)
 
 
-def _forget(made: list[int], nbytes: int) -> None:
-    made[0] -= nbytes
+class _Live(dict):
+    """The made buffers still alive (id of a weak reference each -> it and the buffer's
+    bytes) and their total (``made[0]``): a buffer's entry drops out, and its bytes from
+    the total, when the buffer is freed.  (A weak reference with a callback, not
+    `weakref.finalize`: a fifth of its cost per made tensor.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made = [0]
+
+    def add(self, data: Any, nbytes: int) -> None:
+        r = ref(data, self.gone)
+        self[id(r)] = (r, nbytes)  # (an array has no hash, nor has its weak reference)
+        self.made[0] += nbytes
+
+    def gone(self, r: Any) -> None:
+        self.made[0] -= self.pop(id(r))[1]
 
 
 class Orchestrator:
@@ -59,6 +74,9 @@ class Orchestrator:
     ):
         self._kernels = kernels
         self._groups: dict[str, Kernel] = {}  # Group task kernels, built on first submit
+        # (kernel name, func id) -> the tensor argument shapes of calls whose check passed:
+        # a later call with the same shapes skips it (`_arguments`)
+        self._accepted: dict[tuple[str, int], set[tuple]] = {}
         self._graph = graph
         self.roots = roots
         # Whether the orchestration did more than submit tasks (made a tensor, read or
@@ -69,7 +87,8 @@ class Orchestrator:
         # long as a handle or a pending task holds it: `_made_bytes` drops it when freed).
         self.max_memory = max_memory
         self._entry_bytes = 0
-        self._made_bytes = [0]
+        self._live = _Live()
+        self._made_bytes = self._live.made
 
     def admit_entry(self, span: Any = None) -> None:
         """Count the staged entry tensors against the memory guard (MemoryLimitError naming
@@ -121,8 +140,7 @@ class Orchestrator:
         handle = self.add_root(data, dtype, label, "create_tensor")
         handle.root.data = None  # its handles hold it: freed once the last one is gone
         if limit is not None:  # count it while it lives
-            made[0] += nbytes
-            finalize(data, _forget, made, nbytes)
+            self._live.add(data, nbytes)
         if manual_dep:
             self._graph.sched.add_manual_root(handle.root.id)
         return handle
@@ -147,7 +165,8 @@ class Orchestrator:
         self.beyond_submits = True
         t = self._handle(t, "tensor.read")
         idx = self._index(t, index, "tensor.read")
-        self._graph.finish_writers(element_window(t, idx))
+        if self._graph.pending:  # (an eager graph has none: no window to make)
+            self._graph.finish_writers(element_window(t, idx))
         return t.array[idx].item()
 
     def write(self, t: TensorHandle, index: Any, value: Any) -> None:
@@ -160,7 +179,8 @@ class Orchestrator:
                 hint="declare it pl.InOut[...] or write into a pl.create_tensor buffer",
             )
         idx = self._index(t, index, "tensor.write")
-        self._graph.finish_writers(element_window(t, idx), include_readers=True)
+        if self._graph.pending:
+            self._graph.finish_writers(element_window(t, idx), include_readers=True)
         t.array[idx] = value
 
     def assemble(self, target: TensorHandle, source: TensorHandle, offsets: Any) -> TensorHandle:
@@ -250,6 +270,54 @@ class Orchestrator:
     def _submit(self, k: Kernel, args: Any, blocks: Any, launch: bool, sched: Any,
                 dumps: tuple[int, ...] = ()) -> Any:
         """Check and record the task(s) of one call; the (first) task."""
+        fast = self._arguments(k, args)
+        if fast is not None:
+            call_args, handles = fast
+        else:
+            call_args, handles = self._checked_arguments(k, args)
+        if blocks is None:
+            return self._graph.submit(k, call_args, handles, sched, dumps)
+        n = int(blocks)
+        if n < 1:
+            raise SimulationError(
+                f"pl.spmd launch of kernel '{k.name}' has {n} blocks; it needs at least one "
+                "(the block count is computed at run time)"
+            )
+        return self._graph.launch(k, call_args, handles, n, launch, sched, dumps)[0]
+
+    def _arguments(self, k: Kernel, args: Any) -> tuple[list, list] | None:
+        """(call_args, handles) of a call whose check passed before: every tensor of its
+        parameter's dtype, and the same tensor shapes as an earlier call of ``k`` that
+        `_checked_arguments` accepted (the outcome of its checks depends on nothing else).
+        None: check it in full."""
+        kinds = k.kinds
+        if len(args) != len(kinds):
+            return None
+        call_args: list[Any] = []
+        handles: list[TensorHandle | None] = []
+        met: list[Any] = []  # the tensor arguments' shapes, in order
+        for a, kind, dtype in zip(args, kinds, k.dtypes):
+            if a.__class__ is TensorHandle:
+                if kind != "tensor" or a.root.dtype.name != dtype or a.window is not None:
+                    return None
+                met.append(a.shape)
+                call_args.append(a.array)
+                handles.append(a)
+            elif kind == "tensor" or isinstance(a, TensorHandle):
+                return None
+            else:
+                call_args.append(a)
+                handles.append(None)
+        key = tuple(met)
+        accepted = self._accepted.get((k.name, k.func_id))
+        if accepted is None or key not in accepted:
+            self._checked_arguments(k, args)  # raises, or accepts these shapes
+            self._accepted.setdefault((k.name, k.func_id), set()).add(key)
+        return call_args, handles
+
+    def _checked_arguments(self, k: Kernel, args: Any) -> tuple[list, list]:
+        """(call_args, handles) of a call, every argument checked against ``k``'s
+        parameters (kind, dtype, rank, static dims; dynamic dims bound consistently)."""
         kernel = k.name
         if len(args) != len(k.kinds):
             raise SimulationError(
@@ -295,15 +363,7 @@ class Orchestrator:
                     )
                 call_args.append(a)
                 handles.append(None)
-        if blocks is None:
-            return self._graph.submit(k, call_args, handles, sched, dumps)
-        n = int(blocks)
-        if n < 1:
-            raise SimulationError(
-                f"pl.spmd launch of kernel '{kernel}' has {n} blocks; it needs at least one "
-                "(the block count is computed at run time)"
-            )
-        return self._graph.launch(k, call_args, handles, n, launch, sched, dumps)[0]
+        return call_args, handles
 
     # -- explicit scheduling (runtime/explicit.py) ------------------------------------
     def task_dummy(self, deps: Any = ()) -> int:

@@ -345,6 +345,30 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
     clamps the view (its ``window`` keeps the declared shape); what has to fit is the
     extent declared read, valid_shape, when given.  A read of the cut part fails where
     the kernel reads it."""
+    if valid_shape is None and len(shape) == 2 and len(offsets) == 2 and len(t.shape) == 2:
+        # Fast path (most slices of orchestration): a 2-D window of ints inside its source,
+        # the same handle as below without the general loops.
+        d0, d1 = shape
+        o0, o1 = offsets
+        n0, n1 = t.shape
+        if (d0.__class__ is int and d1.__class__ is int and o0.__class__ is int
+                and o1.__class__ is int and 0 <= o0 and 0 <= d0 and o0 + d0 <= n0
+                and 0 <= o1 and 0 <= d1 and o1 + d1 <= n1):
+            s0, s1 = strides = t.strides
+            start = t.start + o0 * s0 + o1 * s1
+            view = TensorHandle.__new__(TensorHandle)
+            view.root, view.array, view.start = t.root, t.array[o0:o0 + d0, o1:o1 + d1], start
+            view.shape, view.strides, view.lo, view.window = (d0, d1), strides, start, None
+            view.hi = start + (d0 - 1) * s0 + (d1 - 1) * s1 + 1 if d0 and d1 else start
+            # _frame_coords of two dims: row-major strides, and the window inside a frame row
+            coords = None
+            if 0 < s1 <= s0 and not s0 % s1:
+                c0, rest = divmod(start, s0)
+                c1, rest = divmod(rest, s1)
+                if not rest and (c1 + d1) * s1 <= s0:
+                    coords = (c0, c1)
+            view.coords = coords
+            return view
     shape = tuple(int(d) for d in shape)
     offsets = tuple(int(o) for o in offsets)
     if len(shape) != len(t.shape) or len(offsets) != len(t.shape):

@@ -26,6 +26,7 @@ compiler or the language.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import weakref
@@ -264,6 +265,20 @@ class Worker:
                  outputs_in: bool = False, express: bool = True) -> SimRun:
         """`run` with the arrays as one tuple (the runtimes' call); ``express=False``
         never replays a fixed schedule (`runtime.express`)."""
+        # The cyclic garbage collector is off for the run (docs/design/runtime.md §4): a run
+        # allocates a few objects per op and keeps a record per task, so collections would
+        # rescan the growing task list again and again (a fifth of a large run's time), while
+        # what a run frees is acyclic and goes by reference counting anyway.
+        if not gc.isenabled():
+            return self._dispatch(artifact, arrays, config, outputs_in, express)
+        gc.disable()
+        try:
+            return self._dispatch(artifact, arrays, config, outputs_in, express)
+        finally:
+            gc.enable()
+
+    def _dispatch(self, artifact: Any, arrays: tuple, config: RunConfig | None,
+                  outputs_in: bool, express: bool) -> SimRun:
         cfg = config if config is not None else _DEFAULT_CONFIG
         prepared = self.prepare(artifact)
         precise_run = cfg.precise
@@ -329,7 +344,7 @@ class Worker:
             if schedule is not None and isinstance(exc, Exception) \
                     and not isinstance(exc, RunTimedOut):
                 # a replayed kernel failed: the full run reports it (its task, line, graph)
-                return self.dispatch(artifact, arrays, cfg, outputs_in, express=False)
+                return self._dispatch(artifact, arrays, cfg, outputs_in, express=False)
             if isinstance(exc, SimulationError):
                 if exc.span is None:  # raised inside a kernel (a timeout) or by rt for a line
                     _locate(exc, loaded)

@@ -559,7 +559,8 @@ def _full_type(info: CallInfo) -> TileType:
 
 def _full_execute(*, shape, dtype, value, out=None, **_):
     shape = tuple(int(s) for s in shape)
-    data = np.full(shape, scalar_to_dtype(value, dtype), dtype=dtype.np)
+    data = np.empty(shape, dtype=dtype.np)
+    data.fill(scalar_to_dtype(value, dtype))  # (np.full's copyto, at half the cost)
     space = (out.space if out is not None else None) or "Vec"
     return TileValue(data, shape, dtype, space)
 

@@ -128,8 +128,8 @@ def _empty(tile: Any, axis: int, dtype: Any) -> Any:
 def _reducer(kind: str, axis: int):
     def compute(tile: Any, tmp_tile: Any = None, **_: Any) -> Any:
         acc = np.float32 if tile.dtype.kind == "f" else np.int64
-        if kind == "sum":
-            return np.sum(tile, axis=axis, keepdims=True, dtype=acc)
+        if kind == "sum":  # (the ufunc's reduce is np.sum, without its Python wrapper)
+            return np.add.reduce(tile, axis=axis, keepdims=True, dtype=acc)
         if kind == "prod":
             with np.errstate(over="ignore"):
                 return np.prod(tile, axis=axis, keepdims=True, dtype=acc)
@@ -138,7 +138,7 @@ def _reducer(kind: str, axis: int):
         if kind in ("argmax", "argmin"):
             fn = np.argmax if kind == "argmax" else np.argmin
             return np.expand_dims(fn(tile, axis=axis), axis).astype(np.int64)
-        fn = np.max if kind == "max" else np.min
+        fn = np.maximum.reduce if kind == "max" else np.minimum.reduce  # np.max / np.min
         return fn(tile, axis=axis, keepdims=True)
 
     return compute

@@ -331,6 +331,12 @@ def _reshape_type(info: CallInfo) -> TileType:
 
 
 def _reshape_execute(src, *, shape, out=None, **_):
+    data = src.data
+    if src.valid == data.shape and shape.__class__ is tuple:
+        # Fast path: a fully valid tile stays fully valid (reshape_valid), in a static shape.
+        view = data.reshape(shape)
+        if view.shape == shape:  # (not when numpy inferred a -1)
+            return TileValue(view, view.shape, src.dtype, src.space, src.pad)
     shape = tuple(int(s) for s in shape)
     valid = reshape_valid("tile.reshape", src.shape, src.valid, shape)
     return _view_value(src, src.data.reshape(shape), valid)
