@@ -1,17 +1,169 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`pl.distributed` (PyPTO's ``pypto.language.distributed``): Tier 3 (docs/design/language.md §22).
+"""`pld` (PyPTO's ``pypto.language.distributed``): multi-chip programs (docs/design/distributed.md).
 
-Multi-chip programs need PyPTO's distributed runtime.  Every name here is an
-inert marker, so a module that imports and annotates with them
-(``x: pld.DistributedTensor[...]``) still imports; a kernel that uses one gets the
-Tier-3 "not supported by the bundled toolchain" error.
+What runs here (docs/design/distributed.md §2-§4):
+
+- ``pld.DistributedTensor[[shape], dtype]``: a window-bound tensor parameter.  The
+  parser reads it as a ``pl.Tensor``; at run time the argument is the rank's own slice
+  of a window buffer, bound without a copy.
+- The host orchestrator's calls (``pld.world_size()``, ``pld.alloc_window_buffer``,
+  ``pld.window``, the host-level collectives ``pld.tensor.allreduce`` & co.) run in
+  plain Python while a multi-chip program executes; they ask the active `HostHooks`.
+- The enums ``ReduceOp``, ``NotifyOp``, ``WaitCmp``, ``AtomicType``.
+
+Every other name (in-kernel cross-rank ops) is an inert marker: a kernel that uses
+one gets the Tier-3 "not supported by the bundled toolchain" error.
 """
 
 from __future__ import annotations
 
-from pytest_pypto.language.surface import Unsupported
+import enum
+from typing import Any, Protocol
 
-_REASON = "distributed execution"
+from pytest_pypto.language.surface import AnnotationForm, AtomicType, NotRunnable, Unsupported
+
+__all__ = [
+    "AtomicType",
+    "DistributedTensor",
+    "HostHooks",
+    "NotifyOp",
+    "ReduceOp",
+    "WaitCmp",
+    "alloc_window_buffer",
+    "host_hooks",
+    "tensor",
+    "window",
+    "world_size",
+]
+
+_REASON = "in-kernel cross-rank ops on simulated devices"
+
+
+class ReduceOp(enum.IntEnum):
+    """How a reducing collective combines the ranks' slices."""
+
+    Sum = 0
+    Max = 1
+    Min = 2
+    Prod = 3
+
+
+class NotifyOp(enum.IntEnum):
+    """What ``pld.system.notify`` does to the peer's signal cell."""
+
+    AtomicAdd = 0
+    Set = 1
+
+
+class WaitCmp(enum.IntEnum):
+    """The predicate ``pld.system.wait`` waits for on the rank's own signal cell."""
+
+    Eq = 0
+    Ge = 1
+
+
+class _DistributedMeta(type):
+    def __getitem__(cls, args: Any) -> AnnotationForm:
+        # The parser types it as a pl.Tensor; the window binding happens at run time.
+        return AnnotationForm("Tensor", args)
+
+    def __repr__(cls) -> str:
+        return "pld.DistributedTensor"
+
+
+class DistributedTensor(metaclass=_DistributedMeta):
+    """`pld.DistributedTensor[[d0, d1], dtype]`: a window-bound tensor parameter."""
+
+    pl_annotation_form = "Tensor"  # what the parser reads it as (language/expressions.py)
+
+
+class HostHooks(Protocol):
+    """What the host orchestrator's ``pld`` calls do while a program runs (the harness
+    installs one per run: pytest_pypto/harness/distributed.py)."""
+
+    def world_size(self) -> int: ...
+    def alloc_window_buffer(self, nbytes: int) -> Any: ...
+    def window(self, buffer: Any, shape: Any, dtype: Any) -> Any: ...
+    def collective(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+
+_ACTIVE: list[HostHooks] = []
+
+
+def host_hooks() -> HostHooks:
+    """The running host orchestrator's hooks; NotRunnable outside one."""
+    if not _ACTIVE:
+        raise NotRunnable(
+            "pld host calls run inside a host orchestrator "
+            "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)) while its "
+            "program executes, never from plain Python"
+        )
+    return _ACTIVE[-1]
+
+
+def push_hooks(hooks: HostHooks) -> None:
+    _ACTIVE.append(hooks)
+
+
+def pop_hooks() -> None:
+    _ACTIVE.pop()
+
+
+def world_size() -> int:
+    """``pld.world_size()``: how many ranks the program runs on."""
+    return host_hooks().world_size()
+
+
+def alloc_window_buffer(nbytes: int, *args: Any, **kwargs: Any) -> Any:
+    """``pld.alloc_window_buffer(nbytes)``: ``nbytes`` of window memory on every rank."""
+    del args, kwargs
+    return host_hooks().alloc_window_buffer(int(nbytes))
+
+
+def window(buffer: Any, shape: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    """``pld.window(buf, [shape], dtype=)``: a typed view of a window buffer on every rank."""
+    del kwargs
+    return host_hooks().window(buffer, shape, dtype)
+
+
+_COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "all_to_all",
+                "all_to_all_v", "barrier")
+
+
+class _Namespace:
+    """``pld.tensor`` / ``pld.tile`` / ``pld.system``: the host-level collectives (in
+    ``pld.tensor``) and window helpers; every other name an inert Tier-3 marker."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._name == "tensor" and name in _COLLECTIVES:
+            return _collective(name)
+        if self._name == "tensor" and name in ("alloc_window_buffer", "window"):
+            return globals()[name]
+        if self._name == "system" and name == "world_size":
+            return world_size
+        return Unsupported(f"distributed.{self._name}.{name}", 3, _REASON)
+
+    def __repr__(self) -> str:
+        return f"pld.{self._name}"
+
+
+def _collective(name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return host_hooks().collective(name, args, kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``pld.tensor.{name}`` in a host orchestrator (docs/design/distributed.md §3)."
+    return call
+
+
+tensor = _Namespace("tensor")
+tile = _Namespace("tile")
+system = _Namespace("system")
 
 
 def __getattr__(name: str) -> Unsupported:

@@ -19,7 +19,7 @@ from typing import Any
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, cross_core, funcalls, functions, surface
+from pytest_pypto.language import annots, cross_core, distributed_host, funcalls, functions, surface
 from pytest_pypto.language.context import (
     FunctionContext,
     Header,
@@ -58,6 +58,8 @@ def parse_program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
     _NAMESPACES[program] = namespace
+    if parser.hosts:
+        distributed_host.register(program, cls, parser.hosts)
     return program
 
 
@@ -287,6 +289,7 @@ class ProgramParser:
         # Functions outlined from `with pl.at` / `pl.spmd` regions -> the function they
         # came from (language/outline.py registers their headers while parsing).
         self.outlined: dict[str, str] = {}
+        self.hosts: list[str] = []  # host orchestrators (language/distributed_host.py)
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -301,6 +304,9 @@ class ProgramParser:
         called = _self_calls(classdef) if opaque else set()
         for name in list(self.headers):
             kind = self.headers[name].kind
+            if kind == "Host":  # runs as Python when the program executes (never parsed)
+                self.hosts.append(name)
+                continue
             if kind != "Inline" and not (kind == "Opaque" and name in called):
                 self.function(name)
         return {name: self.functions[name] for name in self.headers if name in self.functions}
@@ -362,6 +368,8 @@ class ProgramParser:
                         f"pl.FunctionType.{kind.value}", "tier 3: hand-written cross-core kernels",
                         kw.value,
                     )
+            elif kw.arg in ("level", "role"):  # a host function (docs/design/distributed.md §2)
+                distributed_host.function_level(ctx, kw.arg, ep.eval(kw.value), kw.value, header)
             elif kw.arg == "strict_ssa":
                 value = ep.eval(kw.value)
                 if not isinstance(value, bool):

@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running a multi-chip program on simulated devices (docs/design/distributed.md §2).
+
+`DistributedRun` executes a program's host orchestrator as Python, with ``pl`` and
+``pld`` answering for the host:
+
+- ``pld.world_size()`` is the number of ranks; ``pld.alloc_window_buffer(n)`` makes a
+  `WindowBuffer` on every rank; ``pld.window(buf, shape, dtype=)`` a `Window`, which a
+  chip call on rank r receives as rank r's slice (bound without a copy).
+- ``self.<chip function>(..., device=r)`` queues a dispatch on rank r: the chip
+  orchestration (with the kernels it calls) compiled as a program of its own.
+- queued dispatches run (`SimCluster.run`: ranks interleaved at their waits) before
+  a host-level collective, and when the host function returns.
+- ``pld.tensor.allreduce`` & co. at host level combine the ranks' window slices
+  (runtime/collectives.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import pytest_pypto.language as pl_module
+from pytest_pypto.compiler.api import compile as compile_program
+from pytest_pypto.compiler.walk import iter_calls
+from pytest_pypto.config import RunConfig
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.ranks import WindowBuffer
+from pytest_pypto.language.distributed import pop_hooks, push_hooks
+from pytest_pypto.language.distributed_host import HostProgram
+from pytest_pypto.runtime import collectives
+from pytest_pypto.runtime.devices_sim import SimCluster
+
+__all__ = ["DistributedRun", "Window", "chip_program"]
+
+
+class Window:
+    """``pld.window(buf, shape, dtype=)`` on the host: the same typed view on every rank."""
+
+    __slots__ = ("buffer", "shape", "dtype")
+
+    def __init__(self, buffer: WindowBuffer, shape: tuple[int, ...], dtype: DataType) -> None:
+        self.buffer = buffer
+        self.shape = shape
+        self.dtype = dtype
+
+    def view(self, rank: int) -> np.ndarray:
+        return self.buffer.view(rank, self.shape, self.dtype.np)
+
+    def views(self) -> list[np.ndarray]:
+        return [self.view(r) for r in range(self.buffer.nranks)]
+
+    def __repr__(self) -> str:
+        return f"<window {list(self.shape)} {self.dtype.name} of {self.buffer!r}>"
+
+
+def chip_program(program: n.Program, entry: str) -> n.Program:
+    """``program`` cut to ``entry`` and the functions it calls: one chip's program."""
+    keep: list[str] = []
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in program.functions:
+            continue
+        keep.append(name)
+        for _, e in iter_calls(program.functions[name].body):
+            if isinstance(e, n.FuncCall):
+                todo.append(e.callee)
+    functions = {k: f for k, f in program.functions.items() if k in keep}
+    return dataclasses.replace(program, functions=functions)
+
+
+class _HostPl(types.ModuleType):
+    """``pl`` as a host orchestrator sees it: ``pl.range`` is Python's range."""
+
+    def __init__(self) -> None:
+        super().__init__("pl")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("range", "parallel", "unroll"):
+            return _host_range
+        return getattr(pl_module, name)
+
+
+def _host_range(*args: Any, **kwargs: Any) -> range:
+    if kwargs:
+        raise SimulationError(f"pl.range(..., {', '.join(kwargs)}=) is not supported in a host "
+                              "orchestrator (plain loop bounds only)")
+    return range(*(int(a) for a in args))
+
+
+class _HostSelf:
+    """``self`` of a host orchestrator: its chip functions dispatch to ranks."""
+
+    def __init__(self, run: DistributedRun) -> None:
+        self._run = run
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._run.program.functions:
+            raise AttributeError(f"program '{self._run.program.name}' has no function '{name}'")
+
+        def dispatch(*args: Any, device: Any = None, **kwargs: Any) -> Any:
+            return self._run.dispatch(name, args, kwargs, device)
+
+        return dispatch
+
+
+class DistributedRun:
+    """One execution of a program's host orchestrator on ``device_ids``' simulated ranks."""
+
+    def __init__(self, program: n.Program, host: HostProgram, platform: str,
+                 device_ids: Sequence[int], *, shuffle: int | None = None,
+                 compiled: dict[str, Any] | None = None) -> None:
+        self.program = program
+        self.host = host
+        self.platform = platform
+        self.cluster = SimCluster(device_ids, shuffle=shuffle)
+        self.compiled = compiled if compiled is not None else {}
+        self._queued: dict[int, list[Any]] = {}
+
+    # ------------------------------------------------------------ HostHooks
+    def world_size(self) -> int:
+        return self.cluster.nranks
+
+    def alloc_window_buffer(self, nbytes: int) -> WindowBuffer:
+        return self.cluster.alloc_window(nbytes)
+
+    def window(self, buffer: Any, shape: Any, dtype: Any) -> Window:
+        if not isinstance(buffer, WindowBuffer):
+            raise SimulationError(f"pld.window needs a buffer from pld.alloc_window_buffer, got "
+                                  f"{type(buffer).__name__}")
+        if not isinstance(dtype, DataType):
+            raise SimulationError("pld.window needs dtype=pl.<dtype>")
+        dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+        return Window(buffer, dims, dtype)
+
+    def collective(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.flush()
+        run = getattr(self, f"_{name}")
+        return run(*args, **kwargs)
+
+    # -------------------------------------------------------- collectives
+    def _allreduce(self, target: Window, signal: Any = None, *, op: Any = 0, mode: str = "mesh",
+                   core_num: int = 1) -> Window:
+        del signal, mode, core_num
+        collectives.allreduce(_views(target, "allreduce"), op)
+        return target
+
+    def _allgather(self, local: Window, target: Window, signal: Any = None) -> Window:
+        del signal
+        collectives.allgather(_views(local, "allgather"), _views(target, "allgather"))
+        return target
+
+    def _reduce_scatter(self, target: Window, signal: Any = None, *, op: Any = 0) -> Window:
+        del signal
+        collectives.reduce_scatter(_views(target, "reduce_scatter"), op)
+        return target
+
+    def _broadcast(self, target: Window, signal: Any = None, *, root: int = 0) -> Window:
+        del signal
+        collectives.broadcast(_views(target, "broadcast"), int(root))
+        return target
+
+    def _all_to_all(self, inputs: Window, target: Window, signal: Any = None) -> Window:
+        del signal
+        collectives.all_to_all(_views(inputs, "all_to_all"), _views(target, "all_to_all"))
+        return target
+
+    def _all_to_all_v(self, inputs: Window, target: Window, signal: Any, send_counts: Window,
+                      recv_counts: Window) -> Window:
+        del signal
+        collectives.all_to_all_v(_views(inputs, "all_to_all_v"), _views(target, "all_to_all_v"),
+                                 _views(send_counts, "all_to_all_v"),
+                                 _views(recv_counts, "all_to_all_v"))
+        return target
+
+    def _barrier(self, signal: Any) -> Any:
+        return signal  # every queued dispatch has finished: all ranks are past it
+
+    # ------------------------------------------------------------- dispatch
+    def dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 device: Any) -> None:
+        if kwargs:
+            raise SimulationError(f"self.{name}(...) takes positional arguments only on the host "
+                                  f"(got {', '.join(kwargs)}=)")
+        rank = 0 if device is None else int(device)
+        if not 0 <= rank < self.cluster.nranks:
+            raise SimulationError(
+                f"self.{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
+                f"rank(s), 0..{self.cluster.nranks - 1}")
+        compiled = self._compiled(name)
+        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
+
+    def _compiled(self, name: str) -> Any:
+        compiled = self.compiled.get(name)
+        if compiled is None:
+            program = chip_program(self.program, name)
+            compiled = self.compiled[name] = compile_program(
+                program, RunConfig(platform=self.platform))
+        return compiled
+
+    def flush(self) -> None:
+        """Run every queued dispatch (the host waits for its ranks)."""
+        queued, self._queued = self._queued, {}
+        self.cluster.run(queued)
+
+    # ----------------------------------------------------------------- run
+    def __call__(self, *args: Any) -> Any:
+        fn = self.host.function()
+        host_fn = _rebound(fn)
+        push_hooks(self)
+        try:
+            result = host_fn(_HostSelf(self), *args)
+            self.flush()
+        finally:
+            pop_hooks()
+            self._queued = {}
+            self.cluster.close()
+        return None if result is None or any(result is a for a in args) else result
+
+
+def _views(value: Any, op: str) -> list[np.ndarray]:
+    if not isinstance(value, Window):
+        raise SimulationError(f"pld.tensor.{op} in a host orchestrator takes windows "
+                              f"(pld.window(...)), got {type(value).__name__}")
+    return value.views()
+
+
+def _rebound(fn: Any) -> Any:
+    """``fn`` with ``pl`` (the language module, by whatever name) seen as `_HostPl`."""
+    host_pl = _HostPl()
+    glb = dict(fn.__globals__)
+    for key, value in fn.__globals__.items():
+        if value is pl_module:
+            glb[key] = host_pl
+    glb.setdefault("__builtins__", __builtins__)
+    return types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)

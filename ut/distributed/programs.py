@@ -1,0 +1,87 @@
+"""Multi-chip programs the distributed tests share (written for these tests)."""
+
+from __future__ import annotations
+
+import pytest_pypto.language as pl
+import pytest_pypto.language.distributed as pld
+
+N = 32
+NR = pl.dynamic("NR")
+
+
+@pl.program
+class RankOffset:
+    """Rank r writes y[r] = x[r] + r."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def shift(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+              r: pl.Scalar[pl.INT32]) -> pl.Tensor[[4, N], pl.FP32]:
+        t = pl.load(x, [0, 0], [4, N])
+        t = pl.add(t, pl.cast(r, target_type=pl.FP32))
+        return pl.store(t, [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             r: pl.Scalar[pl.INT32]) -> pl.Tensor[[4, N], pl.FP32]:
+        return self.shift(x, y, r)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 4, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 4, N], pl.FP32]]) -> pl.Tensor[[NR, 4, N], pl.FP32]:
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], y[r], r, device=r)
+        return y
+
+
+def _publish_consume(collective: str):
+    """publish (input -> window), a host-level collective, consume (window -> output)."""
+
+    @pl.program
+    class PublishConsume:
+        @pl.function(type=pl.FunctionType.InCore)
+        def publish_step(self, x: pl.Tensor[[1, N], pl.FP32],
+                         w: pl.InOut[pld.DistributedTensor[[1, N], pl.FP32]]
+                         ) -> pld.DistributedTensor[[1, N], pl.FP32]:
+            return pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], w)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def publish(self, x: pl.Tensor[[1, N], pl.FP32],
+                    w: pl.InOut[pld.DistributedTensor[[1, N], pl.FP32]]
+                    ) -> pld.DistributedTensor[[1, N], pl.FP32]:
+            return self.publish_step(x, w)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def consume_step(self, w: pld.DistributedTensor[[1, N], pl.FP32],
+                         y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+            return pl.store(pl.load(w, [0, 0], [1, N]), [0, 0], y)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def consume(self, w: pld.DistributedTensor[[1, N], pl.FP32],
+                    y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+            return self.consume_step(w, y)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+                 y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+            buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
+            sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+            for r in pl.range(pld.world_size()):
+                self.publish(x[r], pld.window(buf, [1, N], dtype=pl.FP32), device=r)
+            data = pld.window(buf, [1, N], dtype=pl.FP32)
+            sig = pld.window(sig_buf, [pld.world_size()], dtype=pl.INT32)
+            if collective == "max":
+                data = pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Max)
+            elif collective == "broadcast":
+                data = pld.tensor.broadcast(data, sig, root=1)
+            else:
+                data = pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Sum)
+            for r in pl.range(pld.world_size()):
+                self.consume(data, y[r], device=r)
+            return y
+
+    return PublishConsume
+
+
+ALLREDUCE_SUM = _publish_consume("sum")
+ALLREDUCE_MAX = _publish_consume("max")
+BROADCAST = _publish_consume("broadcast")
