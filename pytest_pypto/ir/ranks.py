@@ -10,11 +10,39 @@ window memory, whose rank it is, and where the same bytes are on another rank.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["WindowBuffer", "is_window", "live", "window_of"]
+__all__ = ["RankContext", "WindowBuffer", "current", "is_window", "live", "peer_view",
+           "set_current", "window_of"]
+
+
+class RankContext(Protocol):
+    """What an op running on a simulated rank may ask of its run (runtime/devices_sim.py)."""
+
+    rank: int
+    nranks: int
+
+    def block_until(self, pred: Callable[[], bool], what: str) -> None:
+        """Wait until ``pred()`` holds, letting the other ranks run (a deadlock raises)."""
+
+    def rendezvous(self, key: Any, what: str) -> None:
+        """Wait until every rank has made as many ``key`` calls as this one has."""
+
+
+_LOCAL = threading.local()
+
+
+def current() -> RankContext | None:
+    """The rank whose job runs in this thread (None: not a multi-chip run)."""
+    return getattr(_LOCAL, "ctx", None)
+
+
+def set_current(ctx: RankContext | None) -> None:
+    _LOCAL.ctx = ctx
 
 # id(byte array) -> (buffer, rank): every live rank slice of every window buffer
 _ROOTS: dict[int, tuple[WindowBuffer, int]] = {}
@@ -91,3 +119,16 @@ def live() -> bool:
 def is_window(array: Any) -> bool:
     """Whether ``array`` views window memory (cheap when no window is live)."""
     return bool(_ROOTS) and window_of(array) is not None
+
+
+def peer_view(array: np.ndarray, peer: int, op: str) -> np.ndarray:
+    """The bytes ``array`` views in its window buffer, on rank ``peer``."""
+    found = window_of(array)
+    if found is None:
+        raise ValueError(f"{op} needs a window-bound tensor (pld.DistributedTensor bound to "
+                         "pld.window(...)), but got ordinary device memory")
+    buf, _, offset = found
+    if not 0 <= peer < buf.nranks:
+        raise ValueError(f"{op}: peer rank {peer} is outside the run's ranks 0..{buf.nranks - 1}")
+    return np.ndarray(array.shape, array.dtype, buffer=buf.rank_bytes(peer), offset=offset,
+                      strides=array.strides)

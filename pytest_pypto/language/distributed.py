@@ -11,8 +11,8 @@ What runs here (docs/design/distributed.md §2-§4):
   plain Python while a multi-chip program executes; they ask the active `HostHooks`.
 - The enums ``ReduceOp``, ``NotifyOp``, ``WaitCmp``, ``AtomicType``.
 
-Every other name (in-kernel cross-rank ops) is an inert marker: a kernel that uses
-one gets the Tier-3 "not supported by the bundled toolchain" error.
+In kernel code ``pld.system.notify``, ``pld.tile.remote_load``, ``pld.tensor.put`` & co.
+are ops (pytest_pypto/ir/ops/distributed.py); any other name is an inert Tier-3 marker.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from __future__ import annotations
 import enum
 from typing import Any, Protocol
 
-from pytest_pypto.language.surface import AnnotationForm, AtomicType, NotRunnable, Unsupported
+from pytest_pypto.language.surface import (
+    AnnotationForm,
+    AtomicType,
+    NotRunnable,
+    OpStub,
+    Unsupported,
+)
 
 __all__ = [
     "AtomicType",
@@ -130,43 +136,54 @@ _COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "all_to
                 "all_to_all_v", "barrier")
 
 
+class _HostOp(OpStub):
+    """A ``pld`` op: parsed as an op in kernel code (ir/ops/distributed.py); called
+    from a host orchestrator, a collective is that host-level call."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.op_name in _COLLECTIVES and self.namespace == "pld.tensor":
+            return host_hooks().collective(self.op_name, args, kwargs)
+        return super().__call__(*args, **kwargs)
+
+
 class _Namespace:
-    """``pld.tensor`` / ``pld.tile`` / ``pld.system``: the host-level collectives (in
-    ``pld.tensor``) and window helpers; every other name an inert Tier-3 marker."""
+    """``pld.tensor`` / ``pld.tile`` / ``pld.system``: op stubs (kernel code) that are
+    also the host-level collectives and window helpers (host code)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._stubs: dict[str, OpStub] = {}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        if self._name == "tensor" and name in _COLLECTIVES:
-            return _collective(name)
         if self._name == "tensor" and name in ("alloc_window_buffer", "window"):
             return globals()[name]
         if self._name == "system" and name == "world_size":
             return world_size
-        return Unsupported(f"distributed.{self._name}.{name}", 3, _REASON)
+        return _stub(self._stubs, name, f"pld.{self._name}")
 
     def __repr__(self) -> str:
         return f"pld.{self._name}"
 
 
-def _collective(name: str) -> Any:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return host_hooks().collective(name, args, kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"``pld.tensor.{name}`` in a host orchestrator (docs/design/distributed.md §3)."
-    return call
+def _stub(cache: dict[str, OpStub], name: str, namespace: str) -> OpStub:
+    stub = cache.get(name)
+    if stub is None:
+        stub = cache[name] = _HostOp(name, namespace)
+    return stub
 
 
 tensor = _Namespace("tensor")
 tile = _Namespace("tile")
 system = _Namespace("system")
+_TOP: dict[str, OpStub] = {}
+_OPS = ("get_comm_ctx", "rank", "nranks", "remote_load", "remote_store")
 
 
-def __getattr__(name: str) -> Unsupported:
+def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _OPS:
+        return _stub(_TOP, name, "pld")
     return Unsupported(f"distributed.{name}", 3, _REASON)

@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir import ranks as rank_state
 from pytest_pypto.ir.ranks import WindowBuffer
 
 __all__ = ["DeadlockError", "SimCluster", "current_rank"]
@@ -30,12 +31,27 @@ class DeadlockError(SimulationError):
     """Every rank still running waits for something no rank will do."""
 
 
-_LOCAL = threading.local()
+class _RankView:
+    """`ir.ranks.RankContext` of one rank of a cluster (what its ops may ask)."""
+
+    __slots__ = ("cluster", "rank", "nranks")
+
+    def __init__(self, cluster: SimCluster, rank: int) -> None:
+        self.cluster = cluster
+        self.rank = rank
+        self.nranks = cluster.nranks
+
+    def block_until(self, pred: Callable[[], bool], what: str) -> None:
+        self.cluster.block_until(pred, what)
+
+    def rendezvous(self, key: Any, what: str) -> None:
+        self.cluster.rendezvous(self.rank, key, what)
 
 
 def current_rank() -> tuple[SimCluster, int] | None:
     """(cluster, rank) of the rank whose job runs in this thread (None: none)."""
-    return getattr(_LOCAL, "rank", None)
+    ctx = rank_state.current()
+    return (ctx.cluster, ctx.rank) if isinstance(ctx, _RankView) else None
 
 
 class _Rank:
@@ -65,6 +81,7 @@ class SimCluster:
         self._ranks: dict[int, _Rank] = {}
         self._turn: int | None = None
         self._deadlock: str | None = None
+        self._arrivals: dict[Any, list[int]] = {}
 
     # ---------------------------------------------------------------- memory
     def alloc_window(self, nbytes: int) -> WindowBuffer:
@@ -85,6 +102,7 @@ class SimCluster:
         if not jobs:
             return
         self._ranks = {r: _Rank(r, list(js)) for r, js in sorted(jobs.items())}
+        self._arrivals = {}
         self._deadlock = None
         threads = [threading.Thread(target=self._body, args=(state,), daemon=True,
                                     name=f"pypto-rank-{state.rank}")
@@ -96,20 +114,22 @@ class SimCluster:
             self._cv.notify_all()
         for t in threads:
             t.join()
-        errors = [s.error for s in self._ranks.values() if s.error is not None]
-        own = [e for e in errors if not isinstance(e, DeadlockError)]
+        states = list(self._ranks.values())
         self._ranks = {}
+        own = [s.error for s in states if s.error is not None
+               and not isinstance(s.error, DeadlockError)]
         if own:
             raise own[0]
-        if errors:
-            raise errors[0]
+        stuck = [s for s in states if isinstance(s.error, DeadlockError)]
+        if stuck:
+            raise _deadlock(stuck, states)
 
     def _first(self) -> int:
         ranks = list(self._ranks)
         return self._rng.choice(ranks) if self._rng is not None else ranks[0]
 
     def _body(self, state: _Rank) -> None:
-        _LOCAL.rank = (self, state.rank)
+        rank_state.set_current(_RankView(self, state.rank))
         try:
             with self._cv:
                 self._cv.wait_for(lambda: self._turn == state.rank)
@@ -118,7 +138,7 @@ class SimCluster:
         except BaseException as exc:  # noqa: BLE001 - handed to run()
             state.error = exc
         finally:
-            _LOCAL.rank = None
+            rank_state.set_current(None)
             with self._cv:
                 state.state = "done"
                 self._hand_over(state.rank)
@@ -139,7 +159,14 @@ class SimCluster:
             self._cv.wait_for(lambda: self._turn == state.rank or self._deadlock is not None)
             state.state, state.pred = "ready", None
             if self._turn != state.rank:
-                raise DeadlockError(self._deadlock or "deadlock", span)
+                raise DeadlockError(what, span)  # located by the worker; run() combines them
+
+    def rendezvous(self, rank: int, key: Any, what: str, span: Span | None = None) -> None:
+        """Rank ``rank`` arrives at its next ``key`` call; wait for every rank to arrive."""
+        counts = self._arrivals.setdefault(key, [0] * self.nranks)
+        counts[rank] += 1
+        mine = counts[rank]
+        self.block_until(lambda: min(counts) >= mine, what, span)
 
     def _hand_over(self, me: int) -> None:
         """Give the turn to the next rank that can make progress (the lock is held)."""
@@ -161,16 +188,24 @@ class SimCluster:
             waiting = [s for s in self._ranks.values() if s.state == "blocked"]
             self._turn = None
             if waiting:
-                self._deadlock = _deadlock_message(waiting, self._ranks.values())
+                self._deadlock = "deadlock"
         self._cv.notify_all()
 
 
-def _deadlock_message(waiting: list[_Rank], ranks: Any) -> str:
-    lines = [f"deadlock: {len(waiting)} rank(s) wait for something no rank will do"]
-    for s in waiting:
-        where = f" at {s.span.file}:{s.span.line}" if s.span is not None else ""
-        lines.append(f"  rank {s.rank}: {s.what}{where}")
-    done = [s.rank for s in ranks if s.state == "done"]
+def _deadlock(stuck: list[_Rank], states: list[_Rank]) -> DeadlockError:
+    """One error naming every rank left waiting, what it waits for and where."""
+    lines = [f"deadlock: rank(s) {', '.join(str(s.rank) for s in stuck)} wait for something "
+             "no rank will ever do"]
+    for s in stuck:
+        err = s.error
+        assert isinstance(err, DeadlockError)
+        where = f" (line {err.span.file}:{err.span.line})" if err.span is not None else ""
+        lines.append(f"  rank {s.rank}: {err.message}{where}")
+    done = [s.rank for s in states if s.error is None]
     if done:
         lines.append(f"  finished: rank(s) {', '.join(map(str, done))}")
-    return "\n".join(lines)
+    first = stuck[0].error
+    assert isinstance(first, DeadlockError)
+    return DeadlockError("\n".join(lines), first.span,
+                         hint="every rank must reach the same waits, barriers and collectives; "
+                         "check rank-dependent branches and which rank notifies which")

@@ -85,3 +85,93 @@ def _publish_consume(collective: str):
 ALLREDUCE_SUM = _publish_consume("sum")
 ALLREDUCE_MAX = _publish_consume("max")
 BROADCAST = _publish_consume("broadcast")
+
+
+@pl.program
+class MeshSum:
+    """Each rank publishes its row, signals every peer, waits for all, sums remote rows."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             data: pl.InOut[pld.DistributedTensor[[1, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        nr = pld.nranks(ctx)
+        data = pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], data)
+        for p in pl.range(nr):
+            pld.system.notify(sig, peer=p, offsets=[me, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        for p in pl.range(nr):
+            pld.system.wait(sig, offsets=[p, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        acc = pl.load(data, [0, 0], [1, N])
+        for p in pl.range(nr):
+            if p != me:
+                acc = pl.add(acc, pld.tile.remote_load(data, p, [0, 0], [1, N]))
+        return pl.store(acc, [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             data: pl.InOut[pld.DistributedTensor[[1, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(x, y, data, sig)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
+        sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            data = pld.window(buf, [1, N], dtype=pl.FP32)
+            sig = pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32)
+            self.chip(x[r], y[r], data, sig, device=r)
+        return y
+
+
+@pl.program
+class WaitForever:
+    """Rank 0 waits for a signal nobody sends (a deadlock)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        ctx = pld.get_comm_ctx(sig)
+        if pld.rank(ctx) == 0:
+            pld.system.wait(sig, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Eq)  # WAIT-LINE
+        return pl.store(pl.tile.full([1, N], dtype=pl.FP32, value=1.0), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(y, sig)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(y[r], pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32), device=r)
+        return y
+
+
+@pl.program
+class ReadPastWindow:
+    """Each rank reads a row past the end of its peer's window."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             data: pld.DistributedTensor[[2, N], pl.FP32], row: pl.Scalar[pl.INT32]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        t = pld.tile.remote_load(data, 0, [row, 0], [1, N])  # BOUNDS-LINE
+        return pl.store(t, [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             data: pld.DistributedTensor[[2, N], pl.FP32], row: pl.Scalar[pl.INT32]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(y, data, row)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(2 * N * pl.FP32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(y[r], pld.window(buf, [2, N], dtype=pl.FP32), 2, device=r)
+        return y

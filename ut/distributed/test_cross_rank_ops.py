@@ -1,0 +1,51 @@
+"""In-kernel cross-rank ops on simulated ranks (docs/design/distributed.md §3, §4):
+notify/wait, remote load, rank queries; deadlocks and window bounds as errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pytest_pypto.compat.pypto import ir
+from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
+from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.runtime.devices_sim import DeadlockError
+from ut.distributed import programs as p
+from ut.helpers import line_of
+
+
+def _compile(program, ranks: int, platform: str = "a2a3sim"):
+    return ir.compile(program, platform=platform,
+                      distributed_config=DistributedConfig(device_ids=list(range(ranks))))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_mesh_sum_with_signals_and_remote_loads(ranks, platform) -> None:
+    x = torch.randn(ranks, 1, p.N)
+    y = torch.zeros(ranks, 1, p.N)
+    _compile(p.MeshSum, ranks, platform)(x, y)
+    want = np.broadcast_to(x.numpy().sum(axis=0), y.shape)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_wait_no_rank_satisfies_is_a_deadlock_naming_rank_op_and_line() -> None:
+    y = torch.zeros(2, 1, p.N)
+    with pytest.raises(DeadlockError) as info:
+        _compile(p.WaitForever, 2)(y)
+    text = str(info.value)
+    assert "rank(s) 0 wait" in text
+    assert "pld.system.wait on signal cell [0, 0] == 1 (holds 0)" in text
+    assert f"programs.py:{line_of(Path(p.__file__), 'WAIT-LINE')}" in text
+    assert "finished: rank(s) 1" in text
+
+
+def test_a_remote_read_outside_the_window_is_a_bounds_error_at_the_users_line() -> None:
+    y = torch.zeros(2, 1, p.N)
+    with pytest.raises(SimulationError, match=r"outside the peer's window \[2, 32\]") as info:
+        _compile(p.ReadPastWindow, 2)(y)
+    assert info.value.span is not None
+    assert info.value.span.line == line_of(Path(p.__file__), "BOUNDS-LINE")
