@@ -175,3 +175,66 @@ class ReadPastWindow:
         for r in pl.range(pld.world_size()):
             self.chip(y[r], pld.window(buf, [2, N], dtype=pl.FP32), 2, device=r)
         return y
+
+
+@pl.program
+class RingPut:
+    """Rank r pushes its row into rank (r + 1) % n's window, then reads what it got."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             dst: pld.DistributedTensor[[1, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32], peer: pl.Scalar[pl.INT32]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        pld.tensor.put(dst, peer=peer, src=x, atomic=pld.AtomicType.None_)
+        pld.system.notify(sig, peer=peer, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        pld.system.wait(sig, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        return pl.store(pl.load(dst, [0, 0], [1, N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             dst: pld.DistributedTensor[[1, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32], peer: pl.Scalar[pl.INT32]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(x, y, dst, sig, peer)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
+        sig_buf = pld.alloc_window_buffer(pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], y[r], pld.window(buf, [1, N], dtype=pl.FP32),
+                      pld.window(sig_buf, [1, 1], dtype=pl.INT32), (r + 1) % pld.world_size(),
+                      device=r)
+        return y
+
+
+@pl.program
+class KernelCollectives:
+    """In-kernel allreduce (sum) then reduce_scatter (max) on the result, with a barrier."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             data: pl.InOut[pld.DistributedTensor[[4, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[4, N], pl.FP32]:
+        data = pl.store(pl.load(x, [0, 0], [4, N]), [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        data = pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Sum)
+        return pl.store(pl.load(data, [0, 0], [4, N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             data: pl.InOut[pld.DistributedTensor[[4, N], pl.FP32]],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]) -> pl.Tensor[[4, N], pl.FP32]:
+        return self.step(x, y, data, sig)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 4, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 4, N], pl.FP32]]) -> pl.Tensor[[NR, 4, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(4 * N * pl.FP32.get_byte())
+        sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], y[r], pld.window(buf, [4, N], dtype=pl.FP32),
+                      pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32), device=r)
+        return y

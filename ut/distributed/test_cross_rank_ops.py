@@ -49,3 +49,20 @@ def test_a_remote_read_outside_the_window_is_a_bounds_error_at_the_users_line() 
         _compile(p.ReadPastWindow, 2)(y)
     assert info.value.span is not None
     assert info.value.span.line == line_of(Path(p.__file__), "BOUNDS-LINE")
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_ring_put_moves_each_row_one_rank_on(ranks) -> None:
+    x = torch.randn(ranks, 1, p.N)
+    y = torch.zeros(ranks, 1, p.N)
+    _compile(p.RingPut, ranks)(x, y)
+    np.testing.assert_array_equal(y.numpy(), np.roll(x.numpy(), 1, axis=0))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_in_kernel_allreduce_after_a_barrier(ranks) -> None:
+    x = torch.randn(ranks, 4, p.N)
+    y = torch.zeros(ranks, 4, p.N)
+    _compile(p.KernelCollectives, ranks)(x, y)
+    want = np.broadcast_to(x.numpy().sum(axis=0), y.shape)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-5)

@@ -150,7 +150,7 @@ register(OpSpec(
             ParamSpec("offsets", "index_list"), ParamSpec("value", "scalar"),
             ParamSpec("op", "literal", default=0, keyword_only=True)),
     type_rule=lambda info: _signal_type(info, "target"), mem=MemRule(),
-    execute=_notify_execute, writes="target",
+    execute=_notify_execute,
     spellings=("pld.system.notify",),
     doc="Add value to (op=AtomicAdd) or set (op=Set) the cell at offsets of peer's signal.",
 ))
@@ -160,7 +160,7 @@ register(OpSpec(
             ParamSpec("expected", "scalar"),
             ParamSpec("cmp", "literal", default=0, keyword_only=True)),
     type_rule=lambda info: _signal_type(info, "signal"), mem=MemRule(),
-    execute=_wait_execute, writes="signal",
+    execute=_wait_execute,
     spellings=("pld.system.wait",),
     doc="Wait until this rank's signal cell at offsets is == (cmp=Eq) or >= (cmp=Ge) expected.",
 ))
@@ -228,7 +228,7 @@ register(OpSpec(
             ParamSpec("offsets", "index_list"),
             ParamSpec("atomic", "literal", default=None, keyword_only=True)),
     type_rule=_remote_store_type, mem=MemRule(operands={"tile": ("Vec",)}, result=None),
-    execute=_remote_store_execute, writes="target",
+    execute=_remote_store_execute,
     spellings=("pld.tile.remote_store", "pld.remote_store"),
     doc="Write (atomic=Add: add) a tile into peer's slice of a window-bound tensor at offsets.",
 ))
