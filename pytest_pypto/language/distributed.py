@@ -68,10 +68,18 @@ class WaitCmp(enum.IntEnum):
     Ge = 1
 
 
+class WindowForm(AnnotationForm):
+    """What `pld.DistributedTensor[...]` evaluates to: a pl.Tensor form that marks window
+    memory; a kernel may write a window parameter declared without pl.InOut (PyPTO's
+    rule: it is shared memory, not an input), so the parser reads it as InOut."""
+
+    window = True
+
+
 class _DistributedMeta(type):
     def __getitem__(cls, args: Any) -> AnnotationForm:
         # The parser types it as a pl.Tensor; the window binding happens at run time.
-        return AnnotationForm("Tensor", args)
+        return WindowForm("Tensor", args)
 
     def __repr__(cls) -> str:
         return "pld.DistributedTensor"

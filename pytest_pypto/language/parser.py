@@ -433,6 +433,8 @@ class ProgramParser:
                 raise ctx.error(ParserTypeError, f"parameter '{arg.arg}' cannot be a tuple", arg)
             if direction is None:
                 direction = Direction.SCALAR if isinstance(t, ScalarType) else Direction.IN
+                if getattr(form, "window", False):  # shared memory (docs/design/distributed.md §3)
+                    direction = Direction.INOUT
             header.params.append(Param(arg.arg, t, direction, span=ctx.span(arg)))
         if node.returns is not None:
             t, _ = annots.to_type(ctx, ep.eval(node.returns), node.returns)

@@ -238,3 +238,27 @@ class KernelCollectives:
             self.chip(x[r], y[r], pld.window(buf, [4, N], dtype=pl.FP32),
                       pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32), device=r)
         return y
+
+
+@pl.program
+class WriteUndeclaredWindow:
+    """A kernel stores into a window parameter declared without pl.InOut (PyPTO allows it)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[1, N], pl.FP32], w: pld.DistributedTensor[[1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        w = pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], w)
+        return pl.store(pl.load(w, [0, 0], [1, N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, N], pl.FP32], w: pld.DistributedTensor[[1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(x, w, y)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], pld.window(buf, [1, N], dtype=pl.FP32), y[r], device=r)
+        return y

@@ -96,3 +96,10 @@ def test_a_function_level_other_than_host_is_refused() -> None:
 
     with pytest.raises(ParserTypeError, match=r"level=pl\.Level\.CHIP"):
         build()
+
+
+def test_a_kernel_may_write_a_window_parameter_declared_without_inout() -> None:
+    x = torch.randn(2, 1, p.N)
+    y = torch.zeros(2, 1, p.N)
+    _compile(p.WriteUndeclaredWindow, 2)(x, y)
+    np.testing.assert_array_equal(y.numpy(), x.numpy())
