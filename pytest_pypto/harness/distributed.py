@@ -116,20 +116,33 @@ class DistributedRun:
 
     def __init__(self, program: n.Program, host: HostProgram, platform: str,
                  device_ids: Sequence[int], *, shuffle: int | None = None,
-                 compiled: dict[str, Any] | None = None) -> None:
+                 compiled: dict[str, Any] | None = None,
+                 windows: list[WindowBuffer] | None = None) -> None:
         self.program = program
         self.host = host
         self.platform = platform
         self.cluster = SimCluster(device_ids, shuffle=shuffle)
         self.compiled = compiled if compiled is not None else {}
         self._queued: dict[int, list[Any]] = {}
+        # persistent windows (prepare(persistent=True)): the k-th allocation of every run
+        # is the same buffer; None: fresh windows per run, released at its end
+        self._persistent = windows
+        self._allocated = 0
 
     # ------------------------------------------------------------ HostHooks
     def world_size(self) -> int:
         return self.cluster.nranks
 
     def alloc_window_buffer(self, nbytes: int) -> WindowBuffer:
-        return self.cluster.alloc_window(nbytes)
+        keep = self._persistent
+        if keep is None:
+            return self.cluster.alloc_window(nbytes)
+        k, self._allocated = self._allocated, self._allocated + 1
+        if k < len(keep) and keep[k].nbytes == nbytes:
+            return keep[k]
+        buf = WindowBuffer(nbytes, self.cluster.nranks, k)
+        keep[k:k + 1] = [buf]
+        return buf
 
     def window(self, buffer: Any, shape: Any, dtype: Any) -> Window:
         if not isinstance(buffer, WindowBuffer):

@@ -83,6 +83,11 @@ class WindowBuffer:
             )
         return self.rank_bytes(rank)[offset:need].view(dtype).reshape(shape)
 
+    def zero(self) -> None:
+        """Zero every rank's slice (a persistent window reset between runs)."""
+        for data in self._slices.values():
+            data.fill(0)
+
     def release(self) -> None:
         """Forget every rank's slice (the run is over)."""
         for data in self._slices.values():

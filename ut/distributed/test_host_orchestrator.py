@@ -103,3 +103,17 @@ def test_a_kernel_may_write_a_window_parameter_declared_without_inout() -> None:
     y = torch.zeros(2, 1, p.N)
     _compile(p.WriteUndeclaredWindow, 2)(x, y)
     np.testing.assert_array_equal(y.numpy(), x.numpy())
+
+
+def test_prepared_runner_keeps_persistent_windows_and_resets_them_unless_asked_not_to() -> None:
+    compiled = _compile(p.ALLREDUCE_SUM, 2)
+    x = torch.ones(2, 1, p.N)
+    y = torch.zeros(2, 1, p.N)
+    with compiled.prepare(persistent=True) as rt:
+        rt(x, y)
+        rt(x, y)  # reset between calls: 1 + 1 again
+        np.testing.assert_array_equal(y.numpy(), np.full((2, 1, p.N), 2.0, np.float32))
+        handle = rt.submit(compiled, x, y)
+        assert handle.result() is None
+    with pytest.raises(RuntimeError, match="after close"):
+        rt(x, y)

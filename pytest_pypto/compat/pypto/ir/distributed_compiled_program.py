@@ -50,17 +50,90 @@ class DistributedCompiledProgram:
     def device_ids(self) -> list[int]:
         return list(self.distributed_config.device_ids)
 
-    def prepare(self) -> DistributedCompiledProgram:
-        """PyPTO's explicit preparation step: nothing to set up on a sim."""
-        return self
+    def prepare(self, config: Any = None, *, persistent: bool = False,
+                reset_persistent_windows: bool = True, **accepted: Any) -> PreparedProgram:
+        """PyPTO's ``prepare()``: a runner for repeated calls (a context manager).
+
+        ``persistent=True`` keeps the window buffers from one call to the next (zeroed
+        before each call unless ``reset_persistent_windows=False``); otherwise every
+        call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
+        """
+        del accepted
+        return PreparedProgram(self, config, persistent, reset_persistent_windows)
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
+        return self._run(args, config, None)
+
+    def _run(self, args: tuple[Any, ...], config: Any, windows: Any) -> Any:
+        __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
-                             shuffle=self.shuffle, compiled=self._compiled)
+                             shuffle=self.shuffle, compiled=self._compiled, windows=windows)
         return run(*args)
 
     def __repr__(self) -> str:
         return (f"<DistributedCompiledProgram {self.program.name} on "
                 f"{len(self.device_ids)} device(s), {self.platform}>")
+
+
+class PreparedProgram:
+    """What ``DistributedCompiledProgram.prepare()`` returns: call it like the program
+    (``rt(*args, config=...)``), or ``submit`` calls and wait on their handles."""
+
+    def __init__(self, program: DistributedCompiledProgram, config: Any, persistent: bool,
+                 reset: bool) -> None:
+        self.program = program
+        self.config = config
+        self.closed = False
+        self._windows: Any = [] if persistent else None
+        self._reset = reset
+
+    def __enter__(self) -> PreparedProgram:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        if self.closed:
+            raise RuntimeError("the prepared program was called after close()")
+        if self._windows and self._reset:
+            for buf in self._windows:
+                buf.zero()
+        return self.program._run(args, config or self.config, self._windows)
+
+    def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
+        """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
+        if program is not self.program:
+            raise ValueError("submit() runs the program this runner was prepared from")
+        return CompletedRun(self(*args, config=config))
+
+    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None) -> Any:
+        """A device tensor: on a sim, a host tensor holding ``init`` (zeros without it)."""
+        import torch  # lazy: the PyPTO flavour's tensors; torch loads only when used
+
+        out = torch.zeros(tuple(shape), dtype=dtype)
+        if init is not None:
+            out.copy_(init)
+        return out
+
+    def free_tensor(self, tensor: Any) -> None:
+        del tensor
+
+    def close(self) -> None:
+        if self._windows:
+            for buf in self._windows:
+                buf.release()
+        self.closed = True
+
+
+class CompletedRun:
+    """The handle of a submitted run (a sim run completes when submitted)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
