@@ -32,6 +32,8 @@ from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.ranks import WindowBuffer
+from pytest_pypto.ir.types import DynExpr, DynVar
+from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.language.distributed import pop_hooks, push_hooks
 from pytest_pypto.language.distributed_host import HostProgram
 from pytest_pypto.runtime import collectives
@@ -227,7 +229,7 @@ class DistributedRun:
     # ----------------------------------------------------------------- run
     def __call__(self, *args: Any) -> Any:
         fn = self.host.function()
-        host_fn = _rebound(fn)
+        host_fn = _rebound(fn, _dims_of(fn, args))
         push_hooks(self)
         try:
             result = host_fn(_HostSelf(self), *args)
@@ -246,12 +248,51 @@ def _views(value: Any, op: str) -> list[np.ndarray]:
     return value.views()
 
 
-def _rebound(fn: Any) -> Any:
-    """``fn`` with ``pl`` (the language module, by whatever name) seen as `_HostPl`."""
-    host_pl = _HostPl()
-    glb = dict(fn.__globals__)
-    for key, value in fn.__globals__.items():
-        if value is pl_module:
-            glb[key] = host_pl
+def _dims_of(fn: Any, args: tuple[Any, ...]) -> dict[int, int]:
+    """id(DynVar) -> size: the ``pl.dynamic`` dims of the host's parameter annotations,
+    bound from the arguments' shapes (the first parameter naming a dim binds it)."""
+    names = fn.__code__.co_varnames[1:fn.__code__.co_argcount]
+    notes = getattr(fn, "__annotations__", {})
+    bound: dict[int, int] = {}
+    for name, value in zip(names, args):
+        form = notes.get(name)
+        while isinstance(form, AnnotationForm) and form.form in ("Out", "InOut"):
+            form = form.args[0] if isinstance(form.args, tuple) else form.args
+        if not isinstance(form, AnnotationForm) or form.form != "Tensor":
+            continue
+        shape = form.args[0] if isinstance(form.args, tuple) and form.args else None
+        sizes = getattr(value, "shape", None)
+        if not isinstance(shape, (list, tuple)) or sizes is None:
+            continue
+        for dim, size in zip(shape, tuple(sizes)):
+            if isinstance(dim, DynVar) and not isinstance(dim, DynExpr):
+                bound.setdefault(id(dim), int(size))
+    return bound
+
+
+def _host_value(value: Any, dims: dict[int, int]) -> Any:
+    if value is pl_module:
+        return _HostPl()
+    if isinstance(value, DynVar) and id(value) in dims:
+        return dims[id(value)]
+    return value
+
+
+def _rebound(fn: Any, dims: dict[int, int]) -> Any:
+    """``fn`` with ``pl`` (the language module, by whatever name) seen as `_HostPl` and
+    its bound ``pl.dynamic`` dims (globals or closure) as their sizes."""
+    glb = {k: _host_value(v, dims) for k, v in fn.__globals__.items()}
     glb.setdefault("__builtins__", __builtins__)
-    return types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
+    closure = fn.__closure__
+    if closure is not None:
+        closure = tuple(types.CellType(_host_value(c.cell_contents, dims))
+                        if _filled(c) else c for c in closure)
+    return types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, closure)
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - probing an empty cell
+    except ValueError:
+        return False
+    return True

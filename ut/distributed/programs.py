@@ -262,3 +262,27 @@ class WriteUndeclaredWindow:
         for r in pl.range(pld.world_size()):
             self.chip(x[r], pld.window(buf, [1, N], dtype=pl.FP32), y[r], device=r)
         return y
+
+
+@pl.program
+class DynamicRanks:
+    """The host sizes its window from the bound pl.dynamic dim NR (not world_size())."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[1, N], pl.FP32], w: pld.DistributedTensor[[1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        w = pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], w)
+        return pl.store(pl.load(w, [0, 0], [1, N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, N], pl.FP32], w: pld.DistributedTensor[[1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(x, w, y)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(NR * N * pl.FP32.get_byte())
+        for r in pl.range(NR):
+            self.chip(x[r], pld.window(buf, [1, N], dtype=pl.FP32), y[r], device=r)
+        return y

@@ -117,3 +117,11 @@ def test_prepared_runner_keeps_persistent_windows_and_resets_them_unless_asked_n
         assert handle.result() is None
     with pytest.raises(RuntimeError, match="after close"):
         rt(x, y)
+
+
+@pytest.mark.parametrize("ranks", [1, 4])
+def test_host_code_reads_dynamic_dims_bound_from_its_arguments(ranks) -> None:
+    x = torch.randn(ranks, 1, p.N)
+    y = torch.zeros(ranks, 1, p.N)
+    _compile(p.DynamicRanks, ranks)(x, y)
+    np.testing.assert_array_equal(y.numpy(), x.numpy())
