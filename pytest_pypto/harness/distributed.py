@@ -254,8 +254,16 @@ def _dims_of(fn: Any, args: tuple[Any, ...]) -> dict[int, int]:
     names = fn.__code__.co_varnames[1:fn.__code__.co_argcount]
     notes = getattr(fn, "__annotations__", {})
     bound: dict[int, int] = {}
+    scope = {name: cell.cell_contents
+             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+             if _filled(cell)}
     for name, value in zip(names, args):
         form = notes.get(name)
+        if isinstance(form, str):  # `from __future__ import annotations`
+            try:
+                form = eval(form, fn.__globals__, scope)  # noqa: S307 - the user's own annotation
+            except Exception:  # noqa: BLE001 - an annotation we cannot read binds nothing
+                continue
         while isinstance(form, AnnotationForm) and form.form in ("Out", "InOut"):
             form = form.args[0] if isinstance(form.args, tuple) else form.args
         if not isinstance(form, AnnotationForm) or form.form != "Tensor":
