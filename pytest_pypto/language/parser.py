@@ -329,7 +329,8 @@ class ProgramParser:
                 self.decorator(ctx, ep, dec, header)
             if not header.decorated:
                 return None
-            self.signature(ctx, ep, node, header)
+            if header.kind != "Host":  # a host signature is Python's (distributed_host.py)
+                self.signature(ctx, ep, node, header)
         except Tier3Hit as hit:
             if not header.decorated:
                 raise ctx.error(
