@@ -286,3 +286,87 @@ class DynamicRanks:
         for r in pl.range(NR):
             self.chip(x[r], pld.window(buf, [1, N], dtype=pl.FP32), y[r], device=r)
         return y
+
+
+@pl.program
+class Exchanges:
+    """allgather, reduce_scatter (max), broadcast (root 1) and all_to_all, in kernels.
+
+    Rank r's input x is [4, N] (4 = the ranks of this program); each result is copied to
+    a [4, N] output of its own."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[4, N], pl.FP32],
+             g: pl.Out[pl.Tensor[[4, N], pl.FP32]], s: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             b: pl.Out[pl.Tensor[[4, N], pl.FP32]], a: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             wg: pld.DistributedTensor[[4, N], pl.FP32], ws: pld.DistributedTensor[[4, N], pl.FP32],
+             wb: pld.DistributedTensor[[4, N], pl.FP32], wa: pld.DistributedTensor[[4, N], pl.FP32],
+             sig: pld.DistributedTensor[[4, 1], pl.INT32]):
+        me = pld.rank(pld.get_comm_ctx(wg))
+        row = pl.slice(x, [1, N], [me, 0])
+        wg = pld.tensor.allgather(row, wg, sig)
+        pld.tensor.put(ws, peer=me, src=x, atomic=pld.AtomicType.None_)
+        ws = pld.tensor.reduce_scatter(ws, sig, op=pld.ReduceOp.Max)
+        pld.tensor.put(wb, peer=me, src=x, atomic=pld.AtomicType.None_)
+        wb = pld.tensor.broadcast(wb, sig, root=1)
+        wa = pld.tensor.all_to_all(x, wa, sig)
+        pld.tensor.get(g, peer=me, src=wg)
+        pld.tensor.get(s, peer=me, src=ws)
+        pld.tensor.get(b, peer=me, src=wb)
+        pld.tensor.get(a, peer=me, src=wa)
+        return g, s, b, a
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[4, N], pl.FP32],
+             g: pl.Out[pl.Tensor[[4, N], pl.FP32]], s: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             b: pl.Out[pl.Tensor[[4, N], pl.FP32]], a: pl.Out[pl.Tensor[[4, N], pl.FP32]],
+             wg: pld.DistributedTensor[[4, N], pl.FP32], ws: pld.DistributedTensor[[4, N], pl.FP32],
+             wb: pld.DistributedTensor[[4, N], pl.FP32], wa: pld.DistributedTensor[[4, N], pl.FP32],
+             sig: pld.DistributedTensor[[4, 1], pl.INT32]):
+        g, s, b, a = self.step(x, g, s, b, a, wg, ws, wb, wa, sig)
+        return g, s, b, a
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x, g, s, b, a):
+        bufs = [pld.alloc_window_buffer(4 * N * pl.FP32.get_byte()) for _ in range(4)]
+        sig_buf = pld.alloc_window_buffer(4 * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            w = [pld.window(buf, [4, N], dtype=pl.FP32) for buf in bufs]
+            self.chip(x[r], g[r], s[r], b[r], a[r], w[0], w[1], w[2], w[3],
+                      pld.window(sig_buf, [4, 1], dtype=pl.INT32), device=r)
+        return g
+
+
+@pl.program
+class AllToAllV:
+    """Two ranks, blocks of 2 rows: rank r sends counts[r] rows to each rank."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[4, N], pl.FP32], counts: pl.Tensor[[2, 1], pl.INT32],
+             y: pl.Out[pl.Tensor[[4, N], pl.FP32]], got: pl.Out[pl.Tensor[[2, 1], pl.INT32]],
+             w: pld.DistributedTensor[[4, N], pl.FP32], recv: pld.DistributedTensor[[2, 1], pl.INT32],
+             sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+        me = pld.rank(pld.get_comm_ctx(w))
+        w = pld.tensor.all_to_all_v(x, w, sig, counts, recv)
+        pld.tensor.get(y, peer=me, src=w)
+        pld.tensor.get(got, peer=me, src=recv)
+        return y, got
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[4, N], pl.FP32], counts: pl.Tensor[[2, 1], pl.INT32],
+             y: pl.Out[pl.Tensor[[4, N], pl.FP32]], got: pl.Out[pl.Tensor[[2, 1], pl.INT32]],
+             w: pld.DistributedTensor[[4, N], pl.FP32], recv: pld.DistributedTensor[[2, 1], pl.INT32],
+             sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+        y, got = self.step(x, counts, y, got, w, recv, sig)
+        return y, got
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x, counts, y, got):
+        wbuf = pld.alloc_window_buffer(4 * N * pl.FP32.get_byte())
+        rbuf = pld.alloc_window_buffer(2 * pl.INT32.get_byte())
+        sbuf = pld.alloc_window_buffer(2 * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], counts[r], y[r], got[r], pld.window(wbuf, [4, N], dtype=pl.FP32),
+                      pld.window(rbuf, [2, 1], dtype=pl.INT32),
+                      pld.window(sbuf, [2, 1], dtype=pl.INT32), device=r)
+        return y

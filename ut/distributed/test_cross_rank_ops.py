@@ -66,3 +66,31 @@ def test_in_kernel_allreduce_after_a_barrier(ranks) -> None:
     _compile(p.KernelCollectives, ranks)(x, y)
     want = np.broadcast_to(x.numpy().sum(axis=0), y.shape)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_allgather_reduce_scatter_broadcast_all_to_all_in_kernels() -> None:
+    ranks = 4
+    x = torch.randn(ranks, 4, p.N)
+    outs = [torch.zeros(ranks, 4, p.N) for _ in range(4)]
+    _compile(p.Exchanges, ranks)(x, *outs)
+    xs = x.numpy()
+    g, s, b, a = (o.numpy() for o in outs)
+    for r in range(ranks):
+        np.testing.assert_array_equal(g[r], np.stack([xs[q, q] for q in range(ranks)]))
+        np.testing.assert_array_equal(s[r, r], xs[:, r].max(axis=0))  # row r: rank r's chunk
+        np.testing.assert_array_equal(b[r], xs[1])
+        np.testing.assert_array_equal(a[r], np.stack([xs[q, r] for q in range(ranks)]))
+
+
+def test_all_to_all_v_moves_blocks_and_publishes_clamped_counts() -> None:
+    x = torch.randn(2, 4, p.N)
+    counts = torch.tensor([[[1], [5]], [[2], [0]]], dtype=torch.int32)  # rank r -> rank d
+    y = torch.zeros(2, 4, p.N)
+    got = torch.zeros(2, 2, 1, dtype=torch.int32)
+    _compile(p.AllToAllV, 2)(x, counts, y, got)
+    xs = x.numpy()
+    for d in range(2):
+        for s in range(2):  # block s of rank d = block d of rank s (whole 2-row blocks move)
+            np.testing.assert_array_equal(y.numpy()[d, 2 * s:2 * s + 2], xs[s, 2 * d:2 * d + 2])
+    # recv[d][s] = counts[s][d] cut at the block size (2)
+    assert got.numpy()[:, :, 0].tolist() == [[1, 2], [2, 0]]

@@ -161,8 +161,8 @@ def _collective(name: str, body: Any, at: int) -> Any:
         if write is not None:
             write()
         _meet(ctx, key, what)
-        return signal if name == "barrier" else values[-1] if name in (
-            "allgather", "all_to_all") else values[0]
+        return signal if name == "barrier" else values[1] if name in (
+            "allgather", "all_to_all", "all_to_all_v") else values[0]
 
     return execute
 
@@ -204,6 +204,21 @@ def _all_to_all(ctx, inputs, target, **_):
     return push
 
 
+def _all_to_all_v(ctx, inputs, target, send_counts, recv_counts, **_):
+    n = ctx.nranks
+    cap = target.shape[0] // n
+    push = _all_to_all(ctx, inputs, target)
+    counts = np.asarray(send_counts).reshape(-1)
+    cells = [_peer(recv_counts, r, "pld.tensor.all_to_all_v") for r in range(n)]
+    sent = [min(max(int(counts[d]), 0), cap) for d in range(n)]
+
+    def push_all() -> None:
+        push()
+        for d, peer_cells in enumerate(cells):
+            peer_cells.reshape(n, -1)[ctx.rank, 0] = sent[d]
+    return push_all
+
+
 def _barrier(ctx, **_):
     return None
 
@@ -237,5 +252,10 @@ _register("allgather", (ParamSpec("local", "tensor"), ParamSpec("target", "tenso
           "target", _allgather, "Row r of every rank's target becomes rank r's local chunk.")
 _register("all_to_all", (ParamSpec("input", "tensor"), ParamSpec("target", "tensor"), _SIGNAL),
           "target", _all_to_all, "Block s of rank d's target becomes block d of rank s's input.")
+_register("all_to_all_v", (ParamSpec("input", "tensor"), ParamSpec("target", "tensor"), _SIGNAL,
+                           ParamSpec("send_counts", "tensor"), ParamSpec("recv_counts", "tensor")),
+          "target", _all_to_all_v,
+          "all_to_all in blocks of target.shape[0] // nranks rows; rank d's recv_counts[s] "
+          "becomes rank s's send_counts[d] cut at the block size.")
 _register("barrier", (ParamSpec("signal", "tensor"),), "signal", _barrier,
           "Wait until every rank of the run has reached this barrier.")
