@@ -36,6 +36,7 @@ from pytest_pypto.ir.types import DynExpr, DynVar
 from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.language.distributed import pop_hooks, push_hooks
 from pytest_pypto.language.distributed_host import HostProgram
+from pytest_pypto.language.jit import JITFunction
 from pytest_pypto.runtime import collectives
 from pytest_pypto.runtime.devices_sim import SimCluster
 
@@ -116,7 +117,7 @@ class _HostSelf:
 class DistributedRun:
     """One execution of a program's host orchestrator on ``device_ids``' simulated ranks."""
 
-    def __init__(self, program: n.Program, host: HostProgram, platform: str,
+    def __init__(self, program: n.Program | None, host: HostProgram | Any, platform: str,
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
                  windows: list[WindowBuffer] | None = None) -> None:
@@ -204,11 +205,7 @@ class DistributedRun:
         if kwargs:
             raise SimulationError(f"self.{name}(...) takes positional arguments only on the host "
                                   f"(got {', '.join(kwargs)}=)")
-        rank = 0 if device is None else int(device)
-        if not 0 <= rank < self.cluster.nranks:
-            raise SimulationError(
-                f"self.{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
-                f"rank(s), 0..{self.cluster.nranks - 1}")
+        rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
         bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
         self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
@@ -227,12 +224,30 @@ class DistributedRun:
         self.cluster.run(queued)
 
     # ----------------------------------------------------------------- run
+    def dispatch_jit(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     device: Any) -> None:
+        """``per_rank(..., device=r)`` of a ``@pl.jit`` function in a ``@pl.jit.host``."""
+        rank = self._rank_of(jit_fn.__name__, device)
+        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        platform = self.platform
+        self._queued.setdefault(rank, []).append(
+            lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
+
+    def _rank_of(self, name: str, device: Any) -> int:
+        rank = 0 if device is None else int(device)
+        if not 0 <= rank < self.cluster.nranks:
+            raise SimulationError(
+                f"{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
+                f"rank(s), 0..{self.cluster.nranks - 1}")
+        return rank
+
     def __call__(self, *args: Any) -> Any:
-        fn = self.host.function()
-        host_fn = _rebound(fn, _dims_of(fn, args))
+        plain = not isinstance(self.host, HostProgram)  # a @pl.jit.host function
+        fn = self.host if plain else self.host.function()
+        host_fn = _rebound(fn, _dims_of(fn, args), self)
         push_hooks(self)
         try:
-            result = host_fn(_HostSelf(self), *args)
+            result = host_fn(*args) if plain else host_fn(_HostSelf(self), *args)
             self.flush()
         finally:
             pop_hooks()
@@ -278,22 +293,35 @@ def _dims_of(fn: Any, args: tuple[Any, ...]) -> dict[int, int]:
     return bound
 
 
-def _host_value(value: Any, dims: dict[int, int]) -> Any:
+def _host_value(value: Any, dims: dict[int, int], run: DistributedRun) -> Any:
     if value is pl_module:
         return _HostPl()
     if isinstance(value, DynVar) and id(value) in dims:
         return dims[id(value)]
+    if isinstance(value, JITFunction):
+        return _JitDispatch(value, run)
     return value
 
 
-def _rebound(fn: Any, dims: dict[int, int]) -> Any:
+class _JitDispatch:
+    """A ``@pl.jit`` function as a host orchestrator calls it: ``device=r`` dispatches."""
+
+    def __init__(self, fn: Any, run: DistributedRun) -> None:
+        self.fn = fn
+        self.run = run
+
+    def __call__(self, *args: Any, device: Any = None, **kwargs: Any) -> None:
+        self.run.dispatch_jit(self.fn, args, kwargs, device)
+
+
+def _rebound(fn: Any, dims: dict[int, int], run: DistributedRun) -> Any:
     """``fn`` with ``pl`` (the language module, by whatever name) seen as `_HostPl` and
     its bound ``pl.dynamic`` dims (globals or closure) as their sizes."""
-    glb = {k: _host_value(v, dims) for k, v in fn.__globals__.items()}
+    glb = {k: _host_value(v, dims, run) for k, v in fn.__globals__.items()}
     glb.setdefault("__builtins__", __builtins__)
     closure = fn.__closure__
     if closure is not None:
-        closure = tuple(types.CellType(_host_value(c.cell_contents, dims))
+        closure = tuple(types.CellType(_host_value(c.cell_contents, dims, run))
                         if _filled(c) else c for c in closure)
     return types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, closure)
 

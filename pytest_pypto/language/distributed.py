@@ -128,10 +128,20 @@ def world_size() -> int:
     return host_hooks().world_size()
 
 
-def alloc_window_buffer(nbytes: int, *args: Any, **kwargs: Any) -> Any:
-    """``pld.alloc_window_buffer(nbytes)``: ``nbytes`` of window memory on every rank."""
-    del args, kwargs
-    return host_hooks().alloc_window_buffer(int(nbytes))
+def alloc_window_buffer(size: Any, *, dtype: Any = None, name: str = "") -> Any:
+    """``pld.alloc_window_buffer(nbytes)`` or ``(shape, dtype=)``: window memory of that
+    many bytes (or of a ``shape`` of ``dtype`` elements) on every rank."""
+    del name
+    if isinstance(size, (list, tuple)):
+        if dtype is None:
+            raise TypeError("pld.alloc_window_buffer(shape, dtype=...) needs dtype= with a shape")
+        count = 1
+        for d in size:
+            count *= int(d)
+        return host_hooks().alloc_window_buffer(count * dtype.itemsize)
+    if dtype is not None:
+        raise TypeError("pld.alloc_window_buffer(nbytes) takes dtype= only with a shape")
+    return host_hooks().alloc_window_buffer(int(size))
 
 
 def window(buffer: Any, shape: Any, dtype: Any = None, **kwargs: Any) -> Any:

@@ -12,6 +12,7 @@ the host.  This module records which program owns which host methods.
 from __future__ import annotations
 
 import ast
+import functools
 import weakref
 from typing import Any, NamedTuple
 
@@ -20,7 +21,8 @@ from pytest_pypto.ir.nodes import Program
 from pytest_pypto.language import surface
 from pytest_pypto.language.context import FunctionContext, Header
 
-__all__ = ["HostProgram", "function_level", "host_program", "register"]
+__all__ = ["HostJitFunction", "HostProgram", "function_level", "host_program", "jit_host",
+           "register"]
 
 
 class HostProgram(NamedTuple):
@@ -70,3 +72,42 @@ def host_program(program: Any) -> HostProgram | None:
         return _HOSTS.get(program)
     except TypeError:  # not weak-referenceable: not a parsed program
         return None
+
+
+# The harness's multi-chip runner (pytest_pypto/harness/distributed.py installs it when
+# it loads): (host function, args, config) -> a compiled multi-chip program.
+COMPILE_HOST: list[Any] = []
+
+
+class HostJitFunction:
+    """``@pl.jit.host``: a host orchestrator as a plain function (no program class).
+
+    ``fn.compile(*args, config=RunConfig(platform=..., distributed_config=...))`` gives
+    the multi-chip program; calling ``fn(*args, config=...)`` compiles and runs it.
+    The chip functions it calls with ``device=r`` are ``@pl.jit`` functions.
+    """
+
+    def __init__(self, fn: Any) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def compile(self, *args: Any, config: Any = None) -> Any:
+        if not COMPILE_HOST:
+            raise RuntimeError("@pl.jit.host needs the multi-chip runner: import "
+                               "pytest_pypto.harness.distributed (or the compat "
+                               "pypto.ir.distributed_compiled_program) first")
+        return COMPILE_HOST[0](self.fn, args, config)
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        return self.compile(*args, config=config)(*args, config=config)
+
+    def __repr__(self) -> str:
+        return f"<pl.jit.host {self.fn.__name__}>"
+
+
+def jit_host(fn: Any) -> HostJitFunction:
+    """The ``pl.jit.host`` decorator."""
+    if not callable(fn):
+        raise TypeError(f"@pl.jit.host decorates a function, not {fn!r}")
+    return HostJitFunction(fn)

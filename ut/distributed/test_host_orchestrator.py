@@ -125,3 +125,18 @@ def test_host_code_reads_dynamic_dims_bound_from_its_arguments(ranks) -> None:
     y = torch.zeros(ranks, 1, p.N)
     _compile(p.DynamicRanks, ranks)(x, y)
     np.testing.assert_array_equal(y.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_jit_host_function_dispatches_jit_functions_to_ranks(platform) -> None:
+    from pytest_pypto.compat.pypto.runtime import RunConfig  # lazy: the PyPTO flavour's config
+    from ut.distributed import jit_programs as jp  # lazy: @pl.jit programs built at import
+
+    x = torch.randn(4, 1, jp.N)
+    y = torch.zeros(4, 1, jp.N)
+    config = RunConfig(platform=platform,
+                       distributed_config=DistributedConfig(device_ids=[0, 1, 2, 3]))
+    compiled = jp.shift_plus_one.compile(x, y, config=config)
+    assert isinstance(compiled, DistributedCompiledProgram)
+    compiled(x, y, config=RunConfig(platform=platform))
+    np.testing.assert_allclose(y.numpy(), np.roll(x.numpy(), 1, axis=0) + 1.0, rtol=1e-6)

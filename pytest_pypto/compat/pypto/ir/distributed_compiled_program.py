@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_pypto.harness import context
 from pytest_pypto.harness.distributed import DistributedRun
+from pytest_pypto.language import distributed_host
 from pytest_pypto.language.distributed_host import HostProgram
 
 __all__ = ["DistributedCompiledProgram", "DistributedConfig"]
@@ -35,7 +37,7 @@ class DistributedCompiledProgram:
     """A multi-chip program ready to run: ``compiled(*args)`` runs its host orchestrator
     on ``distributed_config.device_ids``' simulated devices, in place."""
 
-    def __init__(self, program: Any, host: HostProgram, platform: str,
+    def __init__(self, program: Any, host: HostProgram | Any, platform: str,
                  distributed_config: DistributedConfig, *, shuffle: int | None = None,
                  output_dir: Any = None) -> None:
         self.program = program
@@ -73,7 +75,8 @@ class DistributedCompiledProgram:
         return run(*args)
 
     def __repr__(self) -> str:
-        return (f"<DistributedCompiledProgram {self.program.name} on "
+        name = self.program.name if self.program is not None else self.host.__name__
+        return (f"<DistributedCompiledProgram {name} on "
                 f"{len(self.device_ids)} device(s), {self.platform}>")
 
 
@@ -137,3 +140,19 @@ class CompletedRun:
 
     def result(self) -> Any:
         return self._value
+
+
+def compile_jit_host(fn: Any, args: tuple[Any, ...], config: Any) -> DistributedCompiledProgram:
+    """``@pl.jit.host``'s ``compile``: the multi-chip program of a host function, on
+    ``config.distributed_config``'s devices (one device without one)."""
+    del args
+    dist = getattr(config, "distributed_config", None) or DistributedConfig(device_ids=[0])
+    platform = getattr(config, "platform", None)
+    session = context.current()
+    if platform is None:
+        platform = session.default_config().platform if session is not None else "a2a3sim"
+    shuffle = session.settings.shuffle if session is not None else None
+    return DistributedCompiledProgram(None, fn, platform, dist, shuffle=shuffle)
+
+
+distributed_host.COMPILE_HOST[:] = [compile_jit_host]
