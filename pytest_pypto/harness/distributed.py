@@ -33,10 +33,10 @@ from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.ranks import WindowBuffer
 from pytest_pypto.ir.types import DynExpr, DynVar
-from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.language.distributed import pop_hooks, push_hooks
 from pytest_pypto.language.distributed_host import HostProgram
 from pytest_pypto.language.jit import JITFunction
+from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.runtime import collectives
 from pytest_pypto.runtime.devices_sim import SimCluster
 

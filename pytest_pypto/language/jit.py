@@ -50,8 +50,8 @@ from pytest_pypto.ir.errors import UnsupportedFeatureError
 from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Param
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
-from pytest_pypto.language.parser import program_from_template
 from pytest_pypto.language.distributed_host import jit_host
+from pytest_pypto.language.parser import program_from_template
 from pytest_pypto.language.surface import AnnotationForm, Tensor
 from pytest_pypto.language.templates import (
     Template,

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_pypto.ir import ranks as rank_state
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
-from pytest_pypto.ir import ranks as rank_state
 from pytest_pypto.ir.ranks import WindowBuffer
 
 __all__ = ["DeadlockError", "SimCluster", "current_rank"]

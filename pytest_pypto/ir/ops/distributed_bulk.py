@@ -252,7 +252,8 @@ _register("allgather", (ParamSpec("local", "tensor"), ParamSpec("target", "tenso
           "target", _allgather, "Row r of every rank's target becomes rank r's local chunk.")
 _register("all_to_all", (ParamSpec("input", "tensor"), ParamSpec("target", "tensor"), _SIGNAL),
           "target", _all_to_all, "Block s of rank d's target becomes block d of rank s's input.")
-_register("all_to_all_v", (ParamSpec("input", "tensor"), ParamSpec("target", "tensor"), _SIGNAL,
+_register("all_to_all_v", (ParamSpec("input", "tensor"), ParamSpec("target", "tensor"),
+                           ParamSpec("signal", "tensor"),
                            ParamSpec("send_counts", "tensor"), ParamSpec("recv_counts", "tensor")),
           "target", _all_to_all_v,
           "all_to_all in blocks of target.shape[0] // nranks rows; rank d's recv_counts[s] "
