@@ -151,6 +151,10 @@ def ir_compile(
     ``enable_pypto_l0c_double_buffer``, ...) is accepted and recorded.
     PyPTO dumps passes by default; here only when asked (``dump_passes=True``).
     """
+    from pytest_pypto.compat.multi_orch import (  # lazy: compat plugin import cost
+        MultiOrchCompiledProgram,
+        orchestration_names,
+    )
     from pytest_pypto.compiler.api import compile as compile_  # lazy: compat plugin import cost
 
     if accepted.get("distributed_config") is not None or host_program(program) is not None:
@@ -164,6 +168,14 @@ def ir_compile(
     config.memory_planner = memory_planner
     if strategy is not OptimizationStrategy.Default:
         config.strategy = strategy
+    if len(orchestration_names(program)) > 1:  # L2 multi-orch (compat/multi_orch.py)
+        def compile_one(part: Any, where: Path | None) -> Any:
+            one = compile_(part, config, output_dir=where, accepted=accepted)
+            if where is not None:
+                write_kernel_config(one.manifest, where)
+            return one
+
+        return MultiOrchCompiledProgram(program, compile_one, output_dir)
     compiled = compile_(program, config, output_dir=output_dir, accepted=accepted)
     if output_dir is not None:
         write_kernel_config(compiled.manifest, Path(output_dir))

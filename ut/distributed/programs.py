@@ -370,3 +370,30 @@ class AllToAllV:
                       pld.window(rbuf, [2, 1], dtype=pl.INT32),
                       pld.window(sbuf, [2, 1], dtype=pl.INT32), device=r)
         return y
+
+
+@pl.program
+class TwoOrchestrations:
+    """Two chip orchestrations and no host orchestrator (PyPTO's L2 multi-orch)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]]
+              ) -> pl.Tensor[[4, N], pl.FP32]:
+        t = pl.load(x, [0, 0], [4, N])
+        return pl.store(pl.add(t, t), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def square(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]]
+               ) -> pl.Tensor[[4, N], pl.FP32]:
+        t = pl.load(x, [0, 0], [4, N])
+        return pl.store(pl.mul(t, t), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch_twice(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]]
+                   ) -> pl.Tensor[[4, N], pl.FP32]:
+        return self.twice(x, y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch_square(self, x: pl.Tensor[[4, N], pl.FP32], y: pl.Out[pl.Tensor[[4, N], pl.FP32]]
+                    ) -> pl.Tensor[[4, N], pl.FP32]:
+        return self.square(x, y)

@@ -140,3 +140,21 @@ def test_jit_host_function_dispatches_jit_functions_to_ranks(platform) -> None:
     assert isinstance(compiled, DistributedCompiledProgram)
     compiled(x, y, config=RunConfig(platform=platform))
     np.testing.assert_allclose(y.numpy(), np.roll(x.numpy(), 1, axis=0) + 1.0, rtol=1e-6)
+
+
+def test_a_program_with_two_orchestrations_runs_each_by_name(tmp_path) -> None:
+    compiled = ir.compile(p.TwoOrchestrations, output_dir=str(tmp_path), platform="a2a3sim")
+    assert compiled.orchestration_names == ["orch_twice", "orch_square"]
+    assert compiled["orch_twice"].param_names == ["x", "y"]
+    assert compiled.orch_square.output_dir == tmp_path / "next_levels" / "orch_square"
+    assert (tmp_path / "next_levels" / "orch_square" / "kernel_config.py").is_file()
+    x = torch.randn(4, p.N)
+    y = torch.zeros(4, p.N)
+    compiled["orch_twice"](x, y)
+    np.testing.assert_allclose(y.numpy(), 2 * x.numpy(), rtol=1e-6)
+    compiled.orch_square(x, y)
+    np.testing.assert_allclose(y.numpy(), x.numpy() ** 2, rtol=1e-6)
+    with pytest.raises(TypeError, match="select one explicitly"):
+        compiled(x, y)
+    with pytest.raises(KeyError, match="orch_twice, orch_square"):
+        compiled["missing"]
