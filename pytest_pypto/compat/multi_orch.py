@@ -60,7 +60,7 @@ class MultiOrchCompiledProgram:
         entries = self.__dict__.get("_entries", {})
         if name in entries:
             return entries[name]
-        raise AttributeError(name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(

@@ -158,3 +158,9 @@ def test_a_program_with_two_orchestrations_runs_each_by_name(tmp_path) -> None:
         compiled(x, y)
     with pytest.raises(KeyError, match="orch_twice, orch_square"):
         compiled["missing"]
+
+
+def test_an_unknown_attribute_of_a_multi_orch_program_is_an_attribute_error() -> None:
+    compiled = ir.compile(p.TwoOrchestrations, platform="a2a3sim")
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        compiled.nothing_here  # noqa: B018 - the lookup is the test
