@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import numpy as np
+from pytest_pypto.ir.lazy_numpy import np
 
 __all__ = ["RankContext", "WindowBuffer", "current", "is_window", "live", "peer_view",
            "set_current", "window_of"]

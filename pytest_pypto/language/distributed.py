@@ -155,8 +155,10 @@ _COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "all_to
 
 
 class _HostOp(OpStub):
-    """A ``pld`` op: parsed as an op in kernel code (ir/ops/distributed.py); called
-    from a host orchestrator, a collective is that host-level call."""
+    # A ``pld`` op: parsed as an op in kernel code (ir/ops/distributed.py); called from a
+    # host orchestrator, a collective is that host-level call.  (No docstring: the
+    # instances' __doc__ is OpStub's rendered op reference.)
+    __doc__ = OpStub.__dict__["__doc__"]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.op_name in _COLLECTIVES and self.namespace == "pld.tensor":

@@ -17,6 +17,7 @@ import weakref
 from typing import Any, NamedTuple
 
 from pytest_pypto.ir.errors import ParserTypeError
+from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Program
 from pytest_pypto.language import surface
 from pytest_pypto.language.context import FunctionContext, Header
@@ -93,9 +94,10 @@ class HostJitFunction:
 
     def compile(self, *args: Any, config: Any = None) -> Any:
         if not COMPILE_HOST:
+            launcher()  # the package face's default launcher loads the harness's runner
+        if not COMPILE_HOST:
             raise RuntimeError("@pl.jit.host needs the multi-chip runner: import "
-                               "pytest_pypto.harness.distributed (or the compat "
-                               "pypto.ir.distributed_compiled_program) first")
+                               "pytest_pypto.harness.distributed first")
         return COMPILE_HOST[0](self.fn, args, config)
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
