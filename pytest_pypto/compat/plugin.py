@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_pypto.arch import ExecutionMode, parse_platform
 from pytest_pypto.compat import alias
 from pytest_pypto.compat.session import (
     apply_pypto_options,
@@ -164,7 +165,14 @@ def test_runner(request: pytest.FixtureRequest) -> TestRunner:
 
 @pytest.fixture(scope="session")
 def device_ids(request: pytest.FixtureRequest) -> list[int]:
-    """PyPTO's ``device_ids``: the NPUs onboard tests may lease (none on a sim host)."""
+    """PyPTO's ``device_ids``: the devices a multi-chip test may spread its ranks over.
+
+    A session with a sim cell simulates them (docs/design/distributed.md §1): the ids
+    ``--pypto-device`` names, else ``0 .. --pypto-devices - 1``; a session of onboard
+    cells only gets the NPUs it may lease."""
+    opts = settings(request.config)
+    if any(parse_platform(c)[1] is ExecutionMode.SIM for c in opts.cells):
+        return list(opts.devices) if opts.devices else list(range(opts.sim_devices))
     return list(onboard_status(request.config).devices)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_pypto.arch import BackendType, ExecutionMode
 from pytest_pypto.compat.runconfig import RunConfig
+from pytest_pypto.language.distributed_host import host_program
 
 __all__ = [
     "LogLevel",
@@ -150,8 +151,14 @@ def ir_compile(
     ``enable_pypto_l0c_double_buffer``, ...) is accepted and recorded.
     PyPTO dumps passes by default; here only when asked (``dump_passes=True``).
     """
+    from pytest_pypto.compat.multi_orch import (  # lazy: compat plugin import cost
+        MultiOrchCompiledProgram,
+        orchestration_names,
+    )
     from pytest_pypto.compiler.api import compile as compile_  # lazy: compat plugin import cost
 
+    if accepted.get("distributed_config") is not None or host_program(program) is not None:
+        return _distributed(program, platform, backend_type, output_dir, accepted)
     if platform is not None:
         config = RunConfig(platform=platform)
     else:
@@ -161,10 +168,43 @@ def ir_compile(
     config.memory_planner = memory_planner
     if strategy is not OptimizationStrategy.Default:
         config.strategy = strategy
+    if len(orchestration_names(program)) > 1:  # L2 multi-orch (compat/multi_orch.py)
+        def compile_one(part: Any, where: Path | None) -> Any:
+            one = compile_(part, config, output_dir=where, accepted=accepted)
+            if where is not None:
+                write_kernel_config(one.manifest, where)
+            return one
+
+        return MultiOrchCompiledProgram(program, compile_one, output_dir)
     compiled = compile_(program, config, output_dir=output_dir, accepted=accepted)
     if output_dir is not None:
         write_kernel_config(compiled.manifest, Path(output_dir))
     return compiled
+
+
+def _distributed(program: Any, platform: str | None, backend_type: Any, output_dir: Any,
+                 accepted: dict[str, Any]) -> Any:
+    """A multi-chip program (docs/design/distributed.md §2): its host orchestrator runs on
+    ``distributed_config.device_ids``' simulated devices when the result is called."""
+    from pytest_pypto.compat.pypto.ir.distributed_compiled_program import (  # lazy: compat plugin import cost
+        DistributedCompiledProgram,
+        DistributedConfig,
+    )
+    from pytest_pypto.harness import context  # lazy: compat plugin import cost
+
+    host = host_program(program)
+    if host is None:
+        raise TypeError(f"ir.compile(..., distributed_config=...): program "
+                        f"'{getattr(program, 'name', program)}' has no host orchestrator "
+                        "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))")
+    config = accepted.get("distributed_config") or DistributedConfig(device_ids=[0])
+    if platform is None:
+        arch = backend_type or get_backend_type()
+        platform = RunConfig(arch=arch, execution_mode=ExecutionMode.SIM).platform
+    session = context.current()
+    shuffle = session.settings.shuffle if session is not None else None
+    return DistributedCompiledProgram(program, host, platform, config, shuffle=shuffle,
+                                      output_dir=output_dir)
 
 
 def write_kernel_config(manifest: Any, directory: Path) -> Path:

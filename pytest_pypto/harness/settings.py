@@ -61,6 +61,20 @@ def parse_devices(raw: str) -> tuple[int, ...]:
     return parse_device_list(raw)
 
 
+SIM_DEVICES_MAX = 64
+
+
+def parse_device_count(raw: str) -> int:
+    """How many devices a sim cell simulates: an integer from 1 to `SIM_DEVICES_MAX`."""
+    try:
+        value = int(str(raw).strip(), 10)
+    except ValueError:
+        raise ValueError("not an integer") from None
+    if not 1 <= value <= SIM_DEVICES_MAX:
+        raise ValueError(f"out of range: must be 1 to {SIM_DEVICES_MAX}")
+    return value
+
+
 def parse_seed(raw: str) -> int:
     """A non-negative integer base seed."""
     try:
@@ -252,6 +266,15 @@ OPTIONS: tuple[Option, ...] = (
         choices="device ids and ranges such as 0, 0-7, 0,2,5 or 0-3,6",
     ),
     Option(
+        "devices",
+        "N",
+        "how many devices a sim cell simulates for multi-chip tests (device_ids is 0..N-1; "
+        "--pypto-device, when given, names them instead)",
+        parse=parse_device_count,
+        default="8",
+        choices=f"an integer from 1 to {SIM_DEVICES_MAX}",
+    ),
+    Option(
         "seed",
         "INT",
         "base seed for input data (default: derived per test)",
@@ -440,6 +463,7 @@ class Settings(NamedTuple):
     archs: tuple[str, ...] = ("a2a3",)
     modes: tuple[str, ...] = ("sim",)
     devices: tuple[int, ...] | None = None
+    sim_devices: int = 8
     seed: int | None = None
     require: tuple[str, ...] = ()
     codegen_only: bool = False
@@ -492,7 +516,7 @@ def option_named(name: str) -> Option:
 
 
 # Option name -> Settings field, where they differ.
-FIELDS = {"arch": "archs", "mode": "modes", "device": "devices"}
+FIELDS = {"arch": "archs", "mode": "modes", "device": "devices", "devices": "sim_devices"}
 
 
 def settings_from(values: dict[str, Any]) -> Settings:

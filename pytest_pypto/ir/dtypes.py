@@ -32,6 +32,10 @@ class DataType:
         """Bytes per element in memory (4-bit types pack two per byte: see nbytes)."""
         return max(1, self.bits // 8)
 
+    def get_byte(self) -> int:
+        """PyPTO's ``DataType.get_byte()``: bytes per element (as `itemsize`)."""
+        return self.itemsize
+
     def nbytes(self, count: int) -> int:
         """Bytes of ``count`` elements; 4-bit types pack two per byte."""
         if self.bits == 4:

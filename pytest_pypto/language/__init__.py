@@ -62,6 +62,7 @@ from pytest_pypto.language.surface import (
     Out,
     PadValue,
     PipeType,
+    Role,
     Scalar,
     ScopeMode,
     SplitMode,
@@ -97,7 +98,7 @@ Mem = MemorySpace
 __all__ = [
     "BF16", "BOOL", "FP4", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "FP16", "FP32", "HF4", "HF8",
     "INDEX", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT4", "UINT8", "UINT16", "UINT32",
-    "UINT64", "DataType", "DynVar", "MemorySpace", "Mem", "AtomicType", "FunctionType", "Level",
+    "UINT64", "DataType", "DynVar", "MemorySpace", "Mem", "AtomicType", "FunctionType", "Level", "Role",
     "PadValue", "SplitMode", "Tensor", "Tile", "Scalar", "Out", "InOut", "Tuple", "function",
     "program", "dynamic", "NotRunnable", "range", "parallel", "unroll", "pipeline", "yield_",
     "while_", "cond",

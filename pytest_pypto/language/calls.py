@@ -52,6 +52,12 @@ def resolve_tile_op(ctx: FunctionContext, namespace: str, name: str, node: ast.A
                             f"pl.array.{name} is not an op of the bundled toolchain", node,
                             hint="pl.array has create, get_element and update_element")
         return spec
+    if namespace.startswith("pld"):  # pld.<name> / pld.system.<name> ... (ir/ops/distributed.py)
+        found = REGISTRY.by_namespace(namespace, name)
+        if not found:
+            raise ctx.error(InvalidOperationError,
+                            f"{namespace}.{name} is not an op of the bundled toolchain", node)
+        return found[0]
     if namespace == "tensor":
         spec = tensor_entry(name)
         if spec is None:

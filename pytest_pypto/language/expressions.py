@@ -254,6 +254,8 @@ class ExprParser:
             items = self.eval(node.slice)
             form = "Tuple" if base is tuple else base.__name__
             return AnnotationForm(form, items)
+        if isinstance(getattr(base, "pl_annotation_form", None), str):  # pld.DistributedTensor
+            return base[self.eval(node.slice)]
         if isinstance(base, Expr) and isinstance(base.type, (TileType, TensorType)):
             return read_subscript(self, base, node)
         if isinstance(base, Expr) and getattr(base.type, "kind", None) == "Array":

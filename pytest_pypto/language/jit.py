@@ -29,7 +29,8 @@ specialisation, and runs it (PyPTO's JIT):
   and returns the specialised IR `Program`.
 
 Running reaches the compiler and the simulator through `pytest_pypto.ir.launch`
-(the package face installs the default launcher).  `@pl.jit.host` and `@pl.jit.extern` stay
+(the package face installs the default launcher).  `@pl.jit.host` is a multi-chip host
+orchestrator (language/distributed_host.py); `@pl.jit.extern` stays
 Tier 3: decorating works; calling one, from Python or from a kernel body, raises
 `UnsupportedFeatureError` at the call.
 """
@@ -49,6 +50,7 @@ from pytest_pypto.ir.errors import UnsupportedFeatureError
 from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Param
 from pytest_pypto.ir.types import Direction, DynVar, ScalarType, TensorType
+from pytest_pypto.language.distributed_host import jit_host
 from pytest_pypto.language.parser import program_from_template
 from pytest_pypto.language.surface import AnnotationForm, Tensor
 from pytest_pypto.language.templates import (
@@ -297,6 +299,8 @@ def _direction_of(ann: Any) -> tuple[Any, Direction]:
     if isinstance(ann, AnnotationForm) and ann.form in ("Out", "InOut"):
         inner = ann.args[0] if isinstance(ann.args, tuple) else ann.args
         return inner, Direction.OUT if ann.form == "Out" else Direction.INOUT
+    if getattr(ann, "window", False):  # pld.DistributedTensor: shared memory (distributed.md §3)
+        return ann, Direction.INOUT
     return ann, Direction.IN
 
 
@@ -407,7 +411,7 @@ class JitDecorator:
     incore = _KindDecorator("incore")
     inline = _KindDecorator("inline")
     opaque = _KindDecorator("opaque")
-    host = JitMarker("jit.host", 3, "distributed execution")
+    host = staticmethod(jit_host)  # a multi-chip host orchestrator (distributed_host.py)
     extern = JitMarker("jit.extern", 3, "hand-written external kernels")
 
     def __call__(self, fn: Any = None, *, auto_scope: bool = True) -> Any:

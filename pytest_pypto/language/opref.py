@@ -25,6 +25,8 @@ def forms_of(namespace: str, name: str) -> list[Form]:
     if namespace == "system":  # PyPTO's system ops (ir/ops/cross_core.py): tile entries
         system = tile_entry("system", name)
         return [Form("system op", system)] if system is not None else []
+    if namespace.startswith("pld"):  # pld ops (ir/ops/distributed*.py): one entry each
+        return [Form("pld op", s) for s in REGISTRY.by_namespace(namespace, name)[:1]]
     forms: list[Form] = []
     if namespace in ("", "tile"):
         tile = tile_entry(namespace, name)
@@ -42,6 +44,8 @@ def forms_of(namespace: str, name: str) -> list[Form]:
 
 
 def _display(namespace: str, name: str) -> str:
+    if namespace.startswith("pld"):
+        return f"{namespace}.{name}"
     return f"pl.{namespace}.{name}" if namespace else f"pl.{name}"
 
 

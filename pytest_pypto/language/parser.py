@@ -11,15 +11,22 @@ and compiling raises (docs/design/language.md §22).
 from __future__ import annotations
 
 import ast
-import inspect
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 from pytest_pypto.ir.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.nodes import Function, Param, Program, Stmt, Unsupported, Var
 from pytest_pypto.ir.types import Direction, ScalarType, TileType, TupleType, Type
-from pytest_pypto.language import annots, cross_core, func_attrs, funcalls, functions, surface
+from pytest_pypto.language import (
+    annots,
+    cross_core,
+    distributed_host,
+    func_attrs,
+    funcalls,
+    functions,
+    surface,
+)
+from pytest_pypto.language.class_source import class_from_inspect, locate_class
 from pytest_pypto.language.context import (
     FunctionContext,
     Header,
@@ -29,7 +36,6 @@ from pytest_pypto.language.context import (
 )
 from pytest_pypto.language.expressions import ExprParser
 from pytest_pypto.language.funcalls import check_call
-from pytest_pypto.language.sources import current_lines, source_of
 from pytest_pypto.language.statements import BodyParser
 from pytest_pypto.language.templates import Template, specialize_body, with_self
 
@@ -44,20 +50,22 @@ def parse_program(
     would always return the first).
     """
     __tracebackhide__ = True  # a failing test shows its own line and the diagnostic
-    found = _locate(cls, where)
+    found = locate_class(cls, where)
     bound: dict[int, frozenset[str]] = {}
     if found is not None:
         file, classdef, index = found
         smap = SourceMap(file, 1, 0, index.file_lines)
         bound = index.bound
     else:
-        file, classdef, smap = _from_inspect(cls)
+        file, classdef, smap = class_from_inspect(cls)
     parser = ProgramParser(smap, namespace, bound)
     functions = parser.parse(classdef)
     program = Program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
     _NAMESPACES[program] = namespace
+    if parser.hosts:
+        distributed_host.register(program, cls, parser.hosts)
     return program
 
 
@@ -70,188 +78,6 @@ _NAMESPACES: weakref.WeakKeyDictionary[Program, dict[str, Any]] = weakref.WeakKe
 def program_namespace(program: Program) -> dict[str, Any] | None:
     """The namespace ``program``'s class was decorated in (None: not parsed from a class)."""
     return _NAMESPACES.get(program)
-
-
-class _FileIndex:
-    """One source file analysed once: its lines and its classes by name.
-
-    ``lines`` is the linecache list the index was built from; a new list (the file
-    changed and linecache re-read it) makes a new index, so an edited file is
-    parsed again.  ``bound`` memoises the names each function binds, keyed by the
-    FunctionDef node, so a program decorated many times (a factory, hypothesis
-    examples) walks each body once.  ``at`` holds the classes parsed on their own
-    (`_class_at`), by the line that decorated them; ``classes`` is filled only when
-    one could not be, from the whole file.
-    """
-
-    __slots__ = ("lines", "file_lines", "classes", "bound", "at")
-
-    def __init__(
-        self, lines: list[str], classes: dict[str, list[tuple[int, ast.ClassDef]]] | None
-    ) -> None:
-        self.lines = lines
-        self.file_lines = tuple(line.rstrip("\n") for line in lines)
-        self.classes = classes
-        self.bound: dict[int, frozenset[str]] = {}
-        self.at: dict[tuple[int, str], ast.ClassDef | None] = {}
-
-
-# Per file, indexed once, so decorating many programs in one long test module stays
-# linear in the file's size.  A file that does not parse is left to inspect's path.
-_FILES: dict[str, _FileIndex] = {}
-_FAILED: dict[str, list[str]] = {}  # file -> the lines that did not parse
-
-
-def _file_lines(file: str) -> _FileIndex | None:
-    """The file's index, its classes not yet parsed (None: linecache has no lines)."""
-    lines = current_lines(file)
-    if not lines:
-        return None
-    cached = _FILES.get(file)
-    if cached is not None and cached.lines is lines:
-        return cached
-    index = _FILES[file] = _FileIndex(lines, None)
-    return index
-
-
-def _file_index(file: str) -> _FileIndex | None:
-    """The file's index with every class of the whole file (None: it does not parse)."""
-    index = _file_lines(file)
-    if index is None:
-        return None
-    if index.classes is not None:
-        return index
-    lines = index.lines
-    if _FAILED.get(file) is lines:
-        return None
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
-        _FAILED[file] = lines
-        return None
-    classes: dict[str, list[tuple[int, ast.ClassDef]]] = {}
-    for node in _statements(tree.body):
-        if isinstance(node, ast.ClassDef):
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            classes.setdefault(node.name, []).append((start, node))
-    index.classes = classes
-    return index
-
-
-def _class_at(index: _FileIndex, lineno: int, name: str) -> ast.ClassDef | None:
-    """The class ``name`` decorated at ``lineno``, parsed from its own lines only.
-
-    ``lineno`` is the decorator's line (Python 3.11+) or the ``class`` line (3.10).
-    The class ends before the first later line, neither blank nor a comment, that is
-    indented no deeper than ``class``; the lines before it are blanked, and a nested
-    class is put under ``if 1:``, so lines and columns are the file's own.  Anything
-    unusual (a decorator spread over lines, a cut through a string) gives None and
-    the caller parses the whole file, as it always could.
-    """
-    key = (lineno, name)
-    if key in index.at:
-        return index.at[key]
-    found = index.at[key] = _parse_class_at(index.lines, lineno, name)
-    return found
-
-
-def _indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
-def _parse_class_at(lines: list[str], lineno: int, name: str) -> ast.ClassDef | None:
-    if not 0 < lineno <= len(lines):
-        return None
-    first = lines[lineno - 1]
-    indent = _indent_of(first)
-    header = ("class " + name, "class\t" + name)
-    line = lineno
-    if first.lstrip().startswith("@"):  # decorators, one per line, down to `class`
-        while True:
-            line += 1
-            if line > len(lines):
-                return None
-            text = lines[line - 1]
-            stripped = text.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if _indent_of(text) != indent:
-                return None
-            if stripped.startswith("@"):
-                continue
-            break
-    text = lines[line - 1].lstrip()
-    if not text.startswith(header) or text[6 + len(name):7 + len(name)] not in ("(", ":", " ", "\t"):
-        return None
-    end = line
-    for k in range(line, len(lines)):  # k: the 0-based index of the line after `end`
-        text = lines[k]
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if _indent_of(text) <= indent:
-            break
-        end = k + 1
-    body = "".join(lines[line - 1:end])
-    source = ("\n" * (line - 2) + "if 1:\n" if indent else "\n" * (line - 1)) + body
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    block = tree.body
-    if indent and len(block) == 1 and isinstance(block[0], ast.If):
-        block = block[0].body
-    if len(block) != 1:
-        return None
-    node = block[0]
-    if not isinstance(node, ast.ClassDef) or node.name != name or node.lineno != line:
-        return None
-    return node
-
-
-def _statements(block: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a block, nested blocks included; expressions are not
-    visited (a class statement cannot occur in one)."""
-    stack = list(reversed(block))
-    while stack:
-        node = stack.pop()
-        yield node
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            inner = getattr(node, name, None)
-            if type(inner) is list:
-                stack.extend(reversed(inner))  # type: ignore[arg-type]
-
-
-def _locate(cls: type, where: tuple[str, int] | None) -> tuple[str, ast.ClassDef, _FileIndex] | None:
-    """The ClassDef being decorated, found in its whole file by name and line."""
-    try:
-        file = inspect.getsourcefile(cls)
-    except TypeError:
-        return None
-    if not file or where is None or where[0] != file:
-        return None
-    lineno = where[1]
-    index = _file_lines(file)
-    if index is None:
-        return None
-    found = _class_at(index, lineno, cls.__name__)
-    if found is not None:
-        return file, found, index
-    index = _file_index(file)
-    if index is None or index.classes is None:
-        return None
-    best: ast.ClassDef | None = None
-    best_start = 0
-    for start, node in index.classes.get(cls.__name__, ()):
-        if best_start < start <= lineno:
-            best, best_start = node, start
-    if best is None:
-        return None
-    return file, best, index
-
-
-def _from_inspect(cls: type) -> tuple[str, ast.ClassDef, SourceMap]:
-    return source_of(cls, ast.ClassDef, "@pl.program", "class", "program")
 
 
 def _self_calls(classdef: ast.ClassDef) -> set[str]:
@@ -287,6 +113,7 @@ class ProgramParser:
         # Functions outlined from `with pl.at` / `pl.spmd` regions -> the function they
         # came from (language/outline.py registers their headers while parsing).
         self.outlined: dict[str, str] = {}
+        self.hosts: list[str] = []  # host orchestrators (language/distributed_host.py)
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -301,6 +128,9 @@ class ProgramParser:
         called = _self_calls(classdef) if opaque else set()
         for name in list(self.headers):
             kind = self.headers[name].kind
+            if kind == "Host":  # runs as Python when the program executes (never parsed)
+                self.hosts.append(name)
+                continue
             if kind != "Inline" and not (kind == "Opaque" and name in called):
                 self.function(name)
         return {name: self.functions[name] for name in self.headers if name in self.functions}
@@ -323,7 +153,8 @@ class ProgramParser:
                 self.decorator(ctx, ep, dec, header)
             if not header.decorated:
                 return None
-            self.signature(ctx, ep, node, header)
+            if header.kind != "Host":  # a host signature is Python's (distributed_host.py)
+                self.signature(ctx, ep, node, header)
         except Tier3Hit as hit:
             if not header.decorated:
                 raise ctx.error(
@@ -362,6 +193,8 @@ class ProgramParser:
                         f"pl.FunctionType.{kind.value}", "tier 3: hand-written cross-core kernels",
                         kw.value,
                     )
+            elif kw.arg in ("level", "role"):  # a host function (docs/design/distributed.md §2)
+                distributed_host.function_level(ctx, kw.arg, ep.eval(kw.value), kw.value, header)
             elif kw.arg == "strict_ssa":
                 value = ep.eval(kw.value)
                 if not isinstance(value, bool):
@@ -431,6 +264,8 @@ class ProgramParser:
                 raise ctx.error(ParserTypeError, f"parameter '{arg.arg}' cannot be a tuple", arg)
             if direction is None:
                 direction = Direction.SCALAR if isinstance(t, ScalarType) else Direction.IN
+                if getattr(form, "window", False):  # shared memory (docs/design/distributed.md §3)
+                    direction = Direction.INOUT
             header.params.append(Param(arg.arg, t, direction, span=ctx.span(arg)))
         if node.returns is not None:
             t, _ = annots.to_type(ctx, ep.eval(node.returns), node.returns)

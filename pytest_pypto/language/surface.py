@@ -134,6 +134,14 @@ class Level(enum.Enum):
     GLOBAL = "GLOBAL"
 
 
+class Role(enum.Enum):
+    """`pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)`: a host function's role
+    in a multi-chip program (docs/design/distributed.md §2)."""
+
+    Orchestrator = "Orchestrator"
+    Worker = "Worker"
+
+
 class SplitMode(enum.Enum):
     """`pl.split(mode)` inside `pl.at(optimizations=...)`."""
 

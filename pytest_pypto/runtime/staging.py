@@ -8,7 +8,9 @@ InOut arrays are copied in; pure Out buffers are not copied in but start
 poisoned (or zeroed, per the run's ``uninitialized`` choice); Out and InOut
 buffers are copied back into the caller's arrays only when the run succeeds, so a
 failed run (a staging error, a run-time error, any exception) leaves the caller's
-InOut arrays, and every Out not written in place, exactly as they were.  A pure Out
+InOut arrays, and every Out not written in place, exactly as they were.  A rank's
+window slice (docs/design/distributed.md §3) is bound as it is, whatever its direction:
+window memory is shared between ranks, so its writes land at once.  A pure Out
 that the compiler proved fully written
 (``ArgInfo.fully_written``) needs no initial contents (no task can observe them):
 when the caller's array is a plain C-contiguous writable array sharing memory with no
@@ -47,6 +49,8 @@ from pytest_pypto.ir.batch import may_share_memory
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name, round_float
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
+from pytest_pypto.ir.ranks import is_window
+from pytest_pypto.ir.ranks import live as window_live
 from pytest_pypto.ir.values import UNINITIALIZED, fill_value
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.tensors import whole_root
@@ -150,6 +154,7 @@ def stage_values(
     in_place: list[tuple[np.ndarray, Any]] = []
     ndarray = np.ndarray
     take, pooled = POOL.take, POOL.min_bytes
+    window_memory = window_live()
     position = -1
     for p, value in zip(params, arrays):
         position += 1
@@ -170,7 +175,9 @@ def stage_values(
             and (p.is_in or flags.writeable)
         ):
             _check_tensor(manifest, p.info, dtype, value, dyn)
-        if p.is_in:
+        if window_memory and is_window(value):
+            data = value  # a rank's window slice: shared memory, bound as is (distributed.md §3)
+        elif p.is_in:
             data = value.view() if flags.c_contiguous else np.ascontiguousarray(value)
             data.setflags(write=False)
         elif p.in_place and not outputs_in and flags.c_contiguous and flags.aligned \

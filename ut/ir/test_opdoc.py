@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import pytest_pypto.language as pl
+import pytest_pypto.language.distributed as pld
 from pytest_pypto.arch import ARCH_SPECS
 from pytest_pypto.ir import opdoc
 from pytest_pypto.ir.registry import REGISTRY
@@ -144,7 +145,13 @@ def test_load_keyword_defaults_and_aliases():
 def test_every_spelling_renders_its_entry():
     for spec in REGISTRY.values():
         for s in spec.spellings:
-            if "." in s:
+            if s.startswith("pld."):  # pytest_pypto.language.distributed's ops
+                *path, name = s.split(".")
+                holder = pld
+                for part in path[1:]:
+                    holder = getattr(holder, part)
+                stub = getattr(holder, name)
+            elif "." in s:
                 ns, name = s.split(".", 1)
                 stub = getattr(getattr(pl, ns), name)
             else:

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from pytest_pypto.ir.errors import InvalidOperationError
-from pytest_pypto.language import parser
+from pytest_pypto.language import class_source
 from ut.helpers import line_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_every_program_class_of_our_suites_parses_alone_as_in_its_file() -> None
             continue
         lines = text.splitlines(keepends=True)
         for whole in _program_classes(ast.parse(text)):
-            alone = parser._parse_class_at(lines, _decorated_at(whole), whole.name)
+            alone = class_source.parse_class_at(lines, _decorated_at(whole), whole.name)
             if alone is None:
                 fallbacks += 1
                 continue
@@ -170,7 +170,7 @@ def test_errors_point_at_the_files_line_and_column_on_both_paths(
     assert info.value.span.col == _col(marker, "pl.exp")
     assert f"{path}:{_line(marker)}" in str(info.value)
     # the class lines that hide their extent are read from the whole file
-    assert (parser._FILES[str(path)].classes is not None) == whole_file
+    assert (class_source._FILES[str(path)].classes is not None) == whole_file
 
 
 def test_a_one_line_class_body_at_module_level(
@@ -194,7 +194,7 @@ def test_a_one_line_class_body_at_module_level(
     ],
 )
 def test_the_class_is_found_from_either_line(source: str, line: int) -> None:
-    node = parser._parse_class_at(source.splitlines(keepends=True), line, "A")
+    node = class_source.parse_class_at(source.splitlines(keepends=True), line, "A")
     assert isinstance(node, ast.ClassDef) and node.name == "A"
     whole = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef))
     assert (node.lineno, node.col_offset, node.end_lineno) == (
@@ -215,4 +215,4 @@ def test_the_class_is_found_from_either_line(source: str, line: int) -> None:
 def test_what_cannot_be_read_alone_is_left_to_the_whole_file(
     source: str, line: int, name: str
 ) -> None:
-    assert parser._parse_class_at(source.splitlines(keepends=True), line, name) is None
+    assert class_source.parse_class_at(source.splitlines(keepends=True), line, name) is None

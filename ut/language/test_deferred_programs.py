@@ -34,7 +34,6 @@ from pytest_pypto.ir.errors import (
     InvalidOperationError,
     ParserSyntaxError,
     PyptoError,
-    UnsupportedFeatureError,
 )
 from pytest_pypto.ir.printer import print_program
 from pytest_pypto.language.deferred import DeferredProgram
@@ -373,8 +372,9 @@ def test_jit_functions_are_wrapped_not_run(fn: Any, kind: str) -> None:
         assert fn._cache == {}  # nothing was specialised
 
 
-def test_jit_host_is_tier_3_and_jit_stays_importable() -> None:
+def test_jit_host_makes_a_host_orchestrator_and_jit_stays_importable() -> None:
     from pytest_pypto.language import jit
+    from pytest_pypto.language.distributed_host import HostJitFunction
 
     assert jit is pl.jit
 
@@ -382,9 +382,8 @@ def test_jit_host_is_tier_3_and_jit_stays_importable() -> None:
     def launcher(x):
         return x
 
-    with pytest.raises(UnsupportedFeatureError, match=r"pl\.jit\.host is not supported by the "
-                       r"bundled toolchain \(tier 3: distributed execution\).*'launcher'"):
-        launcher(1)
+    assert isinstance(launcher, HostJitFunction)  # docs/design/distributed.md §2
+    assert launcher.__name__ == "launcher"
 
 
 def test_jit_in_kernel_code_is_a_parse_error() -> None:

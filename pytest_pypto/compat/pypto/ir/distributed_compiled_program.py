@@ -1,8 +1,13 @@
-"""``pypto.ir.distributed_compiled_program``: Tier 3 (distributed execution)."""
+"""``pypto.ir.distributed_compiled_program``: multi-chip programs on simulated devices
+(docs/design/distributed.md §2; the classes live in pytest_pypto/harness/distributed.py)."""
 
-from pytest_pypto.compat.standins import tier3_class
+from pytest_pypto.harness.distributed import (
+    CompletedRun,
+    DistributedCompiledProgram,
+    DistributedConfig,
+    PreparedProgram,
+    compile_jit_host,
+)
 
-DistributedConfig = tier3_class("ir.DistributedConfig", "distributed execution")
-DistributedCompiledProgram = tier3_class("ir.DistributedCompiledProgram", "distributed execution")
-
-__all__ = ["DistributedCompiledProgram", "DistributedConfig"]
+__all__ = ["CompletedRun", "DistributedCompiledProgram", "DistributedConfig", "PreparedProgram",
+           "compile_jit_host"]

@@ -1,0 +1,485 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running a multi-chip program on simulated devices (docs/design/distributed.md §2).
+
+`DistributedRun` executes a program's host orchestrator as Python, with ``pl`` and
+``pld`` answering for the host:
+
+- ``pld.world_size()`` is the number of ranks; ``pld.alloc_window_buffer(n)`` makes a
+  `WindowBuffer` on every rank; ``pld.window(buf, shape, dtype=)`` a `Window`, which a
+  chip call on rank r receives as rank r's slice (bound without a copy).
+- ``self.<chip function>(..., device=r)`` queues a dispatch on rank r: the chip
+  orchestration (with the kernels it calls) compiled as a program of its own.
+- queued dispatches run (`SimCluster.run`: ranks interleaved at their waits) before
+  a host-level collective, and when the host function returns.
+- ``pld.tensor.allreduce`` & co. at host level combine the ranks' window slices
+  (runtime/collectives.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import pytest_pypto.language as pl_module
+from pytest_pypto.compiler.api import compile as compile_program
+from pytest_pypto.compiler.walk import iter_calls
+from pytest_pypto.config import RunConfig
+from pytest_pypto.harness import context
+from pytest_pypto.ir import nodes as n
+from pytest_pypto.ir.dtypes import DataType
+from pytest_pypto.ir.errors import SimulationError
+from pytest_pypto.ir.ranks import WindowBuffer
+from pytest_pypto.ir.types import DynExpr, DynVar
+from pytest_pypto.language import distributed_host
+from pytest_pypto.language.distributed import pop_hooks, push_hooks
+from pytest_pypto.language.distributed_host import HostProgram
+from pytest_pypto.language.jit import JITFunction
+from pytest_pypto.language.surface import AnnotationForm
+from pytest_pypto.runtime import collectives
+from pytest_pypto.runtime.devices_sim import SimCluster
+
+__all__ = ["CompletedRun", "DistributedCompiledProgram", "DistributedConfig", "DistributedRun",
+           "PreparedProgram", "Window", "chip_program", "compile_jit_host"]
+
+
+class Window:
+    """``pld.window(buf, shape, dtype=)`` on the host: the same typed view on every rank."""
+
+    __slots__ = ("buffer", "shape", "dtype")
+
+    def __init__(self, buffer: WindowBuffer, shape: tuple[int, ...], dtype: DataType) -> None:
+        self.buffer = buffer
+        self.shape = shape
+        self.dtype = dtype
+
+    def view(self, rank: int) -> np.ndarray:
+        return self.buffer.view(rank, self.shape, self.dtype.np)
+
+    def views(self) -> list[np.ndarray]:
+        return [self.view(r) for r in range(self.buffer.nranks)]
+
+    def __repr__(self) -> str:
+        return f"<window {list(self.shape)} {self.dtype.name} of {self.buffer!r}>"
+
+
+def chip_program(program: n.Program, entry: str) -> n.Program:
+    """``program`` cut to ``entry`` and the functions it calls: one chip's program."""
+    keep: list[str] = []
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in program.functions:
+            continue
+        keep.append(name)
+        for _, e in iter_calls(program.functions[name].body):
+            if isinstance(e, n.FuncCall):
+                todo.append(e.callee)
+    functions = {k: f for k, f in program.functions.items() if k in keep}
+    return dataclasses.replace(program, functions=functions)
+
+
+class _HostPl(types.ModuleType):
+    """``pl`` as a host orchestrator sees it: ``pl.range`` is Python's range."""
+
+    def __init__(self) -> None:
+        super().__init__("pl")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("range", "parallel", "unroll"):
+            return _host_range
+        return getattr(pl_module, name)
+
+
+def _host_range(*args: Any, **kwargs: Any) -> range:
+    if kwargs:
+        raise SimulationError(f"pl.range(..., {', '.join(kwargs)}=) is not supported in a host "
+                              "orchestrator (plain loop bounds only)")
+    return range(*(int(a) for a in args))
+
+
+class _HostSelf:
+    """``self`` of a host orchestrator: its chip functions dispatch to ranks."""
+
+    def __init__(self, run: DistributedRun) -> None:
+        self._run = run
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._run.program.functions:
+            raise AttributeError(f"program '{self._run.program.name}' has no function '{name}'")
+
+        def dispatch(*args: Any, device: Any = None, **kwargs: Any) -> Any:
+            return self._run.dispatch(name, args, kwargs, device)
+
+        return dispatch
+
+
+class DistributedRun:
+    """One execution of a program's host orchestrator on ``device_ids``' simulated ranks."""
+
+    def __init__(self, program: n.Program | None, host: HostProgram | Any, platform: str,
+                 device_ids: Sequence[int], *, shuffle: int | None = None,
+                 compiled: dict[str, Any] | None = None,
+                 windows: list[WindowBuffer] | None = None) -> None:
+        self.program = program
+        self.host = host
+        self.platform = platform
+        self.cluster = SimCluster(device_ids, shuffle=shuffle)
+        self.compiled = compiled if compiled is not None else {}
+        self._queued: dict[int, list[Any]] = {}
+        # persistent windows (prepare(persistent=True)): the k-th allocation of every run
+        # is the same buffer; None: fresh windows per run, released at its end
+        self._persistent = windows
+        self._allocated = 0
+
+    # ------------------------------------------------------------ HostHooks
+    def world_size(self) -> int:
+        return self.cluster.nranks
+
+    def alloc_window_buffer(self, nbytes: int) -> WindowBuffer:
+        keep = self._persistent
+        if keep is None:
+            return self.cluster.alloc_window(nbytes)
+        k, self._allocated = self._allocated, self._allocated + 1
+        if k < len(keep) and keep[k].nbytes == nbytes:
+            return keep[k]
+        buf = WindowBuffer(nbytes, self.cluster.nranks, k)
+        keep[k:k + 1] = [buf]
+        return buf
+
+    def window(self, buffer: Any, shape: Any, dtype: Any) -> Window:
+        if not isinstance(buffer, WindowBuffer):
+            raise SimulationError(f"pld.window needs a buffer from pld.alloc_window_buffer, got "
+                                  f"{type(buffer).__name__}")
+        if not isinstance(dtype, DataType):
+            raise SimulationError("pld.window needs dtype=pl.<dtype>")
+        dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+        return Window(buffer, dims, dtype)
+
+    def collective(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.flush()
+        run = getattr(self, f"_{name}")
+        return run(*args, **kwargs)
+
+    # -------------------------------------------------------- collectives
+    def _allreduce(self, target: Window, signal: Any = None, *, op: Any = 0, mode: str = "mesh",
+                   core_num: int = 1) -> Window:
+        del signal, mode, core_num
+        collectives.allreduce(_views(target, "allreduce"), op)
+        return target
+
+    def _allgather(self, local: Window, target: Window, signal: Any = None) -> Window:
+        del signal
+        collectives.allgather(_views(local, "allgather"), _views(target, "allgather"))
+        return target
+
+    def _reduce_scatter(self, target: Window, signal: Any = None, *, op: Any = 0) -> Window:
+        del signal
+        collectives.reduce_scatter(_views(target, "reduce_scatter"), op)
+        return target
+
+    def _broadcast(self, target: Window, signal: Any = None, *, root: int = 0) -> Window:
+        del signal
+        collectives.broadcast(_views(target, "broadcast"), int(root))
+        return target
+
+    def _all_to_all(self, inputs: Window, target: Window, signal: Any = None) -> Window:
+        del signal
+        collectives.all_to_all(_views(inputs, "all_to_all"), _views(target, "all_to_all"))
+        return target
+
+    def _all_to_all_v(self, inputs: Window, target: Window, signal: Any, send_counts: Window,
+                      recv_counts: Window) -> Window:
+        del signal
+        collectives.all_to_all_v(_views(inputs, "all_to_all_v"), _views(target, "all_to_all_v"),
+                                 _views(send_counts, "all_to_all_v"),
+                                 _views(recv_counts, "all_to_all_v"))
+        return target
+
+    def _barrier(self, signal: Any) -> Any:
+        return signal  # every queued dispatch has finished: all ranks are past it
+
+    # ------------------------------------------------------------- dispatch
+    def dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 device: Any) -> None:
+        if kwargs:
+            raise SimulationError(f"self.{name}(...) takes positional arguments only on the host "
+                                  f"(got {', '.join(kwargs)}=)")
+        rank = self._rank_of(f"self.{name}", device)
+        compiled = self._compiled(name)
+        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
+
+    def _compiled(self, name: str) -> Any:
+        compiled = self.compiled.get(name)
+        if compiled is None:
+            program = chip_program(self.program, name)
+            compiled = self.compiled[name] = compile_program(
+                program, RunConfig(platform=self.platform))
+        return compiled
+
+    def flush(self) -> None:
+        """Run every queued dispatch (the host waits for its ranks)."""
+        queued, self._queued = self._queued, {}
+        self.cluster.run(queued)
+
+    # ----------------------------------------------------------------- run
+    def dispatch_jit(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     device: Any) -> None:
+        """``per_rank(..., device=r)`` of a ``@pl.jit`` function in a ``@pl.jit.host``."""
+        rank = self._rank_of(jit_fn.__name__, device)
+        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        platform = self.platform
+        self._queued.setdefault(rank, []).append(
+            lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
+
+    def _rank_of(self, name: str, device: Any) -> int:
+        rank = 0 if device is None else int(device)
+        if not 0 <= rank < self.cluster.nranks:
+            raise SimulationError(
+                f"{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
+                f"rank(s), 0..{self.cluster.nranks - 1}")
+        return rank
+
+    def __call__(self, *args: Any) -> Any:
+        plain = not isinstance(self.host, HostProgram)  # a @pl.jit.host function
+        fn = self.host if plain else self.host.function()
+        host_fn = _rebound(fn, _dims_of(fn, args), self)
+        push_hooks(self)
+        try:
+            result = host_fn(*args) if plain else host_fn(_HostSelf(self), *args)
+            self.flush()
+        finally:
+            pop_hooks()
+            self._queued = {}
+            self.cluster.close()
+        return None if result is None or any(result is a for a in args) else result
+
+
+def _views(value: Any, op: str) -> list[np.ndarray]:
+    if not isinstance(value, Window):
+        raise SimulationError(f"pld.tensor.{op} in a host orchestrator takes windows "
+                              f"(pld.window(...)), got {type(value).__name__}")
+    return value.views()
+
+
+def _dims_of(fn: Any, args: tuple[Any, ...]) -> dict[int, int]:
+    """id(DynVar) -> size: the ``pl.dynamic`` dims of the host's parameter annotations,
+    bound from the arguments' shapes (the first parameter naming a dim binds it)."""
+    names = fn.__code__.co_varnames[1:fn.__code__.co_argcount]
+    notes = getattr(fn, "__annotations__", {})
+    bound: dict[int, int] = {}
+    scope = {name: cell.cell_contents
+             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+             if _filled(cell)}
+    for name, value in zip(names, args):
+        form = notes.get(name)
+        if isinstance(form, str):  # `from __future__ import annotations`
+            try:
+                form = eval(form, fn.__globals__, scope)  # noqa: S307 - the user's own annotation
+            except Exception:  # noqa: BLE001 - an annotation we cannot read binds nothing
+                continue
+        while isinstance(form, AnnotationForm) and form.form in ("Out", "InOut"):
+            form = form.args[0] if isinstance(form.args, tuple) else form.args
+        if not isinstance(form, AnnotationForm) or form.form != "Tensor":
+            continue
+        shape = form.args[0] if isinstance(form.args, tuple) and form.args else None
+        sizes = getattr(value, "shape", None)
+        if not isinstance(shape, (list, tuple)) or sizes is None:
+            continue
+        for dim, size in zip(shape, tuple(sizes)):
+            if isinstance(dim, DynVar) and not isinstance(dim, DynExpr):
+                bound.setdefault(id(dim), int(size))
+    return bound
+
+
+def _host_value(value: Any, dims: dict[int, int], run: DistributedRun) -> Any:
+    if value is pl_module:
+        return _HostPl()
+    if isinstance(value, DynVar) and id(value) in dims:
+        return dims[id(value)]
+    if isinstance(value, JITFunction):
+        return _JitDispatch(value, run)
+    return value
+
+
+class _JitDispatch:
+    """A ``@pl.jit`` function as a host orchestrator calls it: ``device=r`` dispatches."""
+
+    def __init__(self, fn: Any, run: DistributedRun) -> None:
+        self.fn = fn
+        self.run = run
+
+    def __call__(self, *args: Any, device: Any = None, **kwargs: Any) -> None:
+        self.run.dispatch_jit(self.fn, args, kwargs, device)
+
+
+def _rebound(fn: Any, dims: dict[int, int], run: DistributedRun) -> Any:
+    """``fn`` with ``pl`` (the language module, by whatever name) seen as `_HostPl` and
+    its bound ``pl.dynamic`` dims (globals or closure) as their sizes."""
+    glb = {k: _host_value(v, dims, run) for k, v in fn.__globals__.items()}
+    glb.setdefault("__builtins__", __builtins__)
+    closure = fn.__closure__
+    if closure is not None:
+        closure = tuple(types.CellType(_host_value(c.cell_contents, dims, run))
+                        if _filled(c) else c for c in closure)
+    return types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, closure)
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - probing an empty cell
+    except ValueError:
+        return False
+    return True
+
+
+# ------------------------------------------------ compiled multi-chip programs
+
+
+@dataclass
+class DistributedConfig:
+    """PyPTO's ``DistributedConfig``: the devices the ranks run on (rank r on
+    ``device_ids[r]``); the other fields are accepted and have no effect on a sim."""
+
+    device_ids: list[int] = field(default_factory=list)
+    num_sub_workers: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, device_ids: Any = (), num_sub_workers: int = 0, **extra: Any) -> None:
+        self.device_ids = [int(d) for d in device_ids]
+        self.num_sub_workers = int(num_sub_workers)
+        self.extra = extra
+        if not self.device_ids:
+            raise ValueError("DistributedConfig needs device_ids (at least one device)")
+        if len(set(self.device_ids)) != len(self.device_ids):
+            raise ValueError(f"DistributedConfig device_ids repeat a device: {self.device_ids}")
+
+
+class DistributedCompiledProgram:
+    """A multi-chip program ready to run: ``compiled(*args)`` runs its host orchestrator
+    on ``distributed_config.device_ids``' simulated devices, in place."""
+
+    def __init__(self, program: Any, host: HostProgram | Any, platform: str,
+                 distributed_config: DistributedConfig, *, shuffle: int | None = None,
+                 output_dir: Any = None) -> None:
+        self.program = program
+        self.host = host
+        self.platform = platform
+        self.distributed_config = distributed_config
+        self.shuffle = shuffle
+        self.output_dir = output_dir
+        self._compiled: dict[str, Any] = {}
+
+    @property
+    def device_ids(self) -> list[int]:
+        return list(self.distributed_config.device_ids)
+
+    def prepare(self, config: Any = None, *, persistent: bool = False,
+                reset_persistent_windows: bool = True, **accepted: Any) -> PreparedProgram:
+        """PyPTO's ``prepare()``: a runner for repeated calls (a context manager).
+
+        ``persistent=True`` keeps the window buffers from one call to the next (zeroed
+        before each call unless ``reset_persistent_windows=False``); otherwise every
+        call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
+        """
+        del accepted
+        return PreparedProgram(self, config, persistent, reset_persistent_windows)
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        return self._run(args, config, None)
+
+    def _run(self, args: tuple[Any, ...], config: Any, windows: Any) -> Any:
+        __tracebackhide__ = True
+        platform = getattr(config, "platform", None) or self.platform
+        run = DistributedRun(self.program, self.host, platform, self.device_ids,
+                             shuffle=self.shuffle, compiled=self._compiled, windows=windows)
+        return run(*args)
+
+    def __repr__(self) -> str:
+        name = self.program.name if self.program is not None else self.host.__name__
+        return (f"<DistributedCompiledProgram {name} on "
+                f"{len(self.device_ids)} device(s), {self.platform}>")
+
+
+class PreparedProgram:
+    """What ``DistributedCompiledProgram.prepare()`` returns: call it like the program
+    (``rt(*args, config=...)``), or ``submit`` calls and wait on their handles."""
+
+    def __init__(self, program: DistributedCompiledProgram, config: Any, persistent: bool,
+                 reset: bool) -> None:
+        self.program = program
+        self.config = config
+        self.closed = False
+        self._windows: Any = [] if persistent else None
+        self._reset = reset
+
+    def __enter__(self) -> PreparedProgram:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        if self.closed:
+            raise RuntimeError("the prepared program was called after close()")
+        if self._windows and self._reset:
+            for buf in self._windows:
+                buf.zero()
+        return self.program._run(args, config or self.config, self._windows)
+
+    def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
+        """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
+        if program is not self.program:
+            raise ValueError("submit() runs the program this runner was prepared from")
+        return CompletedRun(self(*args, config=config))
+
+    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None) -> Any:
+        """A device tensor: on a sim, a host tensor holding ``init`` (zeros without it)."""
+        import torch  # lazy: the PyPTO flavour's tensors; torch loads only when used
+
+        out = torch.zeros(tuple(shape), dtype=dtype)
+        if init is not None:
+            out.copy_(init)
+        return out
+
+    def free_tensor(self, tensor: Any) -> None:
+        del tensor
+
+    def close(self) -> None:
+        if self._windows:
+            for buf in self._windows:
+                buf.release()
+        self.closed = True
+
+
+class CompletedRun:
+    """The handle of a submitted run (a sim run completes when submitted)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
+def compile_jit_host(fn: Any, args: tuple[Any, ...], config: Any) -> DistributedCompiledProgram:
+    """``@pl.jit.host``'s ``compile``: the multi-chip program of a host function, on
+    ``config.distributed_config``'s devices (one device without one)."""
+    del args
+    dist = getattr(config, "distributed_config", None) or DistributedConfig(device_ids=[0])
+    platform = getattr(config, "platform", None)
+    session = context.current()
+    if platform is None:
+        platform = session.default_config().platform if session is not None else "a2a3sim"
+    shuffle = session.settings.shuffle if session is not None else None
+    return DistributedCompiledProgram(None, fn, platform, dist, shuffle=shuffle)
+
+
+distributed_host.COMPILE_HOST[:] = [compile_jit_host]  # @pl.jit.host compiles here

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Window buffers of simulated devices, as both the runtime and the ops see them
+(docs/design/distributed.md §1, §3).
+
+A `WindowBuffer` is ``nbytes`` of memory on every rank of a run: one byte array per
+rank, made when a rank first touches it.  Every byte array is registered here, so
+code that holds a view of one (staging, an op's operand) can tell that the array is
+window memory, whose rank it is, and where the same bytes are on another rank.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pytest_pypto.ir.lazy_numpy import np
+
+__all__ = ["RankContext", "WindowBuffer", "current", "is_window", "live", "peer_view",
+           "set_current", "window_of"]
+
+
+class RankContext(Protocol):
+    """What an op running on a simulated rank may ask of its run (runtime/devices_sim.py)."""
+
+    rank: int
+    nranks: int
+
+    def block_until(self, pred: Callable[[], bool], what: str) -> None:
+        """Wait until ``pred()`` holds, letting the other ranks run (a deadlock raises)."""
+
+    def rendezvous(self, key: Any, what: str) -> None:
+        """Wait until every rank has made as many ``key`` calls as this one has."""
+
+
+_LOCAL = threading.local()
+
+
+def current() -> RankContext | None:
+    """The rank whose job runs in this thread (None: not a multi-chip run)."""
+    return getattr(_LOCAL, "ctx", None)
+
+
+def set_current(ctx: RankContext | None) -> None:
+    _LOCAL.ctx = ctx
+
+# id(byte array) -> (buffer, rank): every live rank slice of every window buffer
+_ROOTS: dict[int, tuple[WindowBuffer, int]] = {}
+
+
+class WindowBuffer:
+    """``nbytes`` of window memory on each of ``nranks`` ranks."""
+
+    __slots__ = ("nbytes", "nranks", "index", "_slices")
+
+    def __init__(self, nbytes: int, nranks: int, index: int = 0) -> None:
+        if nbytes <= 0:
+            raise ValueError(f"a window buffer needs a positive size, got {nbytes} bytes")
+        self.nbytes = nbytes
+        self.nranks = nranks
+        self.index = index
+        self._slices: dict[int, np.ndarray] = {}
+
+    def rank_bytes(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s slice (zero-filled when first touched)."""
+        data = self._slices.get(rank)
+        if data is None:
+            if not 0 <= rank < self.nranks:
+                raise IndexError(f"rank {rank} is outside 0..{self.nranks - 1}")
+            data = self._slices[rank] = np.zeros(self.nbytes, np.uint8)
+            _ROOTS[id(data)] = (self, rank)
+        return data
+
+    def view(self, rank: int, shape: tuple[int, ...], dtype: Any, offset: int = 0) -> np.ndarray:
+        """A typed view of ``shape`` at byte ``offset`` of rank ``rank``'s slice."""
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        need = offset + count * dtype.itemsize
+        if need > self.nbytes:
+            raise ValueError(
+                f"a window of shape {list(shape)} ({dtype}) at byte {offset} needs {need} bytes, "
+                f"but the window buffer holds {self.nbytes}"
+            )
+        return self.rank_bytes(rank)[offset:need].view(dtype).reshape(shape)
+
+    def zero(self) -> None:
+        """Zero every rank's slice (a persistent window reset between runs)."""
+        for data in self._slices.values():
+            data.fill(0)
+
+    def release(self) -> None:
+        """Forget every rank's slice (the run is over)."""
+        for data in self._slices.values():
+            _ROOTS.pop(id(data), None)
+        self._slices.clear()
+
+    def __repr__(self) -> str:
+        return f"<window buffer {self.index}: {self.nbytes} bytes x {self.nranks} ranks>"
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def window_of(array: Any) -> tuple[WindowBuffer, int, int] | None:
+    """(buffer, rank, byte offset) of an array viewing window memory, else None."""
+    if not _ROOTS or not isinstance(array, np.ndarray):
+        return None
+    root = _root(array)
+    found = _ROOTS.get(id(root))
+    if found is None:
+        return None
+    offset = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return found[0], found[1], offset
+
+
+def live() -> bool:
+    """Whether any window buffer has memory now (staging checks arguments only then)."""
+    return bool(_ROOTS)
+
+
+def is_window(array: Any) -> bool:
+    """Whether ``array`` views window memory (cheap when no window is live)."""
+    return bool(_ROOTS) and window_of(array) is not None
+
+
+def peer_view(array: np.ndarray, peer: int, op: str) -> np.ndarray:
+    """The bytes ``array`` views in its window buffer, on rank ``peer``."""
+    found = window_of(array)
+    if found is None:
+        raise ValueError(f"{op} needs a window-bound tensor (pld.DistributedTensor bound to "
+                         "pld.window(...)), but got ordinary device memory")
+    buf, _, offset = found
+    if not 0 <= peer < buf.nranks:
+        raise ValueError(f"{op}: peer rank {peer} is outside the run's ranks 0..{buf.nranks - 1}")
+    return np.ndarray(array.shape, array.dtype, buffer=buf.rank_bytes(peer), offset=offset,
+                      strides=array.strides)

@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Host orchestrators of multi-chip programs (docs/design/distributed.md §2).
+
+``@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)`` marks a method that
+runs on the host: it allocates window buffers, dispatches chip orchestrations to
+ranks (``self.chip_orch(..., device=r)``) and calls host-level collectives.  The
+parser does not parse its body: the method runs as Python while the program
+executes (pytest_pypto/harness/distributed.py), with ``pl`` and ``pld`` answering for
+the host.  This module records which program owns which host methods.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import weakref
+from typing import Any, NamedTuple
+
+from pytest_pypto.ir.errors import ParserTypeError
+from pytest_pypto.ir.launch import launcher
+from pytest_pypto.ir.nodes import Program
+from pytest_pypto.language import surface
+from pytest_pypto.language.context import FunctionContext, Header
+
+__all__ = ["HostJitFunction", "HostProgram", "function_level", "host_program", "jit_host",
+           "register"]
+
+
+class HostProgram(NamedTuple):
+    """A parsed program's host orchestrators: the class and the host methods' names."""
+
+    cls: type
+    hosts: tuple[str, ...]
+
+    def function(self, name: str | None = None) -> Any:
+        """The host method ``name`` (default: the only / first one), as plain Python."""
+        return self.cls.__dict__[name or self.hosts[0]]
+
+
+_HOSTS: weakref.WeakKeyDictionary[Program, HostProgram] = weakref.WeakKeyDictionary()
+
+
+def function_level(ctx: FunctionContext, key: str, value: Any, node: ast.AST,
+                   header: Header) -> None:
+    """``level=`` / ``role=`` of ``pl.function``: HOST level makes a host function."""
+    if key == "role":
+        if not isinstance(value, surface.Role):
+            raise ctx.error(ParserTypeError, "role= must be a pl.Role member", node,
+                            hint="role=pl.Role.Orchestrator")
+        return
+    if not isinstance(value, surface.Level):
+        raise ctx.error(ParserTypeError, "level= must be a pl.Level member", node,
+                        hint="level=pl.Level.HOST")
+    if value is surface.Level.HOST:
+        header.kind = "Host"
+        return
+    raise ctx.error(
+        ParserTypeError,
+        f"pl.function(level=pl.Level.{value.name}) is not a function level of the bundled "
+        "toolchain", node,
+        hint="level=pl.Level.HOST with role=pl.Role.Orchestrator marks a host orchestrator; "
+        "kernels use type=pl.FunctionType.X",
+    )
+
+
+def register(program: Program, cls: type, hosts: list[str]) -> None:
+    _HOSTS[program] = HostProgram(cls, tuple(hosts))
+
+
+def host_program(program: Any) -> HostProgram | None:
+    """The host orchestrators of ``program`` (None: it has none)."""
+    try:
+        return _HOSTS.get(program)
+    except TypeError:  # not weak-referenceable: not a parsed program
+        return None
+
+
+# The harness's multi-chip runner (pytest_pypto/harness/distributed.py installs it when
+# it loads): (host function, args, config) -> a compiled multi-chip program.
+COMPILE_HOST: list[Any] = []
+
+
+class HostJitFunction:
+    """``@pl.jit.host``: a host orchestrator as a plain function (no program class).
+
+    ``fn.compile(*args, config=RunConfig(platform=..., distributed_config=...))`` gives
+    the multi-chip program; calling ``fn(*args, config=...)`` compiles and runs it.
+    The chip functions it calls with ``device=r`` are ``@pl.jit`` functions.
+    """
+
+    def __init__(self, fn: Any) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def compile(self, *args: Any, config: Any = None) -> Any:
+        if not COMPILE_HOST:
+            launcher()  # the package face's default launcher loads the harness's runner
+        if not COMPILE_HOST:
+            raise RuntimeError("@pl.jit.host needs the multi-chip runner: import "
+                               "pytest_pypto.harness.distributed first")
+        return COMPILE_HOST[0](self.fn, args, config)
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        return self.compile(*args, config=config)(*args, config=config)
+
+    def __repr__(self) -> str:
+        return f"<pl.jit.host {self.fn.__name__}>"
+
+
+def jit_host(fn: Any) -> HostJitFunction:
+    """The ``pl.jit.host`` decorator."""
+    if not callable(fn):
+        raise TypeError(f"@pl.jit.host decorates a function, not {fn!r}")
+    return HostJitFunction(fn)
