@@ -470,6 +470,11 @@ def convert(
                 InvalidOperationError, f"{where} must be a {want}, but got {_show(value)}", node
             )
         return value
+    if kind == "tile_or_tensor":
+        if not (isinstance(value, Expr) and getattr(value.type, "kind", None) in ("Tile", "Tensor")):
+            raise ctx.error(InvalidOperationError,
+                            f"{where} must be a Tile or a Tensor, but got {_show(value)}", node)
+        return value
     if kind in ("scalar", "tile_or_scalar"):
         if kind == "tile_or_scalar" and isinstance(value, Expr) and isinstance(value.type, TileType):
             return value
