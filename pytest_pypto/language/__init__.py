@@ -50,6 +50,8 @@ from pytest_pypto.language.parser import parse_program
 from pytest_pypto.language.surface import (
     SCALAR_MINMAX,
     Array,
+    AsyncEvent,
+    AsyncSession,
     AtomicType,
     CompactMode,
     DslFunction,
@@ -62,6 +64,7 @@ from pytest_pypto.language.surface import (
     Out,
     PadValue,
     PipeType,
+    PrefetchAsyncContext,
     Scalar,
     ScopeMode,
     SplitMode,
@@ -106,7 +109,7 @@ __all__ = [
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "cluster", "split_aiv", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
     "TensorLayout", "TensorView", "ScopeMode", "scope", "no_dep", "TaskId", "func_attr",
-    "PipeType",
+    "PipeType", "prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
 ]
 
 
@@ -176,6 +179,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
+prefetch = OpNamespace("prefetch")  # asynchronous GM->L2 prefetch (ir/ops/prefetch.py)
 system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
 
 TaskId = Scalar[TASK_ID]  # the annotation of a TaskId (docs/design/scheduling.md §2)

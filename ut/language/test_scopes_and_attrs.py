@@ -246,7 +246,7 @@ def test_none_of_these_names_is_refused_any_more():
     refused = unsupported_names()
     for name in ("scope", "no_dep", "TaskId", "func_attr"):
         assert name not in refused
-        assert not isinstance(getattr(pl, name), type(refused.get("prefetch")))
+        assert not isinstance(getattr(pl, name), type(refused.get("distributed")))
 
 
 # ------------------------------------------------------------------ predicate= producers

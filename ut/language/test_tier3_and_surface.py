@@ -22,16 +22,16 @@ def test_a_tier3_construct_is_recorded_with_its_line(line_of):
     class P:
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(self, x: pl.Tensor[[64, 64], pl.FP32]):
-            ctx = pl.prefetch.make_context()  # prefetch
+            ctx = pl.distributed.make_context()  # tier3
 
         @pl.function(type=pl.FunctionType.InCore)
         def fine(self, x: pl.Tensor[[64, 64], pl.FP32]):
             t = pl.load(x, [0, 0], [64, 64])
 
     u = P.functions["main"].unsupported
-    assert u is not None and u.construct.startswith("pl.prefetch")
-    assert "tier 3" in u.reason and "prefetch" in u.reason
-    assert u.span.line == line_of("prefetch")
+    assert u is not None and u.construct.startswith("pl.distributed")
+    assert "tier 3" in u.reason and "distributed" in u.reason
+    assert u.span.line == line_of("tier3")
     assert P.functions["fine"].unsupported is None
 
 
