@@ -147,3 +147,15 @@ def test_a_wait_on_another_contexts_session_fails_when_it_runs():
     with pytest.raises(PyptoError, match="two different prefetch contexts") as info:
         _run(Crossed, "a2a3sim", np.ones(N, np.float32))
     assert f"test_prefetch.py:{line_of('crossed')}" in str(info.value)
+
+
+def test_printed_programs_spell_the_ops_and_handles_as_pypto_does():
+    from pytest_pypto.ir.printer import print_function
+    from pytest_pypto.ir.pyprint import python_print
+
+    kernel = PrefetchThenScale.functions["kernel"]
+    text = python_print(kernel)
+    assert "ctx: pl.PrefetchAsyncContext = pl.prefetch.make_context()" in text
+    assert "evt: pl.AsyncEvent = pl.prefetch.async_prefetch(a, ctx)" in text
+    assert "= pl.prefetch.wait(evt, session)" in text
+    assert "ctx: PrefetchAsyncContext = tile.prefetch_make_context()" in print_function(kernel)
