@@ -160,6 +160,9 @@ class ArchSpec:
     pipe_slots_one_way: int = 8
     pipe_slots_each_way: int = 4
     pipe_local_slot_num: bool = True
+    # docs/design/arch.md §7: an SDMA engine the runtime provisions for `pl.prefetch.*`
+    # (asynchronous GM->L2 prefetch).
+    sdma_prefetch: bool = False
 
     @property
     def sim_aic(self) -> int:
@@ -255,6 +258,7 @@ A2A3 = ArchSpec(
     tri_rejected_dtypes=("INT8", "UINT8", "BF16"),
     sels_src_dtypes=("INT16", "UINT16", "INT32", "UINT32", "FP16", "FP32"),
     mgather_fp8=False,
+    sdma_prefetch=True,
     row_expand_add_int8=False,
     gather_int16_indices=False,
     vec_op_dtypes=_ro(

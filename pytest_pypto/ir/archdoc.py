@@ -79,6 +79,7 @@ _SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("tri_rejected_dtypes", "dtypes `tile.tri` refuses"),
         ("sels_src_dtypes", "source dtypes `tile.sels` takes"),
         ("mgather_fp8", "whether `tile.mgather` gathers FP8 data"),
+        ("sdma_prefetch", "whether `pl.prefetch.*` has an SDMA engine to run on"),
         ("row_expand_add_int8", "whether `tile.row_expand_add` takes INT8 tiles"),
         ("gather_int16_indices", "whether `tile.gather` takes INT16 indices (INT32 always)"),
         ("vec_op_dtypes", "per vector-op family, the element dtypes this arch's instruction "

@@ -40,6 +40,7 @@ REFRESH_COMMAND = "python -m pytest_pypto.ir.opdoc > docs/ops.md"
 
 _KIND_SHOWN = {
     "tile": "Tile", "tensor": "Tensor", "scalar": "Scalar", "tile_or_scalar": "Tile | Scalar",
+    "tile_or_tensor": "Tile | Tensor", "handle": "handle",
     "array": "Array", "shape": "Sequence[int]", "index_list": "Sequence[int | Scalar]",
     "dtype": "pl.DataType", "space": "pl.Mem", "int": "int", "float": "float", "bool": "bool",
     "str": "str", "enum": "enum", "literal": "literal",

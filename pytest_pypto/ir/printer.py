@@ -43,6 +43,7 @@ from pytest_pypto.ir.nodes import (
 from pytest_pypto.ir.types import (
     DynExpr,
     DynVar,
+    HandleType,
     ScalarType,
     TensorType,
     TileType,
@@ -89,6 +90,8 @@ class _Printer:
             return f"Scalar[{t.dtype.name}]"
         if isinstance(t, TupleType):
             return f"Tuple[{', '.join(self.type(i) for i in t.items)}]"
+        if isinstance(t, HandleType):
+            return t.name
         return type(t).__name__
 
     def memref(self, b: Any) -> str:

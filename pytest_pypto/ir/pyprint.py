@@ -17,7 +17,15 @@ from typing import Any
 
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
-from pytest_pypto.ir.types import DynExpr, DynVar, ScalarType, TensorType, TileType, TupleType
+from pytest_pypto.ir.types import (
+    DynExpr,
+    DynVar,
+    HandleType,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+)
 
 INDENT = "    "
 _BINOPS = {"max": "pl.max", "min": "pl.min"}
@@ -46,6 +54,8 @@ def type_text(t: Any) -> str:
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TupleType):
         return "tuple[" + ", ".join(type_text(i) for i in t.items) + "]"
+    if isinstance(t, HandleType):
+        return f"pl.{t.name}"
     return "Any"
 
 
@@ -74,7 +84,7 @@ def expr_text(e: Any) -> str:
     if isinstance(e, n.DynDim):
         return _dim(e.var)
     if isinstance(e, n.Call):
-        return f"pl.{e.op}({_call_args(e)})"
+        return f"pl.{_spelled(e.op)}({_call_args(e)})"
     if isinstance(e, n.FuncCall):
         return f"self.{e.callee}(" + ", ".join(expr_text(a) for a in e.args) + ")"
     if isinstance(e, n.BinOp):
@@ -88,6 +98,19 @@ def expr_text(e: Any) -> str:
     if isinstance(e, n.ScalarCast):
         return f"pl.cast({expr_text(e.operand)}, {_value(e.dtype)})"
     return _value(e)
+
+
+def _spelled(op: str) -> str:
+    """How a program spells ``op``: its namespaced PyPTO name for an op reachable only as
+    `pl.system.X` / `pl.prefetch.X`, else the op's own name."""
+    from pytest_pypto.ir.registry import REGISTRY  # lazy: the registry loads every op module
+
+    spec = REGISTRY.get(op)
+    named = [s for s in (spec.spellings if spec else ()) if s.split(".")[0] in _NAMESPACES]
+    return named[0] if named and len(named) == len(spec.spellings) else op
+
+
+_NAMESPACES = ("system", "prefetch")
 
 
 def _call_args(call: n.Call) -> str:

@@ -45,7 +45,9 @@ class _Required:
 REQUIRED: Any = _Required()
 
 # Kinds of parameters.  Value kinds hold IR expressions; the rest are static.
-VALUE_KINDS = frozenset({"tile", "tensor", "scalar", "tile_or_scalar", "array"})
+VALUE_KINDS = frozenset(
+    {"tile", "tensor", "scalar", "tile_or_scalar", "tile_or_tensor", "array", "handle"}
+)
 STATIC_KINDS = frozenset(
     {"shape", "index_list", "dtype", "space", "int", "float", "bool", "str", "enum", "literal"}
 )
@@ -55,7 +57,9 @@ STATIC_KINDS = frozenset(
 class ParamSpec:
     """One parameter of an op.
 
-    kind: "tile" | "tensor" | "scalar" | "tile_or_scalar" | "array" (value operands);
+    kind: "tile" | "tensor" | "scalar" | "tile_or_scalar" | "tile_or_tensor" | "array" (value
+    operands; "tile_or_tensor": either, the type rule decides, e.g. mgather's idx; "handle":
+    an opaque handle (ir.types.HandleType), the type rule checks which);
     "index_list" (offsets: ints or Scalar expressions); "shape" (static ints);
     "dtype" | "space" | "int" | "float" | "bool" | "str" | "enum" | "literal".
     """

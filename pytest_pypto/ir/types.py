@@ -290,6 +290,19 @@ class ArrayType(Type):
 
 
 @dataclass(frozen=True)
+class HandleType(Type):
+    """An opaque handle one op produces and others consume (PyPTO's async-prefetch
+    handles, docs/design/language.md §11): no value a kernel computes with, local to one
+    kernel.  ``kind`` is the handle's PyPTO class name."""
+
+    name: str
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.name
+
+
+@dataclass(frozen=True)
 class TupleType(Type):
     """Several values returned together (binds positionally)."""
 
@@ -323,4 +336,6 @@ def type_str(t: Type | None) -> str:
         return f"Array[{t.extent}, {t.dtype.name}]"
     if isinstance(t, TupleType):
         return f"Tuple[{', '.join(type_str(i) for i in t.items)}]"
+    if isinstance(t, HandleType):
+        return t.name
     return repr(t)

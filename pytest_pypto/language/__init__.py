@@ -42,6 +42,7 @@ from pytest_pypto.ir.dtypes import (
 from pytest_pypto.ir.errors import PyptoError
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.ir.types import DynVar, MemorySpace
+from pytest_pypto.language import distributed as distributed  # `pl.distributed` is `pld` always
 from pytest_pypto.language.deferred import DeferredProgram
 from pytest_pypto.language.functions import InlineFunction, function, inline
 from pytest_pypto.language.jit import JITFunction, jit
@@ -50,6 +51,8 @@ from pytest_pypto.language.parser import parse_program
 from pytest_pypto.language.surface import (
     SCALAR_MINMAX,
     Array,
+    AsyncEvent,
+    AsyncSession,
     AtomicType,
     CompactMode,
     DslFunction,
@@ -62,6 +65,7 @@ from pytest_pypto.language.surface import (
     Out,
     PadValue,
     PipeType,
+    PrefetchAsyncContext,
     Role,
     Scalar,
     ScopeMode,
@@ -107,7 +111,7 @@ __all__ = [
     "MemRef", "MemRefType", "Array", "array", "TileView", "TileLayout", "CompactMode",
     "TASK_ID", "manual_scope", "cluster", "split_aiv", "submit", "spmd_submit", "system", "dump_tag", "AUTO",
     "TensorLayout", "TensorView", "ScopeMode", "scope", "no_dep", "TaskId", "func_attr",
-    "PipeType",
+    "PipeType", "prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
 ]
 
 
@@ -177,6 +181,7 @@ tile = OpNamespace("tile")
 tile.MaskPattern = MaskPattern  # type: ignore[attr-defined]  (pl.tile.MaskPattern.P0101)
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")  # on-core arrays (ir/ops/arrays.py)
+prefetch = OpNamespace("prefetch")  # asynchronous GM->L2 prefetch (ir/ops/prefetch.py)
 system = SystemNamespace()  # pl.system.*: task_dummy (language/scheduling.py), syncall and the pipes (ir/ops/cross_core.py)
 
 TaskId = Scalar[TASK_ID]  # the annotation of a TaskId (docs/design/scheduling.md §2)

@@ -20,6 +20,7 @@ from pytest_pypto.ir.types import (
     ArrayType,
     Direction,
     DynVar,
+    HandleType,
     MemorySpace,
     ScalarType,
     TensorType,
@@ -32,6 +33,7 @@ from pytest_pypto.language.context import FunctionContext, Tier3Hit
 from pytest_pypto.language.surface import (
     AnnotationForm,
     CompactMode,
+    OpaqueHandle,
     PadValue,
     TileLayout,
     TileView,
@@ -43,6 +45,14 @@ def to_type(
     ctx: FunctionContext, form: Any, node: ast.AST, *, param: bool = False
 ) -> tuple[Type, Direction | None]:
     """An evaluated annotation as (IR type, direction); direction only for Out/InOut."""
+    if isinstance(form, type) and issubclass(form, OpaqueHandle) and form is not OpaqueHandle:
+        if param:
+            raise ctx.error(
+                ParserTypeError,
+                f"a {form.__name__} handle cannot be a function parameter: handles live in "
+                "the kernel whose op made them", node,
+                hint="make the handle inside the kernel that uses it")
+        return HandleType(form.__name__), None
     if not isinstance(form, AnnotationForm):
         raise ctx.error(
             ParserSyntaxError,
@@ -422,6 +432,8 @@ def spelling(t: Type | None, *, space: bool = False) -> str:
         return f"pl.Tuple[{', '.join(spelling(i, space=space) for i in t.items)}]"
     if isinstance(t, ArrayType):
         return f"pl.Array[{t.extent}, pl.{t.dtype.name}]"
+    if isinstance(t, HandleType):
+        return f"pl.{t.name}"
     return "nothing (the value has no type)"
 
 
@@ -439,6 +451,8 @@ def check(
             node,
             hint=hint,
         )
+    if isinstance(ann, HandleType):
+        return  # same kind: the same handle
     if isinstance(ann, TupleType):
         assert isinstance(value, TupleType)
         if len(ann.items) != len(value.items):
@@ -519,7 +533,7 @@ def type_difference(a: Type | None, b: Type | None) -> str | None:
     """The first way two carried/merged types differ, or None if they agree."""
     if a is None or b is None or a.kind != b.kind:
         return f"kind {getattr(a, 'kind', None)} vs {getattr(b, 'kind', None)}"
-    if isinstance(a, TupleType):
+    if isinstance(a, (TupleType, HandleType)):
         return None if a == b else "tuple types"
     if a.dtype is not b.dtype:  # type: ignore[attr-defined]
         return f"dtype {a.dtype.name} vs {b.dtype.name}"  # type: ignore[attr-defined]

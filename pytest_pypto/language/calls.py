@@ -30,7 +30,14 @@ from pytest_pypto.ir.registry import (
     OpTypeError,
     ParamSpec,
 )
-from pytest_pypto.ir.types import DynVar, MemorySpace, TensorType, TileType, type_str
+from pytest_pypto.ir.types import (
+    DynVar,
+    HandleType,
+    MemorySpace,
+    TensorType,
+    TileType,
+    type_str,
+)
 from pytest_pypto.language.context import FunctionContext
 from pytest_pypto.language.scalars import as_scalar_expr, is_number
 
@@ -475,6 +482,17 @@ def convert(
             raise ctx.error(
                 InvalidOperationError, f"{where} must be a {want}, but got {_show(value)}", node
             )
+        return value
+    if kind == "handle":
+        if not (isinstance(value, Expr) and isinstance(value.type, HandleType)):
+            raise ctx.error(InvalidOperationError,
+                            f"{where} must be a handle its producer returned, but got "
+                            f"{_show(value)}", node)
+        return value
+    if kind == "tile_or_tensor":
+        if not (isinstance(value, Expr) and getattr(value.type, "kind", None) in ("Tile", "Tensor")):
+            raise ctx.error(InvalidOperationError,
+                            f"{where} must be a Tile or a Tensor, but got {_show(value)}", node)
         return value
     if kind in ("scalar", "tile_or_scalar"):
         if kind == "tile_or_scalar" and isinstance(value, Expr) and isinstance(value.type, TileType):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Finding a `@pl.program` class in its file: each file is indexed once (its lines, its
 classes by the line that decorated them, the names each class binds), so a program
-defined in a loop or beside a same-named class is read from the right place.  `language/parser.py` parses what this finds.
+defined in a loop or beside a same-named class is read from the right place.
+`language/parser.py` parses what this finds.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ def forms_of(namespace: str, name: str) -> list[Form]:
     if namespace == "array":
         spec = REGISTRY.get(f"array.{name}")
         return [Form("array op", spec)] if spec is not None else []
-    if namespace == "system":  # PyPTO's system ops (ir/ops/cross_core.py): tile entries
-        system = tile_entry("system", name)
-        return [Form("system op", system)] if system is not None else []
+    if namespace in ("system", "prefetch"):  # tile entries spelled system.X / prefetch.X
+        system = tile_entry(namespace, name)
+        return [Form(f"{namespace} op", system)] if system is not None else []
     if namespace.startswith("pld"):  # pld ops (ir/ops/distributed*.py): one entry each
         return [Form("pld op", s) for s in REGISTRY.by_namespace(namespace, name)[:1]]
     forms: list[Form] = []

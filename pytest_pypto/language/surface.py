@@ -209,6 +209,25 @@ class Array(metaclass=_AnnotationMeta):
 ANNOTATION_FORMS = (Tensor, Tile, Scalar, Out, InOut, Tuple, Array)
 
 
+class OpaqueHandle:
+    """Base of PyPTO's opaque handle classes: the annotation of a handle variable
+    (``ctx: pl.PrefetchAsyncContext = pl.prefetch.make_context()``, language/annots.py);
+    ops produce the handles, a kernel never constructs one (docs/design/language.md §11)."""
+
+
+class PrefetchAsyncContext(OpaqueHandle):
+    """An asynchronous GM->L2 prefetch context (`pl.prefetch.make_context()`)."""
+
+
+class AsyncEvent(OpaqueHandle):
+    """The completion event of one prefetch (`pl.prefetch.async_prefetch(src, ctx)`)."""
+
+
+class AsyncSession(OpaqueHandle):
+    """The session of a prefetch context (`pl.prefetch.session(ctx)`), waited on with an
+    event."""
+
+
 class DslFunction:
     """A `pl.` function that exists only inside kernel bodies (pl.range, pl.yield_...)."""
 

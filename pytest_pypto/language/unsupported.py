@@ -27,10 +27,7 @@ from pytest_pypto.language.surface import (
     task_invalid,
 )
 
-_TIER3_GROUPS: dict[str, tuple[str, ...]] = {
-    "distributed execution": ("distributed",),
-    "prefetch": ("prefetch", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"),
-}
+_TIER3_GROUPS: dict[str, tuple[str, ...]] = {}  # all built; `pl.distributed` is the module
 
 _TIER2: dict[str, str] = {}
 
@@ -41,9 +38,7 @@ _NOT_YET: dict[str, str] = {}
 
 # Names PyPTO defines as classes: their markers are classes too (isinstance/issubclass
 # with them work and never match; the compat-classes lint check keeps it so).
-_CLASSES = frozenset(
-    {"PrefetchAsyncContext", "AsyncEvent", "AsyncSession"}
-)
+_CLASSES: frozenset[str] = frozenset()
 
 
 class _UnsupportedClass(type, Unsupported):
@@ -205,7 +200,8 @@ _TENSOR_NAMES = frozenset(
 
 
 class OpNamespace:
-    """`pl.tile` / `pl.tensor` / `pl.array`: op stubs by name, resolved against the registry lazily."""
+    """`pl.tile` / `pl.tensor` / `pl.array` / `pl.prefetch`: op stubs by name, resolved against
+    the registry lazily."""
 
     def __init__(self, namespace: str) -> None:
         self._namespace = namespace
@@ -230,6 +226,8 @@ class OpNamespace:
         specs = REGISTRY.by_namespace(self._namespace, name)
         if self._namespace == "array":
             return f"array.{name}" in REGISTRY
+        if self._namespace == "prefetch":
+            return bool(specs)
         if self._namespace == "tile":
             return any(s.level == "tile" for s in specs)
         return bool(specs) or name in _TENSOR_NAMES

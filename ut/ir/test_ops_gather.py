@@ -200,7 +200,7 @@ def test_mgather_rows_and_elements_with_each_oob_rule(oob):
                                                           "idx": tt((1, 4), D.INT32)},
                                          {"coalesce": "row", "gather_oob": oob}))
     assert t.shape == (4, 8)
-    out = apply(R["tile.mgather"], mem, tv(idx, D.INT32), "row", gather_oob=oob, out=t)
+    out = apply(R["tile.mgather"], mem, tv(idx, D.INT32), coalesce="row", gather_oob=oob, out=t)
     rows = bound(idx[0], 10)
     want = np.stack([mem[r] if r >= 0 else np.zeros(8, np.float32) for r in rows])
     np.testing.assert_array_equal(out.data, want)
@@ -208,7 +208,8 @@ def test_mgather_rows_and_elements_with_each_oob_rule(oob):
     te = R["tile.mgather"].type_rule(info("tile.mgather", {"mem": TensorType((10, 8), D.FP32),
                                                            "idx": tt((2, 2), D.INT32)},
                                           {"coalesce": "elem", "gather_oob": oob}))
-    oute = apply(R["tile.mgather"], mem, tv(eidx, D.INT32), "elem", gather_oob=oob, out=te)
+    oute = apply(R["tile.mgather"], mem, tv(eidx, D.INT32), coalesce="elem", gather_oob=oob,
+                 out=te)
     flat = bound(eidx, 80)
     np.testing.assert_array_equal(oute.data, np.where(flat >= 0, mem.reshape(-1)[flat], 0))
 
@@ -216,7 +217,7 @@ def test_mgather_rows_and_elements_with_each_oob_rule(oob):
 def test_mgather_undefined_oob_is_an_index_error():
     with pytest.raises(OpIndexError, match="index 12 at position \\[1\\]"):
         apply(R["tile.mgather"], np.zeros((10, 8), np.float32),
-              tv(np.array([[3, 12]], np.int32), D.INT32), "row",
+              tv(np.array([[3, 12]], np.int32), D.INT32), coalesce="row",
               out=tt((2, 8), D.FP32, space="Vec"))
 
 
@@ -385,3 +386,40 @@ def test_mscatter_type_rules(types, message):
 def test_mscatter_is_a5_only_in_the_arch_table():
     a2a3, a5 = ARCHS
     assert "tile.mscatter" in a2a3.unavailable_ops and "tile.mscatter" not in a5.unavailable_ops
+
+
+@pytest.mark.parametrize(("types", "values", "message"), [
+    ({"mem": TensorType((40, 32), D.FP16), "idx": tt((1, 16), D.INT32)},
+     {"target_memory": "Mat"}, "with Mat output requires idx to be a GM INT32 index tensor"),
+    ({"mem": TensorType((40, 32), D.FP16), "idx": TensorType((1, 16), D.INT32)}, {},
+     "with Vec output requires idx to be an INT32 index tile"),
+    ({"mem": TensorType((40, 32), D.FP16), "idx": TensorType((2, 16), D.INT32)},
+     {"target_memory": "Mat"}, "Mat row mode requires a [1, R] GM idx tensor"),
+    ({"mem": TensorType((40, 32), D.FP16), "idx": TensorType((1, 8), D.INT32)},
+     {"target_memory": "Mat"}, "Mat output must be [16k, 16k] for FP16"),
+    ({"mem": TensorType((512,), D.FP16), "idx": TensorType((16, 32), D.INT32),
+      "scratch": TensorType((500,), D.FP16)},
+     {"target_memory": "Mat", "coalesce": "elem"}, "scratch requires at least 512 elements"),
+    ({"mem": TensorType((512,), D.FP16), "idx": TensorType((16, 32), D.INT32),
+      "scratch": TensorType((512,), D.FP32)},
+     {"target_memory": "Mat", "coalesce": "elem"}, "scratch dtype must match mem dtype"),
+    ({"mem": TensorType((512,), D.FP16), "idx": TensorType((16, 32), D.INT32)},
+     {"target_memory": "Mat", "coalesce": "elem"}, "takes scratch exactly in Mat elem mode"),
+    ({"mem": TensorType((40, 32), D.FP16), "idx": TensorType((1, 16), D.INT32)},
+     {"target_memory": "Mat", "valid_shape": (17, 32)},
+     "0 < Mat valid_shape[0] <= output_shape[0], but got 17 and 16"),
+], ids=["mat-tile-idx", "vec-tensor-idx", "mat-row-2d", "mat-rows-16", "small-scratch",
+        "scratch-dtype", "no-scratch", "valid-too-big"])
+def test_mgather_mat_and_vec_index_forms_are_checked(types, values, message):
+    values = {"coalesce": "row", "gather_oob": "undefined", **values}
+    with pytest.raises(OpTypeError) as exc:
+        R["tile.mgather"].type_rule(info("tile.mgather", types, values))
+    assert message in exc.value.message
+
+
+def test_mgather_mat_result_takes_the_index_tensor_shape_and_valid_shape():
+    t = R["tile.mgather"].type_rule(info(
+        "tile.mgather", {"mem": TensorType((40, 32), D.FP16), "idx": TensorType((1, 16), D.INT32)},
+        {"coalesce": "row", "gather_oob": "undefined", "target_memory": "Mat",
+         "valid_shape": (8, 32)}))
+    assert (t.shape, t.valid, t.space) == ((16, 32), (8, 32), "Mat")

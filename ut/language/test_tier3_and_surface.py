@@ -11,28 +11,26 @@ import pytest
 
 import pytest_pypto.language as pl
 from pytest_pypto.ir import dtypes
-from pytest_pypto.ir.errors import ParserTypeError
+from pytest_pypto.ir.errors import InvalidOperationError, ParserTypeError
 from pytest_pypto.ir.nodes import Call, DynDim, FuncCall
 from pytest_pypto.ir.types import DynVar, TensorType
 from pytest_pypto.language.surface import NotRunnable
 
 
-def test_a_tier3_construct_is_recorded_with_its_line(line_of):
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64, 64], pl.FP32]):
-            ctx = pl.prefetch.make_context()  # prefetch
+def test_pl_distributed_is_pld_and_a_name_it_lacks_fails_at_its_line(line_of):
+    import pytest_pypto.language.distributed as pld
 
-        @pl.function(type=pl.FunctionType.InCore)
-        def fine(self, x: pl.Tensor[[64, 64], pl.FP32]):
-            t = pl.load(x, [0, 0], [64, 64])
+    assert pl.distributed is pld  # as after PyPTO's `import pypto.language.distributed`
 
-    u = P.functions["main"].unsupported
-    assert u is not None and u.construct.startswith("pl.prefetch")
-    assert "tier 3" in u.reason and "prefetch" in u.reason
-    assert u.span.line == line_of("prefetch")
-    assert P.functions["fine"].unsupported is None
+    with pytest.raises(InvalidOperationError, match="pld.system.no_such_op") as info:
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[64, 64], pl.FP32]):
+                pl.distributed.system.no_such_op(x)  # unknown
+
+    assert info.value.span.line == line_of("unknown")
 
 
 def test_tier3_function_types_dtypes_and_attrs_are_recorded():

@@ -14,7 +14,9 @@ mgather.
   a DDR window copied straight into a region of dst, in place (``transpose`` places the
   window [r, c] as [c, r]).
 * ``mgather(mem, idx, coalesce="row", gather_oob=, target_memory=, scratch=, valid_shape=)``:
-  rows (``row``) or flat elements (``elem``) of a DDR tensor into a fresh tile.
+  rows (``row``) or flat elements (``elem``) of a DDR tensor into a fresh tile: a Vec tile
+  from an index tile, or a Mat tile from a GM index tensor (``valid_shape`` its written
+  region; ``scratch``, elem mode only, is the device's staging buffer).
 
 An index outside its source is a `SimulationError` naming the index, except where
 ``gather_oob`` says to clamp, wrap or zero it.
@@ -53,7 +55,7 @@ from pytest_pypto.ir.registry import (
     ParamSpec,
     register,
 )
-from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.types import TensorType, TileType
 from pytest_pypto.ir.values import TileValue, new_buffer
 
 GATHERB_DTYPES = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "FP16", "BF16", "FP32")
@@ -340,21 +342,24 @@ def _mgather_type(info: CallInfo) -> TileType:
         raise OpTypeError(f"The operator {info.op} requires target_memory to be Vec or Mat, but "
                           f"got {target}")
     idx_t = info.types.get("idx")
-    if not hasattr(idx_t, "dtype") or idx_t.dtype.name != "INT32":
-        got = getattr(getattr(idx_t, "dtype", None), "name", None)
-        raise OpTypeError(f"The operator {info.op} requires idx dtype to be INT32, but got {got}")
+    want = TileType if target == "Vec" else TensorType
+    if not isinstance(idx_t, want):
+        what = "an INT32 index tile" if target == "Vec" else "a GM INT32 index tensor"
+        raise OpTypeError(
+            f"The operator {info.op} with {target} output requires idx to be {what}, but got "
+            f"{getattr(idx_t, 'kind', idx_t)}",
+            "load the indices with pl.load for Vec output; pass the GM tensor itself with "
+            "target_memory=pl.MemorySpace.Mat")
+    if idx_t.dtype.name != "INT32":
+        raise OpTypeError(f"The operator {info.op} requires idx dtype to be INT32, but got "
+                          f"{idx_t.dtype.name}")
     if len(idx_t.shape) != 2:
         raise OpTypeError(f"The operator {info.op} requires a 2D idx, but got rank "
                           f"{len(idx_t.shape)}")
+    if (info.types.get("scratch") is not None) != (target == "Mat" and coalesce == 1):
+        raise OpTypeError(f"The operator {info.op} takes scratch exactly in Mat elem mode")
     if target == "Mat":
-        raise OpTypeError(
-            f"The operator {info.op} with Mat output (a GM idx tensor, NZ layout) is not "
-            "supported by the bundled toolchain yet",
-            "gather into Vec with an INT32 index tile, then pl.move the result",
-        )
-    scratch = info.types.get("scratch")
-    if (scratch is not None) != (target == "Mat" and coalesce == 1):
-        raise OpTypeError(f"The operator {info.op} requires scratch exactly for Mat elem mode")
+        return _mgather_mat_type(info, mem, idx_t, coalesce)
     idx_valid = tuple(getattr(idx_t, "valid", None) or idx_t.shape)
     if coalesce == 1:
         shape, valid = tuple(idx_t.shape), idx_valid
@@ -369,13 +374,61 @@ def _mgather_type(info: CallInfo) -> TileType:
         rows = b if a == 1 else a
         vrows = idx_valid[1] if a == 1 else idx_valid[0]
         shape, valid = (rows, mem.shape[-1]), (vrows, mem.shape[-1])
+    if info.values.get("valid_shape") is not None:
+        raise OpTypeError(f"The operator {info.op} takes valid_shape only for Mat output; "
+                          "Vec output derives it from idx")
+    return TileType(shape, mem.dtype, target, valid)
+
+
+def _static_count(info: CallInfo, shape: Any, what: str) -> int:
+    if not all(isinstance(d, int) for d in shape):
+        raise OpTypeError(f"The operator {info.op} Mat {what} shape must be static, but got "
+                          f"{dims(shape)}")
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def _mgather_mat_type(info: CallInfo, mem: Any, idx_t: Any, coalesce: int) -> TileType:
+    """Mat output: the rows/elements land in L1 (the NZ layout is the device's; values are
+    the same), shape from the GM index tensor, valid region from valid_shape."""
+    if coalesce == 1:
+        scratch = tensor(info, "scratch")
+        if scratch.dtype != mem.dtype:
+            raise OpTypeError(f"The operator {info.op} Mat elem scratch dtype must match mem "
+                              f"dtype {mem.dtype.name}, but got {scratch.dtype.name}")
+        shape = tuple(idx_t.shape)
+        need = _static_count(info, shape, "elem output")
+        have = _static_count(info, scratch.shape, "elem scratch")
+        if have < need:
+            raise OpTypeError(f"The operator {info.op} Mat elem scratch requires at least {need} "
+                              f"elements, but got {have}")
+    else:
+        if mem.rank < 2:
+            raise OpTypeError(f"The operator {info.op} Mat row mode requires mem rank >= 2")
+        if idx_t.shape[0] != 1:
+            raise OpTypeError(f"The operator {info.op} Mat row mode requires a [1, R] GM idx "
+                              f"tensor, but got {dims(idx_t.shape)}")
+        shape = (idx_t.shape[1], mem.shape[-1])
+    _static_count(info, shape, "output")
+    c0 = 32 // mem.dtype.itemsize
+    if shape[0] % 16 or shape[1] % c0:
+        raise OpTypeError(f"The operator {info.op} Mat output must be [16k, {c0}k] for "
+                          f"{mem.dtype.name}, but got {dims(shape)}")
+    valid = shape
     requested = info.values.get("valid_shape")
     if requested is not None:
-        if target != "Mat":
-            raise OpTypeError(f"The operator {info.op} takes valid_shape only for Mat output; "
-                              "Vec output derives it from idx")
-        valid = tuple(requested)
-    return TileType(shape, mem.dtype, target, valid)
+        requested = tuple(requested)
+        if len(requested) != 2 or not all(isinstance(v, int) for v in requested):
+            raise OpTypeError(f"The operator {info.op} Mat valid_shape must be two compile-time "
+                              f"ints, but got {list(requested)}")
+        for i, (v, d) in enumerate(zip(requested, shape)):
+            if not 0 < v <= d:
+                raise OpTypeError(f"The operator {info.op} requires 0 < Mat valid_shape[{i}] <= "
+                                  f"output_shape[{i}], but got {v} and {d}")
+        valid = requested
+    return TileType(shape, mem.dtype, "Mat", valid)
 
 
 def _mgather_arch(arch: Any, info: CallInfo) -> None:
@@ -412,14 +465,12 @@ def _oob(idx: Any, bound: int, mode: int, op: str, what: str) -> tuple[Any, Any]
     return idx, zero
 
 
-def _mgather_execute(mem, idx, coalesce="row", *, gather_oob="undefined", target_memory=None,
-                     scratch=None, valid_shape=None, out=None, **_):
+def _mgather_execute(mem, idx, scratch=None, *, coalesce="row", gather_oob="undefined",
+                     target_memory=None, valid_shape=None, out=None, **_):
+    """``scratch`` (Mat elem mode) is the device's staging area: it never changes a value."""
     mode = GATHER_OOB.get(gather_oob, gather_oob) if isinstance(gather_oob, str) else gather_oob
     elem = COALESCE.get(coalesce, coalesce) if isinstance(coalesce, str) else coalesce
-    if isinstance(idx, TileValue):
-        view = idx.valid_view()
-    else:
-        view = np.asarray(idx)
+    view = idx.valid_view() if isinstance(idx, TileValue) else np.asarray(idx)
     dtype = out.dtype
     shape = tuple(out.shape)
     data = new_buffer(shape, dtype)
@@ -432,11 +483,14 @@ def _mgather_execute(mem, idx, coalesce="row", *, gather_oob="undefined", target
         values = np.where(zero, np.zeros((), dtype.np), flat[ids])
     else:
         rows = np.asarray(mem).reshape(-1, mem.shape[-1])
-        ids, zero = _oob(view.reshape(-1), rows.shape[0], mode, "tile.mgather",
+        wanted = view.reshape(-1)
+        if valid_shape is not None:
+            wanted = wanted[: int(valid_shape[0])]
+        ids, zero = _oob(wanted, rows.shape[0], mode, "tile.mgather",
                          f"mem of {rows.shape[0]} rows")
         values = np.where(zero[:, None], np.zeros((), dtype.np), rows[ids])
         if valid_shape is not None:
-            values = values[: int(valid_shape[0]), : int(valid_shape[1])]
+            values = values[:, : int(valid_shape[1])]
     data[tuple(slice(0, n) for n in values.shape)] = values
     return TileValue(data, tuple(values.shape), dtype, out.space or "Vec")
 
@@ -446,7 +500,7 @@ register(OpSpec(
     reads_while_writing=True,
     params=(
         ParamSpec("mem", "tensor"),
-        ParamSpec("idx", "tile"),
+        ParamSpec("idx", "tile_or_tensor"),
         ParamSpec("coalesce", "literal", default="row"),
         ParamSpec("gather_oob", "literal", default="undefined", keyword_only=True),
         ParamSpec("target_memory", "space", default=None, keyword_only=True),
@@ -462,5 +516,8 @@ register(OpSpec(
     doc="Gather-load from a DDR tensor into a fresh tile: coalesce='row' takes whole rows "
         "mem[idx[r]] (idx [1, R], or [R, 1] on a5), 'elem' takes mem.flat[idx[i, j]]; "
         "gather_oob undefined (a SimulationError here), clamp, wrap or zero; FP8 data on a5 "
-        "only.",
+        "only.  Vec output (default) takes an INT32 index tile and its valid region; "
+        "target_memory=Mat takes the GM index tensor itself ([1, R] for rows), a [16k, "
+        "32/itemsize k] result, valid_shape= for the written region, and in elem mode a "
+        "same-dtype GM scratch of at least as many elements (it changes no value).",
 ))
