@@ -251,16 +251,8 @@ class _SplicedBody(BodyParser):
     """The body of a spliced callee: its `return` hands values back, emits nothing."""
 
     def parse_return(self, stmt: ast.Return) -> None:
-        if stmt.value is None:
-            nodes: list[ast.expr] = []
-        elif isinstance(stmt.value, ast.Tuple):
-            nodes = list(stmt.value.elts)
-        else:
-            nodes = [stmt.value]
-        values = []
-        for n in nodes:
-            value = self.ep.eval(n)
-            values.append(self.ep.hoist(value, n) if isinstance(value, Expr) else value)
+        values = [self.ep.hoist(v, stmt) if isinstance(v, Expr) else v
+                  for v in self.return_values(stmt)]
         self.returned = (values, stmt)
 
 

@@ -24,6 +24,7 @@ from pytest_pypto.language import (
     launch,
     loops,
     outline,
+    returns,
     scalars,
     scheduling,
     split_aiv,
@@ -78,6 +79,8 @@ class BodyParser:
                 stmts[0] if stmts else None,
                 hint="flatten the elif chain, or split the kernel into several functions",
             )
+        if allow_return:
+            stmts = returns.lift(ctx, stmts)  # `return` inside if arms
         ctx.block_depth += 1
         try:
             return self._block(stmts, allow_yield=allow_yield, allow_return=allow_return)
@@ -279,14 +282,23 @@ class BodyParser:
 
     _Continue = _Break
 
-    def parse_return(self, stmt: ast.Return) -> None:
+    def return_values(self, stmt: ast.Return) -> list[Any]:
+        """The values ``stmt`` returns; a call giving several values gives each of them."""
         if stmt.value is None:
-            values: list[Any] = []
-        elif isinstance(stmt.value, ast.Tuple):
-            values = [self.ep.eval(e) for e in stmt.value.elts]
-        else:
-            values = [self.ep.eval(stmt.value)]
-        exprs = [self.materialize(v, stmt) for v in values]
+            return []
+        if isinstance(stmt.value, ast.Tuple):
+            return [self.ep.eval(e) for e in stmt.value.elts]
+        value = self.ep.eval(stmt.value)
+        if isinstance(value, Expr) and isinstance(value.type, TupleType):
+            span = self.ctx.span(stmt)
+            items = [Var(self.ctx.namer.fresh("ret"), type=t, span=span)
+                     for t in value.type.items]
+            self.out.append(Assign(tuple(items), value, span=span))
+            return items
+        return [value]
+
+    def parse_return(self, stmt: ast.Return) -> None:
+        exprs = [self.materialize(v, stmt) for v in self.return_values(stmt)]
         self.returned = (exprs, stmt)
         self.out.append(Return(tuple(exprs), span=self.ctx.span(stmt)))
 
