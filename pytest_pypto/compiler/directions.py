@@ -6,7 +6,7 @@ destination), zero-copy views (OpSpec.view_of: a slice, reshape, transpose or
 set_validshape is its source's buffer, so a store into a window of an In
 parameter is a write of that parameter), loop carries and if merges.  Then: kernels must not write In parameters; an entry's
 In parameter must not reach a kernel's Out/InOut slot; kernels return only
-their Out/InOut parameters; reading a pure Out parameter before writing it warns.
+their Out/InOut parameters (or an In parameter itself, unchanged); reading a pure Out parameter before writing it warns.
 """
 
 from __future__ import annotations
@@ -224,6 +224,9 @@ def _check_return(fn, value, roots, directions, ctx) -> None:
     shown = value.name if isinstance(value, n.Var) else "a value"
     if root is not None and directions.get(root) in (Direction.OUT, Direction.INOUT):
         return
+    if root is not None and directions.get(root) is Direction.IN \
+            and isinstance(value, n.Var) and value.name == root:
+        return  # the In parameter itself, unwritten: the call gives back its argument
     if root is not None and directions.get(root) is Direction.IN:
         message = f"Function '{fn.name}' returns parameter '{root}', which is declared In"
     else:

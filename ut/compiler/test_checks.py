@@ -218,10 +218,16 @@ def test_entry_in_parameter_passed_to_an_out_slot():
 
 
 def test_returning_a_non_output():
-    k = _copy_kernel(OUT, ret="x")
+    k = _copy_kernel(OUT, ret="t")
     with pytest.raises(DirectionError) as info:
         lower(program(k, orchestrate(k)), A2A3)
-    assert "returns parameter 'x', which is declared In" in info.value.message
+    assert "returns 't', which is not one of its Out/InOut parameters" in info.value.message
+
+
+def test_returning_an_in_parameter_itself_is_allowed():
+    # PyPTO maps a returned parameter to the call's argument, whatever its direction.
+    k = _copy_kernel(OUT, ret="x")
+    lower(program(k, orchestrate(k)), A2A3)
 
 
 def test_reading_a_pure_out_parameter_warns():

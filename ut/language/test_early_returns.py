@@ -140,3 +140,35 @@ def test_returning_a_call_that_gives_two_values(pypto_runner):
     pypto_runner.run(P, x, a, b)
     np.testing.assert_allclose(a, x + x, rtol=1e-6)
     np.testing.assert_allclose(b, x * x, rtol=1e-6)
+
+
+def test_a_kernel_may_return_its_in_parameter(pypto_runner):
+    # The result of the call is the caller's argument itself, unchanged.
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def side(self, x: pl.Tensor[[16, 16], pl.FP32],
+                 w: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            w = pl.store(pl.add(t, t), [0, 0], w)
+            return x
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def neg(self, x: pl.Tensor[[16, 16], pl.FP32],
+                o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            return pl.store(pl.neg(t), [0, 0], o)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], w: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+                 o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            r = self.side(x, w)
+            o = self.neg(r, o)
+            return o
+
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) / 13
+    w = np.zeros((16, 16), np.float32)
+    o = np.zeros((16, 16), np.float32)
+    pypto_runner.run(P, x, w, o)
+    np.testing.assert_allclose(w, 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(o, -x, rtol=1e-6)
