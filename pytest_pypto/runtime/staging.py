@@ -167,6 +167,9 @@ def stage_values(
                 value = _plain(manifest, p.info, value)
             else:
                 _check_tensor(manifest, p.info, dtype, value, dyn)  # raises: not an array
+        if window_memory and p.static is not None and value.shape != p.static \
+                and is_window(value):
+            value = _window_as(value, p.static)
         flags = value.flags
         # fast path: an ndarray of the right dtype and static shape; else full checks
         if not (
@@ -413,6 +416,18 @@ def _check_tensor(
             entry_span(manifest),
             hint="pass a writable array; the results are copied back into it",
         )
+
+
+def _window_as(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A window slice seen with the parameter's shape (docs/design/distributed.md §3).
+
+    A window is flat device memory: the kernel's declared shape is what counts, so a
+    contiguous slice of as many elements is reshaped (a view: its writes still land
+    in the window).  Anything else is left for the usual shape check to refuse.
+    """
+    if value.flags.c_contiguous and value.size == int(np.prod(shape, dtype=np.int64)):
+        return value.reshape(shape)
+    return value
 
 
 def _np_name(dtype: DataType) -> str:
