@@ -27,6 +27,7 @@ import numpy as np
 
 import pytest_pypto.language as pl_module
 from pytest_pypto.compiler.api import compile as compile_program
+from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import context
@@ -205,7 +206,7 @@ class DistributedRun:
 
     # ------------------------------------------------------------- dispatch
     def dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 device: Any) -> None:
+                 device: Any) -> Any:
         if kwargs:
             raise SimulationError(f"self.{name}(...) takes positional arguments only on the host "
                                   f"(got {', '.join(kwargs)}=)")
@@ -213,6 +214,11 @@ class DistributedRun:
         compiled = self._compiled(name)
         bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
         self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
+        # What the call gives back: the arguments its returns are (distributed.md §2).
+        fn = self.program.functions.get(name)
+        positions = returned_params(fn, self.program) if fn is not None else []
+        given = tuple(args[i] for i in positions if i < len(args))
+        return given[0] if len(given) == 1 else (given or None)
 
     def _compiled(self, name: str) -> Any:
         compiled = self.compiled.get(name)
