@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.standins import unsupported
+from pytest_pypto.harness.distributed import DistributedCompiledProgram
 from pytest_pypto.ir.artifact import CompiledProgram
 
 __all__ = ["SIM_CLOCK", "BenchmarkStats", "_DfxOpts", "benchmark", "execute_compiled"]
@@ -102,6 +103,12 @@ class BenchmarkStats:
     fallback_flattened: bool = False
     unstable_dispatch_slots: bool = False
     clock: str = SIM_CLOCK
+    # multi-chip runs (`benchmark` of a DistributedCompiledProgram): per metric, rank ->
+    # one value per round; per round, the span from the first rank's start to the last
+    # rank's end ("union"); per (rank, slot), one value per round
+    rank_series: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    union_us: list[float] = field(default_factory=list)
+    dispatch_series: dict[tuple[int, int], list[float]] = field(default_factory=dict)
 
     def _stat(self, fn: Any) -> float:
         return float(fn(self.device_wall_us)) if self.device_wall_us else 0.0
@@ -131,19 +138,30 @@ class BenchmarkStats:
 
     def per_round(self, metric: str = "device") -> list[float]:
         """One value per measured launch (``device``/``host``/``effective``: the same
-        wall-clock samples here; ``union`` is a multi-rank view: empty)."""
+        wall-clock samples here; ``union``: the span over every rank, multi-chip runs)."""
         if metric == "union":
-            return []
+            return list(self.union_us)
         if metric not in ("device", "host", "effective"):
             raise ValueError(f"metric must be device, host, effective or union, got {metric!r}")
         return list(self.device_wall_us)
 
     def per_rank(self, metric: str = "device") -> dict[int, list[float]]:
-        """Per-rank series: distributed runs only, so empty for one chip."""
-        return {}
+        """Per-rank series, one value per round: multi-chip runs only (empty for one
+        chip).  ``device`` and ``effective``: the summed time of the rank's dispatches;
+        ``host``: from its first dispatch's start to its last one's end."""
+        return {rank: list(v) for rank, v in self.rank_series.get(metric, {}).items()}
 
     def per_dispatch(self, metric: str = "device") -> dict[tuple[int, int], list[float]]:
-        return {}
+        """(rank, slot) -> one value per round: the slot-th dispatch of that rank."""
+        return {key: list(v) for key, v in self.dispatch_series.items()}
+
+    def format_mean_tree(self, pid: int | None = None, slot: int | None = None) -> str:
+        """The mean time of one dispatch (multi-chip) or of every launch."""
+        if pid is not None:
+            series = self.dispatch_series.get((pid, slot or 0), [])
+            mean = statistics.fmean(series) if series else 0.0
+            return f"dispatch pid={pid} slot={slot or 0}: mean {mean:.1f} us ({self.clock})"
+        return str(self)
 
     def dispatch_tasks(self) -> dict[tuple[int, int], str]:
         return {}
@@ -178,6 +196,11 @@ def benchmark(
     (the simulator's wall-clock, module docstring).  ``config`` or
     ``platform``/``device_id`` pick where (default: the program's platform)."""
     __tracebackhide__ = True
+    if isinstance(compiled, DistributedCompiledProgram):
+        if platform is not None or device_id is not None:
+            raise ValueError("benchmark(): a multi-chip program's devices are fixed at compile "
+                             "time; platform=/device_id= are not accepted")
+        return _benchmark_ranks(compiled, args, rounds, warmup)
     if not isinstance(compiled, CompiledProgram):
         raise TypeError(
             f"benchmark() takes a CompiledProgram (ir.compile(...)), got {type(compiled).__name__}"
@@ -201,3 +224,31 @@ def benchmark(
             samples.append(elapsed)
     return BenchmarkStats(device_wall_us=samples, host_wall_us=list(samples), rounds=rounds,
                           warmup=warmup)
+
+
+def _benchmark_ranks(compiled: DistributedCompiledProgram, args: Sequence[Any], rounds: int,
+                     warmup: int) -> BenchmarkStats:
+    """`benchmark` of a multi-chip program: each round's dispatch spans, per rank (the
+    simulated ranks run one after another, so a rank's time is its own work)."""
+    stats = BenchmarkStats(rounds=rounds, warmup=warmup)
+    device: dict[int, list[float]] = {}
+    host: dict[int, list[float]] = {}
+    for i in range(warmup + rounds):
+        compiled(*args)
+        if i < warmup:
+            continue
+        spans = compiled.last_run.timings if compiled.last_run is not None else []
+        ranks = sorted({rank for rank, *_ in spans})
+        for rank in ranks:
+            mine = [(s, e) for r, _, s, e in spans if r == rank]
+            device.setdefault(rank, []).append(sum(e - s for s, e in mine) * 1e6)
+            host.setdefault(rank, []).append((max(e for _, e in mine) - min(s for s, _ in mine))
+                                             * 1e6)
+        for rank, slot, start, end in spans:
+            stats.dispatch_series.setdefault((rank, slot), []).append((end - start) * 1e6)
+        union = (max(e for *_, e in spans) - min(s for _, _, s, _ in spans)) * 1e6 if spans else 0.0
+        stats.union_us.append(union)
+        stats.device_wall_us.append(max((device[r][-1] for r in ranks), default=0.0))
+        stats.host_wall_us.append(union)
+    stats.rank_series = {"device": device, "host": host, "effective": device}
+    return stats

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -136,6 +137,10 @@ class DistributedRun:
         # is the same buffer; None: fresh windows per run, released at its end
         self._persistent = windows
         self._allocated = 0
+        # (rank, slot, start, end) of every dispatch, perf_counter seconds: the slot is
+        # the dispatch's index among its rank's dispatches in this run (benchmark reads it)
+        self.timings: list[tuple[int, int, float, float]] = []
+        self._slots: dict[int, int] = {}
 
     # ------------------------------------------------------------ HostHooks
     def world_size(self) -> int:
@@ -213,7 +218,7 @@ class DistributedRun:
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
         bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
-        self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
+        self._queue(rank, lambda: compiled(*bound))
         # What the call gives back: the arguments its returns are (distributed.md §2).
         fn = self.program.functions.get(name)
         positions = returned_params(fn, self.program) if fn is not None else []
@@ -240,8 +245,21 @@ class DistributedRun:
         rank = self._rank_of(jit_fn.__name__, device)
         bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
         platform = self.platform
-        self._queued.setdefault(rank, []).append(
-            lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
+        self._queue(rank, lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
+
+    def _queue(self, rank: int, call: Any) -> None:
+        """Queue ``call`` on ``rank``; running it records its wall-clock span."""
+        slot = self._slots.get(rank, 0)
+        self._slots[rank] = slot + 1
+
+        def timed() -> Any:
+            start = time.perf_counter()
+            try:
+                return call()
+            finally:
+                self.timings.append((rank, slot, start, time.perf_counter()))
+
+        self._queued.setdefault(rank, []).append(timed)
 
     def _rank_of(self, name: str, device: Any) -> int:
         rank = 0 if device is None else int(device)
@@ -380,6 +398,7 @@ class DistributedCompiledProgram:
         self.shuffle = shuffle
         self.output_dir = output_dir
         self._compiled: dict[str, Any] = {}
+        self.last_run: DistributedRun | None = None
 
     @property
     def device_ids(self) -> list[int]:
@@ -405,6 +424,7 @@ class DistributedCompiledProgram:
         platform = getattr(config, "platform", None) or self.platform
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
                              shuffle=self.shuffle, compiled=self._compiled, windows=windows)
+        self.last_run = run  # its dispatch timings (compat benchmark)
         return run(*args)
 
     def __repr__(self) -> str:
