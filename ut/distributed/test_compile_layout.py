@@ -1,0 +1,89 @@
+"""What a multi-chip compile writes under ``output_dir`` (docs/design/distributed.md §6):
+the host orchestrator, each chip orchestration's artifact and one kernel_config.py per
+host collective variant, read back as facts about the program."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pytest_pypto.compat.pypto import ir
+from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
+from ut.distributed import programs as p
+from ut.helpers import line_of
+
+PROGRAMS = Path(p.__file__)
+
+
+def _compile(program, ranks: int, output_dir=None):
+    return ir.compile(program, platform="a2a3sim", output_dir=output_dir,
+                      distributed_config=DistributedConfig(device_ids=list(range(ranks))))
+
+
+def _config(path: Path) -> dict:
+    """The module-level literals of a generated kernel_config.py."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {t.id: ast.literal_eval(node.value) for node in tree.body
+            if isinstance(node, ast.Assign) for t in node.targets}
+
+
+def _builtins(out: Path) -> list[str]:
+    return sorted(d.name for d in (out / "next_levels").iterdir()
+                  if d.name.startswith("builtin."))
+
+
+def test_allreduce_sum_variant_states_the_collective(tmp_path) -> None:
+    compiled = _compile(p.ALLREDUCE_SUM, 4, tmp_path / "out")
+    assert compiled.output_dir == tmp_path / "out"
+    assert _builtins(compiled.output_dir) == ["builtin.tensor.allreduce__sum__fp32"]
+    cfg = _config(compiled.output_dir / "next_levels" / "builtin.tensor.allreduce__sum__fp32"
+                  / "kernel_config.py")
+    b = cfg["BUILTIN"]
+    assert (b["op"], b["reduce_op"], b["dtype"], b["window_shape"]) == (
+        "builtin.tensor.allreduce", "sum", "fp32", [1, p.N])
+    assert (b["ranks"], b["device_ids"]) == (4, [0, 1, 2, 3])
+    # the host's `else:` branch, two lines below its broadcast
+    broadcast = line_of(PROGRAMS, "data = pld.tensor.broadcast(data, sig, root=1)", contains=True)
+    assert b["host_lines"] == [broadcast + 2]
+    assert cfg["KERNELS"] == []
+
+
+def test_only_the_collective_the_host_runs_is_written() -> None:
+    # the host picks its collective with a Python `if`: the branch not taken writes nothing
+    assert _builtins(_compile(p.ALLREDUCE_MAX, 2).output_dir) == [
+        "builtin.tensor.allreduce__max__fp32"]
+    assert _builtins(_compile(p.BROADCAST, 2).output_dir) == [
+        "builtin.tensor.broadcast__root1__fp32"]
+
+
+def test_chip_orchestrations_are_compiled_there_and_the_run_uses_them() -> None:
+    compiled = _compile(p.ALLREDUCE_SUM, 2)
+    levels = compiled.output_dir / "next_levels"
+    for chip, kernel in (("publish", "publish_step"), ("consume", "consume_step")):
+        cfg = _config(levels / chip / "kernel_config.py")
+        assert cfg["ORCHESTRATION"]["function_name"] == chip
+        assert [k["name"] for k in cfg["KERNELS"]] == [kernel]
+    host = (compiled.output_dir / "orchestration" / "host.py").read_text(encoding="utf-8")
+    assert "def host(self, x" in host and "pld.tensor.allreduce" in host
+    artifacts = dict(compiled._compiled)
+    x = torch.randn(2, 1, p.N)
+    y = torch.zeros(2, 1, p.N)
+    compiled(x, y)
+    assert compiled._compiled == artifacts  # nothing compiled again at run time
+    np.testing.assert_allclose(y.numpy(), np.broadcast_to(x.numpy().sum(axis=0), y.shape),
+                               rtol=1e-6)
+
+
+def test_a_host_needing_its_arguments_still_compiles_and_runs() -> None:
+    # DynamicRanks sizes its window from NR, bound only by the arguments' shapes
+    compiled = _compile(p.DynamicRanks, 2)
+    host = (compiled.output_dir / "orchestration" / "host.py").read_text(encoding="utf-8")
+    assert "compile-time trace stopped" in host
+    assert not (compiled.output_dir / "next_levels").exists()
+    x = torch.randn(2, 1, p.N)
+    y = torch.zeros(2, 1, p.N)
+    compiled(x, y)
+    np.testing.assert_array_equal(y.numpy(), x.numpy())
