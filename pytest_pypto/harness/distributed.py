@@ -140,7 +140,8 @@ class DistributedRun:
     def world_size(self) -> int:
         return self.cluster.nranks
 
-    def alloc_window_buffer(self, nbytes: int) -> WindowBuffer:
+    def alloc_window_buffer(self, nbytes: Any) -> WindowBuffer:
+        nbytes = int(nbytes)
         keep = self._persistent
         if keep is None:
             return self.cluster.alloc_window(nbytes)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_pypto.harness.distributed import DistributedRun, Window
+from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.language.distributed import ReduceOp
 from pytest_pypto.language.distributed_host import HostProgram
 
@@ -51,7 +52,7 @@ class Builtin:
     op: str                  # "allreduce", "allreduce_ring", "broadcast", ...
     variant: str             # "allreduce__sum__fp32": the next_levels directory's suffix
     dtype: str | None        # of the data window ("fp32"); None for a barrier
-    shape: list[int] | None  # of the data window
+    shape: list[int | str] | None  # of the data window (a pl.dynamic dim by name)
     reduce_op: str | None = None
     root: int | None = None
     core_num: int = 1
@@ -77,6 +78,13 @@ class _Placeholder:
         return "<host argument (compile-time trace)>"
 
 
+class _TracedBuffer:
+    """``pld.alloc_window_buffer(n)`` while tracing: nothing is allocated."""
+
+    def __init__(self, nbytes: Any) -> None:
+        self.nbytes = nbytes
+
+
 class _PlanRun(DistributedRun):
     """A `DistributedRun` that records instead of dispatching or communicating."""
 
@@ -98,6 +106,15 @@ class _PlanRun(DistributedRun):
 
     def flush(self) -> None:
         self._queued = {}
+
+    def alloc_window_buffer(self, nbytes: Any) -> Any:
+        return _TracedBuffer(nbytes)  # its size may be a pl.dynamic expression here
+
+    def window(self, buffer: Any, shape: Any, dtype: Any) -> Window:
+        if not isinstance(buffer, _TracedBuffer) or not isinstance(dtype, DataType):
+            return super().window(buffer, shape, dtype)  # its errors
+        dims = (shape,) if not isinstance(shape, (list, tuple)) else tuple(shape)
+        return Window(buffer, tuple(d if isinstance(d, int) else str(d) for d in dims), dtype)
 
     def collective(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         op = name

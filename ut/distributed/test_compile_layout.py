@@ -10,12 +10,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import pytest_pypto.language as pl
+import pytest_pypto.language.distributed as pld
 from pytest_pypto.compat.pypto import ir
 from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
 from ut.distributed import programs as p
 from ut.helpers import line_of
 
 PROGRAMS = Path(p.__file__)
+NR = p.NR  # a global of this module: the host binds it from its arguments' shapes
 
 
 def _compile(program, ranks: int, output_dir=None):
@@ -87,3 +90,56 @@ def test_a_host_needing_its_arguments_still_compiles_and_runs() -> None:
     y = torch.zeros(2, 1, p.N)
     compiled(x, y)
     np.testing.assert_array_equal(y.numpy(), x.numpy())
+
+
+@pl.program
+class SizedByNR:
+    """The host sizes its window buffer from NR (bound only by the arguments' shapes)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def copy_in(self, x: pl.Tensor[[1, p.N], pl.FP32],
+                w: pl.InOut[pld.DistributedTensor[[1, p.N], pl.FP32]]
+                ) -> pld.DistributedTensor[[1, p.N], pl.FP32]:
+        return pl.store(pl.load(x, [0, 0], [1, p.N]), [0, 0], w)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def publish(self, x: pl.Tensor[[1, p.N], pl.FP32],
+                w: pl.InOut[pld.DistributedTensor[[1, p.N], pl.FP32]]
+                ) -> pld.DistributedTensor[[1, p.N], pl.FP32]:
+        return self.copy_in(x, w)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def copy_out(self, w: pld.DistributedTensor[[1, p.N], pl.FP32],
+                 y: pl.Out[pl.Tensor[[1, p.N], pl.FP32]]) -> pl.Tensor[[1, p.N], pl.FP32]:
+        return pl.store(pl.load(w, [0, 0], [1, p.N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def consume(self, w: pld.DistributedTensor[[1, p.N], pl.FP32],
+                y: pl.Out[pl.Tensor[[1, p.N], pl.FP32]]) -> pl.Tensor[[1, p.N], pl.FP32]:
+        return self.copy_out(w, y)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, p.N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, p.N], pl.FP32]]) -> pl.Tensor[[NR, 1, p.N], pl.FP32]:
+        buf = pld.alloc_window_buffer(NR * p.N * pl.FP32.get_byte())
+        sig_buf = pld.alloc_window_buffer([NR], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            self.publish(x[r], pld.window(buf, [1, p.N], dtype=pl.FP32), device=r)
+        data = pld.window(buf, [1, p.N], dtype=pl.FP32)
+        data = pld.tensor.allreduce(data, pld.window(sig_buf, [NR], dtype=pl.INT32),
+                                    op=pld.ReduceOp.Min)
+        for r in pl.range(pld.world_size()):
+            self.consume(data, y[r], device=r)
+        return y
+
+
+def test_window_sizes_from_dynamic_dims_are_traced() -> None:
+    compiled = _compile(SizedByNR, 2)
+    assert _builtins(compiled.output_dir) == ["builtin.tensor.allreduce__min__fp32"]
+    b = _config(compiled.output_dir / "next_levels" / "builtin.tensor.allreduce__min__fp32"
+                / "kernel_config.py")["BUILTIN"]
+    assert (b["reduce_op"], b["window_shape"]) == ("min", [1, p.N])
+    x = torch.randn(2, 1, p.N)
+    y = torch.zeros(2, 1, p.N)
+    compiled(x, y)
+    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(x.numpy().min(axis=0), y.shape))
