@@ -190,6 +190,9 @@ def _distributed(program: Any, platform: str | None, backend_type: Any, output_d
         DistributedCompiledProgram,
         DistributedConfig,
     )
+    from pytest_pypto.compat.pypto.runtime import (  # noqa: F401  # lazy: compat plugin import cost; prepare() returns its DistributedWorker
+        distributed_runner,
+    )
     from pytest_pypto.harness import context  # lazy: compat plugin import cost
 
     host = host_program(program)

@@ -124,8 +124,12 @@ class DistributedRun:
     def __init__(self, program: n.Program | None, host: HostProgram | Any, platform: str,
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
-                 windows: list[WindowBuffer] | None = None) -> None:
+                 windows: list[WindowBuffer] | None = None,
+                 resident: dict[int, tuple[int, Any]] | None = None) -> None:
         self.program = program
+        # id(device tensor) -> (rank whose card holds it, its memory as an array):
+        # tensors a prepared program made resident (alloc_stacked_tensor)
+        self._resident = resident or {}
         self.host = host
         self.platform = platform
         self.cluster = SimCluster(device_ids, shuffle=shuffle)
@@ -212,8 +216,22 @@ class DistributedRun:
                                   f"(got {', '.join(kwargs)}=)")
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
-        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        bound = [self._bind(name, i, a, rank) for i, a in enumerate(args)]
         self._queued.setdefault(rank, []).append(lambda: compiled(*bound))
+
+    def _bind(self, name: str, i: int, arg: Any, rank: int) -> Any:
+        if isinstance(arg, Window):
+            return arg.view(rank)
+        held = self._resident.get(id(arg))
+        if held is None:
+            return arg
+        card, memory = held
+        if card != rank:
+            raise SimulationError(
+                f"self.{name}(..., device={rank}): argument {i + 1} is resident on card "
+                f"{card}, not on the card the call runs on (upload the stack with worker_ids "
+                "naming the card each shard's consumer runs on)")
+        return memory
 
     def _compiled(self, name: str) -> Any:
         compiled = self.compiled.get(name)
@@ -376,6 +394,9 @@ class DistributedCompiledProgram:
         self.output_dir = output_dir
         self._compiled: dict[str, Any] = {}
 
+    # what prepare() returns; the PyPTO flavour's DistributedWorker (resident tensors)
+    prepared_class: type[PreparedProgram]
+
     @property
     def device_ids(self) -> list[int]:
         return list(self.distributed_config.device_ids)
@@ -389,17 +410,19 @@ class DistributedCompiledProgram:
         call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
         """
         del accepted
-        return PreparedProgram(self, config, persistent, reset_persistent_windows)
+        return self.prepared_class(self, config, persistent, reset_persistent_windows)
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
         return self._run(args, config, None)
 
-    def _run(self, args: tuple[Any, ...], config: Any, windows: Any) -> Any:
+    def _run(self, args: tuple[Any, ...], config: Any, windows: Any,
+             resident: dict[int, tuple[int, Any]] | None = None) -> Any:
         __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
-                             shuffle=self.shuffle, compiled=self._compiled, windows=windows)
+                             shuffle=self.shuffle, compiled=self._compiled, windows=windows,
+                             resident=resident)
         return run(*args)
 
     def __repr__(self) -> str:
@@ -419,6 +442,7 @@ class PreparedProgram:
         self.closed = False
         self._windows: Any = [] if persistent else None
         self._reset = reset
+        self._resident: dict[int, tuple[int, Any]] = {}  # see DistributedRun
 
     def __enter__(self) -> PreparedProgram:
         return self
@@ -433,7 +457,7 @@ class PreparedProgram:
         if self._windows and self._reset:
             for buf in self._windows:
                 buf.zero()
-        return self.program._run(args, config or self.config, self._windows)
+        return self.program._run(args, config or self.config, self._windows, self._resident)
 
     def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
         """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
@@ -458,6 +482,9 @@ class PreparedProgram:
             for buf in self._windows:
                 buf.release()
         self.closed = True
+
+
+DistributedCompiledProgram.prepared_class = PreparedProgram
 
 
 class CompletedRun:

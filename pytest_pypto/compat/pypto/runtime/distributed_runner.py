@@ -1,11 +1,114 @@
-"""``pypto.runtime.distributed_runner``: Tier 3 (distributed execution)."""
+"""``pypto.runtime.distributed_runner``: the runner of a multi-chip program on simulated
+devices (docs/design/distributed.md §8).
 
-from pytest_pypto.compat.device import Worker
+`DistributedWorker` is what ``DistributedCompiledProgram.prepare()`` returns: it runs
+the program like the compiled program does and keeps tensors resident on the simulated
+cards (``alloc_stacked_tensor``).  The lower-level runner functions stay Tier 3."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.compat.device import DeviceTensor, StackedDeviceTensor, _Buffer
 from pytest_pypto.compat.standins import tier3_class, tier3_name
+from pytest_pypto.harness.distributed import DistributedCompiledProgram, PreparedProgram
 
 _WHY = "distributed execution"
 
-DistributedWorker = tier3_class("runtime.DistributedWorker", _WHY, base=Worker)
+
+class DistributedWorker(PreparedProgram):
+    """PyPTO's ``DistributedWorker(compiled)``: a prepared multi-chip program (call it
+    like the program) that also holds tensors resident on its cards."""
+
+    def __init__(self, compiled: DistributedCompiledProgram, config: Any = None,
+                 persistent: bool = False, reset_persistent_windows: bool = True, *,
+                 inherited_host_tensors: Sequence[Any] = (), **accepted: Any) -> None:
+        del accepted
+        if not isinstance(compiled, DistributedCompiledProgram):
+            raise TypeError(f"DistributedWorker needs a DistributedCompiledProgram (ir.compile "
+                            f"with distributed_config=), got {type(compiled).__name__}")
+        super().__init__(compiled, config, persistent, reset_persistent_windows)
+        self._inherited = list(inherited_host_tensors)
+        self._stacks: list[StackedDeviceTensor] = []
+
+    @property
+    def nranks(self) -> int:
+        return len(self.program.device_ids)
+
+    def release_inherited_host_tensor_refs(self) -> None:
+        """Drop the references to ``inherited_host_tensors`` (their data was copied)."""
+        self._inherited.clear()
+
+    def alloc_stacked_tensor(self, host: Any, *,
+                             worker_ids: Sequence[int] | None = None) -> StackedDeviceTensor:
+        """Upload ``host`` ([B, ...]) once: shard i becomes resident on card
+        ``worker_ids[i]`` (default: card i) and is read from there by every later call."""
+        self._require_open("alloc_stacked_tensor")
+        data = np.ascontiguousarray(_as_numpy(host))
+        if data.ndim < 2:
+            raise ValueError(f"alloc_stacked_tensor needs a [B, ...] tensor, got shape "
+                             f"{list(data.shape)}")
+        count = data.shape[0]
+        cards = list(range(count)) if worker_ids is None else [int(w) for w in worker_ids]
+        if len(cards) != count:
+            raise ValueError(f"alloc_stacked_tensor: {count} shards but {len(cards)} worker_ids")
+        for card in cards:
+            if not 0 <= card < self.nranks:
+                raise ValueError(f"alloc_stacked_tensor: worker id {card} is not a card of the "
+                                 f"program (0..{self.nranks - 1})")
+        dtype = getattr(host, "dtype", data.dtype)
+        shards = []
+        for i, card in enumerate(cards):
+            buf = _Buffer(data[i].nbytes)
+            memory = buf.view(data.shape[1:], data.dtype)
+            memory[...] = data[i]
+            shard = DeviceTensor(buf.base, data.shape[1:], dtype, buffer=buf)
+            self._resident[id(shard)] = (card, memory)
+            shards.append(shard)
+        stack = StackedDeviceTensor(shards, data.shape, cards)
+        self._stacks.append(stack)
+        return stack
+
+    def copy_stacked_from(self, stack: StackedDeviceTensor, host: Any) -> None:
+        """Copy every shard of ``stack`` back into ``host`` ([B, ...], in place)."""
+        self._live(stack, "copy_stacked_from")
+        out = _as_numpy(host)
+        for i, shard in enumerate(stack.shards):
+            out[i] = self._resident[id(shard)][1]
+
+    def free_stacked_tensor(self, stack: StackedDeviceTensor) -> None:
+        """Release the cards' copies of ``stack``."""
+        self._live(stack, "free_stacked_tensor")
+        for shard in stack.shards:
+            self._resident.pop(id(shard), None)
+        self._stacks.remove(stack)
+
+    def close(self) -> None:
+        for stack in list(self._stacks):
+            self.free_stacked_tensor(stack)
+        super().close()
+
+    def _live(self, stack: Any, op: str) -> None:
+        if not any(stack is s for s in self._stacks):
+            raise ValueError(f"{op}: {stack!r} is not a live stacked tensor of this worker")
+
+    def _require_open(self, op: str) -> None:
+        if self.closed:
+            raise RuntimeError(f"DistributedWorker.{op}() after close()")
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    """``value``'s memory as an array (a CPU torch tensor shares it)."""
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        return value.detach().numpy()
+    return np.asarray(value)
+
+
+DistributedCompiledProgram.prepared_class = DistributedWorker  # prepare() returns one
+
 DistributedRunHandle = tier3_class("runtime.DistributedRunHandle", _WHY)
 execute_distributed_compiled = tier3_name("runtime.execute_distributed_compiled", _WHY)
 execute_distributed = tier3_name("runtime.execute_distributed", _WHY)
