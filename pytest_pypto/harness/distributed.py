@@ -139,6 +139,7 @@ class DistributedRun:
         # is the same buffer; None: fresh windows per run, released at its end
         self._persistent = windows
         self._allocated = 0
+        self.new_windows = 0  # window buffers this run allocated (not reused)
 
     # ------------------------------------------------------------ HostHooks
     def world_size(self) -> int:
@@ -148,10 +149,12 @@ class DistributedRun:
         nbytes = int(nbytes)
         keep = self._persistent
         if keep is None:
+            self.new_windows += 1
             return self.cluster.alloc_window(nbytes)
         k, self._allocated = self._allocated, self._allocated + 1
         if k < len(keep) and keep[k].nbytes == nbytes:
             return keep[k]
+        self.new_windows += 1
         buf = WindowBuffer(nbytes, self.cluster.nranks, k)
         keep[k:k + 1] = [buf]
         return buf
@@ -393,6 +396,7 @@ class DistributedCompiledProgram:
         self.shuffle = shuffle
         self.output_dir = output_dir
         self._compiled: dict[str, Any] = {}
+        self.last_run: DistributedRun | None = None
 
     # what prepare() returns; the PyPTO flavour's DistributedWorker (resident tensors)
     prepared_class: type[PreparedProgram]
@@ -423,7 +427,10 @@ class DistributedCompiledProgram:
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
                              shuffle=self.shuffle, compiled=self._compiled, windows=windows,
                              resident=resident)
-        return run(*args)
+        try:
+            return run(*args)
+        finally:
+            self.last_run = run
 
     def __repr__(self) -> str:
         name = self.program.name if self.program is not None else self.host.__name__

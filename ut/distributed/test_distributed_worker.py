@@ -13,6 +13,7 @@ from pytest_pypto.compat.pypto import ir
 from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
 from pytest_pypto.compat.pypto.runtime import DistributedWorker, StackedDeviceTensor
 from pytest_pypto.ir.errors import SimulationError
+from ut.distributed import programs as p
 
 D = 16
 
@@ -78,3 +79,17 @@ def test_a_shard_read_on_another_card_is_an_error() -> None:
 def test_worker_ids_must_name_cards_of_the_program() -> None:
     with _program([0, 1]).prepare() as rt, pytest.raises(ValueError, match="worker id 5"):
         rt.alloc_stacked_tensor(torch.zeros(2, D, D), worker_ids=[0, 5])
+
+
+@pytest.mark.parametrize(("persistent", "grows"), [(True, 1), (False, 3)])
+def test_comm_domain_allocations_are_counted(persistent, grows) -> None:
+    compiled = ir.compile(p.ALLREDUCE_SUM, platform="a2a3sim",
+                          distributed_config=DistributedConfig(device_ids=[0, 1]))
+    x = torch.ones(2, 1, p.N)
+    with compiled.prepare(persistent=persistent) as rt:
+        before = rt._w._next_alloc_id
+        for _ in range(3):
+            y = torch.zeros(2, 1, p.N)
+            rt(x, y)
+            np.testing.assert_array_equal(y.numpy(), np.full((2, 1, p.N), 2.0))
+        assert rt._w._next_alloc_id == before + grows

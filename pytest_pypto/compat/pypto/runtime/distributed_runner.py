@@ -33,6 +33,16 @@ class DistributedWorker(PreparedProgram):
         super().__init__(compiled, config, persistent, reset_persistent_windows)
         self._inherited = list(inherited_host_tensors)
         self._stacks: list[StackedDeviceTensor] = []
+        self._w = _Cards()
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        try:
+            return super().__call__(*args, config=config)
+        finally:
+            run = self.program.last_run
+            if run is not None and run.new_windows:
+                self._w._next_alloc_id += 1  # the run allocated its comm domain
 
     @property
     def nranks(self) -> int:
@@ -98,6 +108,15 @@ class DistributedWorker(PreparedProgram):
     def _require_open(self, op: str) -> None:
         if self.closed:
             raise RuntimeError(f"DistributedWorker.{op}() after close()")
+
+
+class _Cards:
+    """``DistributedWorker._w``: the simulated cards' allocation counter.
+    ``_next_alloc_id`` grows by one for every call that allocated window memory (its
+    comm domain): once for a persistent worker, on every call otherwise."""
+
+    def __init__(self) -> None:
+        self._next_alloc_id = 0
 
 
 def _as_numpy(value: Any) -> np.ndarray:
