@@ -93,3 +93,29 @@ def test_comm_domain_allocations_are_counted(persistent, grows) -> None:
             rt(x, y)
             np.testing.assert_array_equal(y.numpy(), np.full((2, 1, p.N), 2.0))
         assert rt._w._next_alloc_id == before + grows
+
+
+def test_owned_tensors_registration_and_close() -> None:
+    compiled = _program([0, 1])
+    other = _program([0, 1])
+    rt = compiled.prepare()
+    w0 = rt.alloc_tensor((D, D), torch.float32, init=torch.full((D, D), 3.0))
+    w1 = rt.alloc_tensor((D, D), torch.float32, init=torch.full((D, D), 4.0), worker_id=1)
+    assert len(rt._owned_tensors) == 2
+    handle = rt.register(compiled)
+    assert handle.compiled is compiled
+    a = torch.ones(2, D, D)
+    f = torch.zeros(2, D, D)
+    handle(a, [w0, w1], f)
+    np.testing.assert_array_equal(f.numpy()[:, 0, 0], [4.0, 5.0])
+    f.zero_()
+    rt.run(compiled, a, [w0, w1], f)
+    np.testing.assert_array_equal(f.numpy()[:, 0, 0], [4.0, 5.0])
+    with pytest.raises(SimulationError, match="argument 2 is resident on card 1"):
+        rt(a, [w1, w0], f)  # w1 lives on card 1, the call reads it on card 0
+    with pytest.raises(ValueError, match="the program it was prepared from"):
+        rt.register(other)
+    rt.close()
+    assert rt._owned_tensors == [] and handle.closed
+    with pytest.raises(RuntimeError, match="called after close"):
+        rt.register(compiled)

@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_pypto.compat.device import DeviceTensor, StackedDeviceTensor, _Buffer
+from pytest_pypto.compat.device import (
+    DeviceTensor,
+    RegistrationHandle,
+    StackedDeviceTensor,
+    _Buffer,
+)
 from pytest_pypto.compat.standins import tier3_class, tier3_name
 from pytest_pypto.harness.distributed import DistributedCompiledProgram, PreparedProgram
 
@@ -34,6 +39,9 @@ class DistributedWorker(PreparedProgram):
         self._inherited = list(inherited_host_tensors)
         self._stacks: list[StackedDeviceTensor] = []
         self._w = _Cards()
+        self._owned_tensors: list[Any] = []
+        self._registered: dict[int, Any] = {}
+        self._handles: list[RegistrationHandle] = []
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
@@ -96,9 +104,55 @@ class DistributedWorker(PreparedProgram):
             self._resident.pop(id(shard), None)
         self._stacks.remove(stack)
 
+    # ------------------------------------------------- tensors and dispatch
+    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None, *,
+                     worker_id: int = 0) -> Any:
+        """A tensor resident on card ``worker_id`` (zeros, or ``init``'s data); the
+        worker owns it until `free_tensor` or `close`."""
+        self._require_open("alloc_tensor")
+        if not 0 <= int(worker_id) < self.nranks:
+            raise ValueError(f"alloc_tensor: worker id {worker_id} is not a card of the "
+                             f"program (0..{self.nranks - 1})")
+        tensor = super().alloc_tensor(shape, dtype, init)
+        self._resident[id(tensor)] = (int(worker_id), tensor)
+        self._owned_tensors.append(tensor)
+        return tensor
+
+    def free_tensor(self, tensor: Any) -> None:
+        """Free a tensor made by `alloc_tensor` of this worker."""
+        if not any(tensor is t for t in self._owned_tensors):
+            raise ValueError("free_tensor: not a live tensor of this worker")
+        self._owned_tensors = [t for t in self._owned_tensors if t is not tensor]
+        self._resident.pop(id(tensor), None)
+
+    def register(self, compiled: Any) -> RegistrationHandle:
+        """A handle that runs ``compiled`` (the program this worker was made from)."""
+        self._require_open("register")
+        self._same_program(compiled, "register")
+        handle = RegistrationHandle(self, compiled, len(self._handles) + 1)
+        self._registered[handle.cid] = compiled
+        self._handles.append(handle)
+        return handle
+
+    def run(self, compiled: Any, *args: Any, config: Any = None) -> Any:
+        """Run ``compiled`` (the program this worker was made from) with ``args``."""
+        __tracebackhide__ = True
+        self._same_program(compiled, "run")
+        return self(*args, config=config)
+
+    def _same_program(self, compiled: Any, op: str) -> None:
+        if compiled is not self.program:
+            raise ValueError(f"DistributedWorker.{op}() takes the program it was prepared "
+                             "from, not another compiled program")
+
     def close(self) -> None:
         for stack in list(self._stacks):
             self.free_stacked_tensor(stack)
+        for tensor in list(self._owned_tensors):
+            self.free_tensor(tensor)
+        for handle in self._handles:
+            handle._closed = True
+        self._registered.clear()
         super().close()
 
     def _live(self, stack: Any, op: str) -> None:
@@ -107,7 +161,7 @@ class DistributedWorker(PreparedProgram):
 
     def _require_open(self, op: str) -> None:
         if self.closed:
-            raise RuntimeError(f"DistributedWorker.{op}() after close()")
+            raise RuntimeError(f"DistributedWorker.{op}() called after close()")
 
 
 class _Cards:
