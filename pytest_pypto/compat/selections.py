@@ -190,6 +190,9 @@ def _distributed(program: Any, platform: str | None, backend_type: Any, output_d
         DistributedCompiledProgram,
         DistributedConfig,
     )
+    from pytest_pypto.compat.pypto.runtime import (  # noqa: F401  # lazy: compat plugin import cost; prepare() returns its DistributedWorker
+        distributed_runner,
+    )
     from pytest_pypto.harness import context  # lazy: compat plugin import cost
 
     host = host_program(program)
@@ -203,8 +206,36 @@ def _distributed(program: Any, platform: str | None, backend_type: Any, output_d
         platform = RunConfig(arch=arch, execution_mode=ExecutionMode.SIM).platform
     session = context.current()
     shuffle = session.settings.shuffle if session is not None else None
-    return DistributedCompiledProgram(program, host, platform, config, shuffle=shuffle,
-                                      output_dir=output_dir)
+    compiled = DistributedCompiledProgram(program, host, platform, config, shuffle=shuffle,
+                                          output_dir=output_dir)
+    write_distributed_layout(compiled)
+    return compiled
+
+
+def write_distributed_layout(compiled: Any) -> None:
+    """The files a multi-chip compile writes (docs/design/distributed.md §6) under
+    ``compiled.output_dir`` (a fresh scratch directory without one); the chip programs
+    compiled here are the ones the run uses."""
+    from pytest_pypto.compiler.api import compile as compile_  # lazy: compat plugin import cost
+    from pytest_pypto.compiler.api import scratch_dir  # lazy: compat plugin import cost
+    from pytest_pypto.config import RunConfig as ChipConfig  # lazy: compat plugin import cost
+    from pytest_pypto.harness.distributed import chip_program  # lazy: compat plugin import cost
+    from pytest_pypto.harness.distributed_plan import (  # lazy: compat plugin import cost
+        write_layout,
+    )
+
+    out = (Path(compiled.output_dir) if compiled.output_dir is not None
+           else scratch_dir(compiled.program))
+    compiled.output_dir = out
+
+    def compile_chip(chip: str, where: Path) -> None:
+        one = compile_(chip_program(compiled.program, chip),
+                       ChipConfig(platform=compiled.platform), output_dir=where)
+        write_kernel_config(one.manifest, where)
+        compiled._compiled[chip] = one
+
+    write_layout(compiled.program, compiled.host, compiled.platform, compiled.device_ids, out,
+                 compile_chip)
 
 
 def write_kernel_config(manifest: Any, directory: Path) -> Path:

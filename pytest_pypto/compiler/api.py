@@ -127,7 +127,7 @@ _scratch_root: Path | None = None
 _scratch_count = itertools.count()
 
 
-def _scratch_dir(program: object) -> Path:
+def scratch_dir(program: object) -> Path:
     """Where an artifact compiled without ``output_dir`` is written if it ever is: a
     fresh name (program, process, counter) under one per-process temporary root
     removed at exit.  Only the root is created here; nothing is written into it."""
@@ -170,7 +170,7 @@ def compile(  # noqa: A001  (PyPTO's name)
             f"compile(): config must be a RunConfig, got {type(config).__name__} "
             f"({config!r:.40}); e.g. config=RunConfig(platform='{platform}')"
         )
-    home = Path(output_dir) if output_dir is not None else _scratch_dir(program)
+    home = Path(output_dir) if output_dir is not None else scratch_dir(program)
     if write is None:
         write = output_dir is not None or bool(config.dump_passes)
     with _gc_paused():

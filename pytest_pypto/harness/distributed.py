@@ -126,8 +126,12 @@ class DistributedRun:
     def __init__(self, program: n.Program | None, host: HostProgram | Any, platform: str,
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
-                 windows: list[WindowBuffer] | None = None) -> None:
+                 windows: list[WindowBuffer] | None = None,
+                 resident: dict[int, tuple[int, Any]] | None = None) -> None:
         self.program = program
+        # id(device tensor) -> (rank whose card holds it, its memory as an array):
+        # tensors a prepared program made resident (alloc_stacked_tensor)
+        self._resident = resident or {}
         self.host = host
         self.platform = platform
         self.cluster = SimCluster(device_ids, shuffle=shuffle)
@@ -141,18 +145,22 @@ class DistributedRun:
         # the dispatch's index among its rank's dispatches in this run (benchmark reads it)
         self.timings: list[tuple[int, int, float, float]] = []
         self._slots: dict[int, int] = {}
+        self.new_windows = 0  # window buffers this run allocated (not reused)
 
     # ------------------------------------------------------------ HostHooks
     def world_size(self) -> int:
         return self.cluster.nranks
 
-    def alloc_window_buffer(self, nbytes: int) -> WindowBuffer:
+    def alloc_window_buffer(self, nbytes: Any) -> WindowBuffer:
+        nbytes = int(nbytes)
         keep = self._persistent
         if keep is None:
+            self.new_windows += 1
             return self.cluster.alloc_window(nbytes)
         k, self._allocated = self._allocated, self._allocated + 1
         if k < len(keep) and keep[k].nbytes == nbytes:
             return keep[k]
+        self.new_windows += 1
         buf = WindowBuffer(nbytes, self.cluster.nranks, k)
         keep[k:k + 1] = [buf]
         return buf
@@ -217,13 +225,27 @@ class DistributedRun:
                                   f"(got {', '.join(kwargs)}=)")
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
-        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        bound = [self._bind(name, i, a, rank) for i, a in enumerate(args)]
         self._queue(rank, lambda: compiled(*bound))
         # What the call gives back: the arguments its returns are (distributed.md §2).
         fn = self.program.functions.get(name)
         positions = returned_params(fn, self.program) if fn is not None else []
         given = tuple(args[i] for i in positions if i < len(args))
         return given[0] if len(given) == 1 else (given or None)
+
+    def _bind(self, name: str, i: int, arg: Any, rank: int) -> Any:
+        if isinstance(arg, Window):
+            return arg.view(rank)
+        held = self._resident.get(id(arg))
+        if held is None:
+            return arg
+        card, memory = held
+        if card != rank:
+            raise SimulationError(
+                f"self.{name}(..., device={rank}): argument {i + 1} is resident on card "
+                f"{card}, not on the card the call runs on (upload the stack with worker_ids "
+                "naming the card each shard's consumer runs on)")
+        return memory
 
     def _compiled(self, name: str) -> Any:
         compiled = self.compiled.get(name)
@@ -400,6 +422,9 @@ class DistributedCompiledProgram:
         self._compiled: dict[str, Any] = {}
         self.last_run: DistributedRun | None = None
 
+    # what prepare() returns; the PyPTO flavour's DistributedWorker (resident tensors)
+    prepared_class: type[PreparedProgram]
+
     @property
     def device_ids(self) -> list[int]:
         return list(self.distributed_config.device_ids)
@@ -413,19 +438,23 @@ class DistributedCompiledProgram:
         call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
         """
         del accepted
-        return PreparedProgram(self, config, persistent, reset_persistent_windows)
+        return self.prepared_class(self, config, persistent, reset_persistent_windows)
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
         return self._run(args, config, None)
 
-    def _run(self, args: tuple[Any, ...], config: Any, windows: Any) -> Any:
+    def _run(self, args: tuple[Any, ...], config: Any, windows: Any,
+             resident: dict[int, tuple[int, Any]] | None = None) -> Any:
         __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
-                             shuffle=self.shuffle, compiled=self._compiled, windows=windows)
-        self.last_run = run  # its dispatch timings (compat benchmark)
-        return run(*args)
+                             shuffle=self.shuffle, compiled=self._compiled, windows=windows,
+                             resident=resident)
+        try:
+            return run(*args)
+        finally:
+            self.last_run = run  # its dispatch timings (compat benchmark)
 
     def __repr__(self) -> str:
         name = self.program.name if self.program is not None else self.host.__name__
@@ -444,6 +473,7 @@ class PreparedProgram:
         self.closed = False
         self._windows: Any = [] if persistent else None
         self._reset = reset
+        self._resident: dict[int, tuple[int, Any]] = {}  # see DistributedRun
 
     def __enter__(self) -> PreparedProgram:
         return self
@@ -458,7 +488,7 @@ class PreparedProgram:
         if self._windows and self._reset:
             for buf in self._windows:
                 buf.zero()
-        return self.program._run(args, config or self.config, self._windows)
+        return self.program._run(args, config or self.config, self._windows, self._resident)
 
     def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
         """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
@@ -483,6 +513,9 @@ class PreparedProgram:
             for buf in self._windows:
                 buf.release()
         self.closed = True
+
+
+DistributedCompiledProgram.prepared_class = PreparedProgram
 
 
 class CompletedRun:

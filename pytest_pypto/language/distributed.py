@@ -137,11 +137,11 @@ def alloc_window_buffer(size: Any, *, dtype: Any = None, name: str = "") -> Any:
             raise TypeError("pld.alloc_window_buffer(shape, dtype=...) needs dtype= with a shape")
         count = 1
         for d in size:
-            count *= int(d)
+            count = count * d
         return host_hooks().alloc_window_buffer(count * dtype.itemsize)
     if dtype is not None:
         raise TypeError("pld.alloc_window_buffer(nbytes) takes dtype= only with a shape")
-    return host_hooks().alloc_window_buffer(int(size))
+    return host_hooks().alloc_window_buffer(size)  # the hooks make it a number of bytes
 
 
 def window(buffer: Any, shape: Any, dtype: Any = None, **kwargs: Any) -> Any:

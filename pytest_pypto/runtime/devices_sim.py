@@ -97,8 +97,9 @@ class SimCluster:
 
     # ------------------------------------------------------------- execution
     def run(self, jobs: dict[int, list[Callable[[], Any]]]) -> None:
-        """Run each rank's jobs in order, ranks interleaved at their waits; re-raise the
-        first error of a rank (a deadlock only when no rank failed on its own)."""
+        """Run each rank's jobs in order, ranks taking turns job by job and at their
+        waits; re-raise the first error of a rank (a deadlock only when no rank failed
+        on its own)."""
         if not jobs:
             return
         self._ranks = {r: _Rank(r, list(js)) for r, js in sorted(jobs.items())}
@@ -133,7 +134,9 @@ class SimCluster:
         try:
             with self._cv:
                 self._cv.wait_for(lambda: self._turn == state.rank)
-            for job in state.jobs:
+            for i, job in enumerate(state.jobs):
+                if i:
+                    self._take_turns(state)
                 job()
         except BaseException as exc:  # noqa: BLE001 - handed to run()
             state.error = exc
@@ -161,6 +164,13 @@ class SimCluster:
             if self._turn != state.rank:
                 raise DeadlockError(what, span)  # located by the worker; run() combines them
 
+    def _take_turns(self, state: _Rank) -> None:
+        """Between two dispatches of a rank: the next rank with work runs its next
+        dispatch first, so ranks advance dispatch by dispatch in the host's issue order."""
+        with self._cv:
+            self._hand_over(state.rank)
+            self._cv.wait_for(lambda: self._turn == state.rank or self._deadlock is not None)
+
     def rendezvous(self, rank: int, key: Any, what: str, span: Span | None = None) -> None:
         """Rank ``rank`` arrives at its next ``key`` call; wait for every rank to arrive."""
         counts = self._arrivals.setdefault(key, [0] * self.nranks)
@@ -178,7 +188,7 @@ class SimCluster:
             order = order[i + 1:] + order[:i + 1]
         for r in order:
             s = self._ranks[r]
-            if s.state == "ready" and r != me:
+            if s.state == "ready":  # me only when ready (taking turns) and nobody else is
                 self._turn = r
                 break
             if s.state == "blocked" and s.pred is not None and s.pred():

@@ -179,6 +179,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
         from pytest_pypto.compat.pypto.pypto_core.passes import MemoryPlanner
         from pytest_pypto.compat.pypto.runtime import ChipWorker, DistributedWorker, RunConfig, RunResult, run, compile_program
         from pytest_pypto.compat.pypto.runtime.runner import RunConfig as RC2
+        from pytest_pypto.compat.pypto.runtime.distributed_runner import execute_distributed
         from pytest_pypto.compat.pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
         from pytest_pypto.compat.harness import (
             PLATFORMS, SIM_PLATFORMS, ONBOARD_PLATFORMS, SIM_PLATFORM_IDS, ONBOARD_PLATFORM_IDS,
@@ -214,7 +215,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
             assert repr(pld.DistributedTensor[[4, 4], pld.world_size]).startswith("pl.Tensor")
             assert DistributedConfig(device_ids=[0, 1]).device_ids == [0, 1]
             for name, use in [
-                ("DistributedWorker", lambda: DistributedWorker()),
+                ("execute_distributed", lambda: execute_distributed(None)),
                 ("torch_codegen", lambda: torch_codegen.generate),
                 ("compile_and_assemble", lambda: compile_and_assemble("w", "a2a3")),
             ]:

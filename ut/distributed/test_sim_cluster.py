@@ -77,3 +77,20 @@ def test_rendezvous_waits_for_every_rank() -> None:
     cluster.run({r: [lambda r=r: job(r)] for r in range(3)})
     assert trace[:3] == ["0 in", "1 in", "2 in"]
     assert sorted(trace[3:]) == ["0 out", "1 out", "2 out"]
+
+
+def test_ranks_take_turns_dispatch_by_dispatch_in_the_order_the_host_issued_them() -> None:
+    # a host issuing "consume round 0" then "publish round 1" on every rank: no rank's
+    # round-1 publish runs before every rank's round-0 consume (docs/design/distributed.md §4)
+    seen: list[str] = []
+    cluster = SimCluster([0, 1, 2])
+    cluster.run({r: [lambda r=r, j=j: seen.append(f"{j}@{r}") for j in ("consume0", "publish1")]
+                 for r in range(3)})
+    assert seen == ["consume0@0", "consume0@1", "consume0@2",
+                    "publish1@0", "publish1@1", "publish1@2"]
+
+
+def test_a_lone_rank_runs_its_dispatches_in_order() -> None:
+    seen: list[int] = []
+    SimCluster([0, 1]).run({1: [lambda j=j: seen.append(j) for j in range(4)]})
+    assert seen == [0, 1, 2, 3]

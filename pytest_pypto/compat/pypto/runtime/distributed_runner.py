@@ -1,11 +1,187 @@
-"""``pypto.runtime.distributed_runner``: Tier 3 (distributed execution)."""
+"""``pypto.runtime.distributed_runner``: the runner of a multi-chip program on simulated
+devices (docs/design/distributed.md §8).
 
-from pytest_pypto.compat.device import Worker
+`DistributedWorker` is what ``DistributedCompiledProgram.prepare()`` returns: it runs
+the program like the compiled program does and keeps tensors resident on the simulated
+cards (``alloc_stacked_tensor``).  The lower-level runner functions stay Tier 3."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.compat.device import (
+    DeviceTensor,
+    RegistrationHandle,
+    StackedDeviceTensor,
+    _Buffer,
+)
 from pytest_pypto.compat.standins import tier3_class, tier3_name
+from pytest_pypto.harness.distributed import DistributedCompiledProgram, PreparedProgram
 
 _WHY = "distributed execution"
 
-DistributedWorker = tier3_class("runtime.DistributedWorker", _WHY, base=Worker)
+
+class DistributedWorker(PreparedProgram):
+    """PyPTO's ``DistributedWorker(compiled)``: a prepared multi-chip program (call it
+    like the program) that also holds tensors resident on its cards."""
+
+    def __init__(self, compiled: DistributedCompiledProgram, config: Any = None,
+                 persistent: bool = False, reset_persistent_windows: bool = True, *,
+                 inherited_host_tensors: Sequence[Any] = (), **accepted: Any) -> None:
+        del accepted
+        if not isinstance(compiled, DistributedCompiledProgram):
+            raise TypeError(f"DistributedWorker needs a DistributedCompiledProgram (ir.compile "
+                            f"with distributed_config=), got {type(compiled).__name__}")
+        super().__init__(compiled, config, persistent, reset_persistent_windows)
+        self._inherited = list(inherited_host_tensors)
+        self._stacks: list[StackedDeviceTensor] = []
+        self._w = _Cards()
+        self._owned_tensors: list[Any] = []
+        self._registered: dict[int, Any] = {}
+        self._handles: list[RegistrationHandle] = []
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        __tracebackhide__ = True
+        try:
+            return super().__call__(*args, config=config)
+        finally:
+            run = self.program.last_run
+            if run is not None and run.new_windows:
+                self._w._next_alloc_id += 1  # the run allocated its comm domain
+
+    @property
+    def nranks(self) -> int:
+        return len(self.program.device_ids)
+
+    def release_inherited_host_tensor_refs(self) -> None:
+        """Drop the references to ``inherited_host_tensors`` (their data was copied)."""
+        self._inherited.clear()
+
+    def alloc_stacked_tensor(self, host: Any, *,
+                             worker_ids: Sequence[int] | None = None) -> StackedDeviceTensor:
+        """Upload ``host`` ([B, ...]) once: shard i becomes resident on card
+        ``worker_ids[i]`` (default: card i) and is read from there by every later call."""
+        self._require_open("alloc_stacked_tensor")
+        data = np.ascontiguousarray(_as_numpy(host))
+        if data.ndim < 2:
+            raise ValueError(f"alloc_stacked_tensor needs a [B, ...] tensor, got shape "
+                             f"{list(data.shape)}")
+        count = data.shape[0]
+        cards = list(range(count)) if worker_ids is None else [int(w) for w in worker_ids]
+        if len(cards) != count:
+            raise ValueError(f"alloc_stacked_tensor: {count} shards but {len(cards)} worker_ids")
+        for card in cards:
+            if not 0 <= card < self.nranks:
+                raise ValueError(f"alloc_stacked_tensor: worker id {card} is not a card of the "
+                                 f"program (0..{self.nranks - 1})")
+        dtype = getattr(host, "dtype", data.dtype)
+        shards = []
+        for i, card in enumerate(cards):
+            buf = _Buffer(data[i].nbytes)
+            memory = buf.view(data.shape[1:], data.dtype)
+            memory[...] = data[i]
+            shard = DeviceTensor(buf.base, data.shape[1:], dtype, buffer=buf)
+            self._resident[id(shard)] = (card, memory)
+            shards.append(shard)
+        stack = StackedDeviceTensor(shards, data.shape, cards)
+        self._stacks.append(stack)
+        return stack
+
+    def copy_stacked_from(self, stack: StackedDeviceTensor, host: Any) -> None:
+        """Copy every shard of ``stack`` back into ``host`` ([B, ...], in place)."""
+        self._live(stack, "copy_stacked_from")
+        out = _as_numpy(host)
+        for i, shard in enumerate(stack.shards):
+            out[i] = self._resident[id(shard)][1]
+
+    def free_stacked_tensor(self, stack: StackedDeviceTensor) -> None:
+        """Release the cards' copies of ``stack``."""
+        self._live(stack, "free_stacked_tensor")
+        for shard in stack.shards:
+            self._resident.pop(id(shard), None)
+        self._stacks.remove(stack)
+
+    # ------------------------------------------------- tensors and dispatch
+    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None, *,
+                     worker_id: int = 0) -> Any:
+        """A tensor resident on card ``worker_id`` (zeros, or ``init``'s data); the
+        worker owns it until `free_tensor` or `close`."""
+        self._require_open("alloc_tensor")
+        if not 0 <= int(worker_id) < self.nranks:
+            raise ValueError(f"alloc_tensor: worker id {worker_id} is not a card of the "
+                             f"program (0..{self.nranks - 1})")
+        tensor = super().alloc_tensor(shape, dtype, init)
+        self._resident[id(tensor)] = (int(worker_id), tensor)
+        self._owned_tensors.append(tensor)
+        return tensor
+
+    def free_tensor(self, tensor: Any) -> None:
+        """Free a tensor made by `alloc_tensor` of this worker."""
+        if not any(tensor is t for t in self._owned_tensors):
+            raise ValueError("free_tensor: not a live tensor of this worker")
+        self._owned_tensors = [t for t in self._owned_tensors if t is not tensor]
+        self._resident.pop(id(tensor), None)
+
+    def register(self, compiled: Any) -> RegistrationHandle:
+        """A handle that runs ``compiled`` (the program this worker was made from)."""
+        self._require_open("register")
+        self._same_program(compiled, "register")
+        handle = RegistrationHandle(self, compiled, len(self._handles) + 1)
+        self._registered[handle.cid] = compiled
+        self._handles.append(handle)
+        return handle
+
+    def run(self, compiled: Any, *args: Any, config: Any = None) -> Any:
+        """Run ``compiled`` (the program this worker was made from) with ``args``."""
+        __tracebackhide__ = True
+        self._same_program(compiled, "run")
+        return self(*args, config=config)
+
+    def _same_program(self, compiled: Any, op: str) -> None:
+        if compiled is not self.program:
+            raise ValueError(f"DistributedWorker.{op}() takes the program it was prepared "
+                             "from, not another compiled program")
+
+    def close(self) -> None:
+        for stack in list(self._stacks):
+            self.free_stacked_tensor(stack)
+        for tensor in list(self._owned_tensors):
+            self.free_tensor(tensor)
+        for handle in self._handles:
+            handle._closed = True
+        self._registered.clear()
+        super().close()
+
+    def _live(self, stack: Any, op: str) -> None:
+        if not any(stack is s for s in self._stacks):
+            raise ValueError(f"{op}: {stack!r} is not a live stacked tensor of this worker")
+
+    def _require_open(self, op: str) -> None:
+        if self.closed:
+            raise RuntimeError(f"DistributedWorker.{op}() called after close()")
+
+
+class _Cards:
+    """``DistributedWorker._w``: the simulated cards' allocation counter.
+    ``_next_alloc_id`` grows by one for every call that allocated window memory (its
+    comm domain): once for a persistent worker, on every call otherwise."""
+
+    def __init__(self) -> None:
+        self._next_alloc_id = 0
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    """``value``'s memory as an array (a CPU torch tensor shares it)."""
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        return value.detach().numpy()
+    return np.asarray(value)
+
+
+DistributedCompiledProgram.prepared_class = DistributedWorker  # prepare() returns one
+
 DistributedRunHandle = tier3_class("runtime.DistributedRunHandle", _WHY)
 execute_distributed_compiled = tier3_name("runtime.execute_distributed_compiled", _WHY)
 execute_distributed = tier3_name("runtime.execute_distributed", _WHY)
