@@ -225,7 +225,7 @@ class DistributedRun:
                                   f"(got {', '.join(kwargs)}=)")
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
-        bound = [self._bind(name, i, a, rank) for i, a in enumerate(args)]
+        bound = [self._bind(f"self.{name}", i, a, rank) for i, a in enumerate(args)]
         self._queue(rank, lambda: compiled(*bound))
         # What the call gives back: the arguments its returns are (distributed.md §2).
         fn = self.program.functions.get(name)
@@ -233,7 +233,9 @@ class DistributedRun:
         given = tuple(args[i] for i in positions if i < len(args))
         return given[0] if len(given) == 1 else (given or None)
 
-    def _bind(self, name: str, i: int, arg: Any, rank: int) -> Any:
+    def _bind(self, call: str, i: int, arg: Any, rank: int) -> Any:
+        """What argument ``i`` of ``call`` on ``rank`` is: a window's slice of that rank,
+        a resident tensor's copy on that card (an error on another card), else itself."""
         if isinstance(arg, Window):
             return arg.view(rank)
         held = self._resident.get(id(arg))
@@ -242,7 +244,7 @@ class DistributedRun:
         card, memory = held
         if card != rank:
             raise SimulationError(
-                f"self.{name}(..., device={rank}): argument {i + 1} is resident on card "
+                f"{call}(..., device={rank}): argument {i + 1} is resident on card "
                 f"{card}, not on the card the call runs on (upload the stack with worker_ids "
                 "naming the card each shard's consumer runs on)")
         return memory
@@ -265,7 +267,7 @@ class DistributedRun:
                      device: Any) -> None:
         """``per_rank(..., device=r)`` of a ``@pl.jit`` function in a ``@pl.jit.host``."""
         rank = self._rank_of(jit_fn.__name__, device)
-        bound = [a.view(rank) if isinstance(a, Window) else a for a in args]
+        bound = [self._bind(jit_fn.__name__, i, a, rank) for i, a in enumerate(args)]
         platform = self.platform
         self._queue(rank, lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
 
