@@ -36,6 +36,7 @@ from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import context
 from pytest_pypto.harness.comm_domains import Domains, resolved
+from pytest_pypto.harness.distributed_dfx import RankDfx
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
@@ -131,8 +132,10 @@ class DistributedRun:
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
                  windows: list[WindowBuffer] | None = None,
-                 resident: dict[int, tuple[int, Any]] | None = None) -> None:
+                 resident: dict[int, tuple[int, Any]] | None = None,
+                 dfx: RankDfx | None = None) -> None:
         self.program = program
+        self.dfx = dfx  # per-rank DFX output of this call (harness/distributed_dfx.py)
         # id(device tensor) -> (rank whose card holds it, its memory as an array):
         # tensors a prepared program made resident (alloc_stacked_tensor)
         self._resident = resident or {}
@@ -231,7 +234,12 @@ class DistributedRun:
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
         bound = [self._bind(f"self.{name}", i, a, rank) for i, a in enumerate(args)]
-        self._queue(rank, lambda: compiled(*resolved(bound)))
+        dfx, slot, platform = self.dfx, self._slots.get(rank, 0), self.platform
+        if dfx is None:
+            self._queue(rank, lambda: compiled(*resolved(bound)))
+        else:
+            self._queue(rank, lambda: dfx.run(compiled, resolved(bound), platform, rank, slot,
+                                              name))
         # What the call gives back: the arguments its returns are (distributed.md §2).
         fn = self.program.functions.get(name)
         positions = returned_params(fn, self.program) if fn is not None else []
@@ -467,9 +475,11 @@ class DistributedCompiledProgram:
              resident: dict[int, tuple[int, Any]] | None = None) -> Any:
         __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
+        name = self.program.name if self.program is not None else self.host.__name__
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
                              shuffle=self.shuffle, compiled=self._compiled, windows=windows,
-                             resident=resident)
+                             resident=resident,
+                             dfx=RankDfx.of(config, self.output_dir, name))
         try:
             return run(*args)
         finally:
