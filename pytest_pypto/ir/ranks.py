@@ -16,6 +16,7 @@ group: slice k is the k-th rank of the group.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -23,8 +24,9 @@ from typing import Any, Protocol
 
 from pytest_pypto.ir.lazy_numpy import np
 
-__all__ = ["RankContext", "WindowBuffer", "comm_ctx", "current", "group_place", "is_window",
-           "live", "peer_view", "set_current", "window_of"]
+__all__ = ["MAX_DEFERRALS", "RankContext", "WindowBuffer", "comm_ctx", "current", "defer",
+           "group_place", "is_window", "live", "peer_view", "set_current", "take_deferred",
+           "window_of"]
 
 
 class RankContext(Protocol):
@@ -33,8 +35,9 @@ class RankContext(Protocol):
     rank: int
     nranks: int
 
-    def block_until(self, pred: Callable[[], bool], what: str) -> None:
-        """Wait until ``pred()`` holds, letting the other ranks run (a deadlock raises)."""
+    def block_until(self, pred: Callable[[], bool], what: str, span: Any = None) -> None:
+        """Wait until ``pred()`` holds, letting the other ranks run (a deadlock raises,
+        at ``span`` when given)."""
 
     def rendezvous(self, key: Any, what: str, members: Sequence[int] | None = None) -> None:
         """Wait until every rank (of ``members``, global ranks) has made as many ``key``
@@ -51,6 +54,36 @@ def current() -> RankContext | None:
 
 def set_current(ctx: RankContext | None) -> None:
     _LOCAL.ctx = ctx
+
+
+# A task's deferred completion conditions (pld.system.defer_wait, distributed.md §3b):
+# the op registers them while its task runs; the task graph takes them when it returns.
+MAX_DEFERRALS = 64  # conditions one task may register (PyPTO's cap)
+
+
+def defer(pred: Callable[[], bool], what: str, holds: Callable[[], Any]) -> int:
+    """Register a condition the running task's completion waits for: ``pred``, described
+    by ``what`` and the current value ``holds()``; how many the task has now.  The
+    callers' (file, line) pairs are kept, so the task graph can name the user's line."""
+    pending = getattr(_LOCAL, "deferred", None)
+    if pending is None:
+        pending = _LOCAL.deferred = []
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None and len(frames) < 8:
+        frames.append((frame.f_code.co_filename, frame.f_lineno))
+        frame = frame.f_back
+    pending.append((pred, what, holds, tuple(frames)))
+    return len(pending)
+
+
+def take_deferred() -> list[tuple[Any, ...]] | None:
+    """The conditions registered since the last call (None: none), forgotten here."""
+    pending = getattr(_LOCAL, "deferred", None)
+    if pending:
+        _LOCAL.deferred = None
+        return pending
+    return None
 
 # id(byte array) -> (buffer, rank): every live rank slice of every window buffer
 _ROOTS: dict[int, tuple[WindowBuffer, int]] = {}

@@ -41,8 +41,8 @@ class _RankView:
         self.rank = rank
         self.nranks = cluster.nranks
 
-    def block_until(self, pred: Callable[[], bool], what: str) -> None:
-        self.cluster.block_until(pred, what)
+    def block_until(self, pred: Callable[[], bool], what: str, span: Span | None = None) -> None:
+        self.cluster.block_until(pred, what, span)
 
     def rendezvous(self, key: Any, what: str, members: Sequence[int] | None = None) -> None:
         self.cluster.rendezvous(self.rank, key, what, members=members)
