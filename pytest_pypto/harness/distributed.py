@@ -10,7 +10,9 @@
 - ``self.<chip function>(..., device=r)`` queues a dispatch on rank r: the chip
   orchestration (with the kernels it calls) compiled as a program of its own.
 - queued dispatches run (`SimCluster.run`: ranks interleaved at their waits) before
-  a host-level collective, and when the host function returns.
+  a host-level collective, and when the host function returns.  Before they run, each
+  window buffer they use is sealed to the ranks its dispatches go to (its comm domain,
+  distributed.md §3a), and each window argument becomes its rank's slice.
 - ``pld.tensor.allreduce`` & co. at host level combine the ranks' window slices
   (runtime/collectives.py).
 """
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 import types
 from collections.abc import Sequence
@@ -32,6 +35,8 @@ from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness import context
+from pytest_pypto.harness.comm_domains import Domains, resolved
+from pytest_pypto.harness.distributed_dfx import RankDfx
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
@@ -127,8 +132,10 @@ class DistributedRun:
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
                  windows: list[WindowBuffer] | None = None,
-                 resident: dict[int, tuple[int, Any]] | None = None) -> None:
+                 resident: dict[int, tuple[int, Any]] | None = None,
+                 dfx: RankDfx | None = None) -> None:
         self.program = program
+        self.dfx = dfx  # per-rank DFX output of this call (harness/distributed_dfx.py)
         # id(device tensor) -> (rank whose card holds it, its memory as an array):
         # tensors a prepared program made resident (alloc_stacked_tensor)
         self._resident = resident or {}
@@ -146,6 +153,7 @@ class DistributedRun:
         self.timings: list[tuple[int, int, float, float]] = []
         self._slots: dict[int, int] = {}
         self.new_windows = 0  # window buffers this run allocated (not reused)
+        self.domains = Domains(self.cluster.nranks)  # window buffers' groups (§3a)
 
     # ------------------------------------------------------------ HostHooks
     def world_size(self) -> int:
@@ -226,7 +234,12 @@ class DistributedRun:
         rank = self._rank_of(f"self.{name}", device)
         compiled = self._compiled(name)
         bound = [self._bind(f"self.{name}", i, a, rank) for i, a in enumerate(args)]
-        self._queue(rank, lambda: compiled(*bound))
+        dfx, slot, platform = self.dfx, self._slots.get(rank, 0), self.platform
+        if dfx is None:
+            self._queue(rank, lambda: compiled(*resolved(bound)))
+        else:
+            self._queue(rank, lambda: dfx.run(compiled, resolved(bound), platform, rank, slot,
+                                              name))
         # What the call gives back: the arguments its returns are (distributed.md §2).
         fn = self.program.functions.get(name)
         positions = returned_params(fn, self.program) if fn is not None else []
@@ -234,10 +247,11 @@ class DistributedRun:
         return given[0] if len(given) == 1 else (given or None)
 
     def _bind(self, call: str, i: int, arg: Any, rank: int) -> Any:
-        """What argument ``i`` of ``call`` on ``rank`` is: a window's slice of that rank,
-        a resident tensor's copy on that card (an error on another card), else itself."""
+        """What argument ``i`` of ``call`` on ``rank`` is: a window's slice of that rank
+        (a `Slice`, resolved when the dispatch runs), a resident tensor's copy on that
+        card (an error on another card), else itself."""
         if isinstance(arg, Window):
-            return arg.view(rank)
+            return self.domains.bind(arg, rank, call, i, self._where())
         held = self._resident.get(id(arg))
         if held is None:
             return arg
@@ -260,7 +274,16 @@ class DistributedRun:
     def flush(self) -> None:
         """Run every queued dispatch (the host waits for its ranks)."""
         queued, self._queued = self._queued, {}
+        self.domains.seal()
         self.cluster.run(queued)
+
+    def _where(self) -> str:
+        """`` at file:line`` of the host orchestrator's line running now ("" outside)."""
+        fn = self.host.function() if isinstance(self.host, HostProgram) else self.host
+        code, frame = getattr(fn, "__code__", None), sys._getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        return f" at {frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
 
     # ----------------------------------------------------------------- run
     def dispatch_jit(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -269,7 +292,8 @@ class DistributedRun:
         rank = self._rank_of(jit_fn.__name__, device)
         bound = [self._bind(jit_fn.__name__, i, a, rank) for i, a in enumerate(args)]
         platform = self.platform
-        self._queue(rank, lambda: jit_fn(*bound, config=RunConfig(platform=platform), **kwargs))
+        self._queue(rank, lambda: jit_fn(*resolved(bound), config=RunConfig(platform=platform),
+                                         **kwargs))
 
     def _queue(self, rank: int, call: Any) -> None:
         """Queue ``call`` on ``rank``; running it records its wall-clock span."""
@@ -304,6 +328,7 @@ class DistributedRun:
         finally:
             pop_hooks()
             self._queued = {}
+            self.domains.clear()
             self.cluster.close()
         return None if result is None or any(result is a for a in args) else result
 
@@ -450,9 +475,11 @@ class DistributedCompiledProgram:
              resident: dict[int, tuple[int, Any]] | None = None) -> Any:
         __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
+        name = self.program.name if self.program is not None else self.host.__name__
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
                              shuffle=self.shuffle, compiled=self._compiled, windows=windows,
-                             resident=resident)
+                             resident=resident,
+                             dfx=RankDfx.of(config, self.output_dir, name))
         try:
             return run(*args)
         finally:

@@ -41,11 +41,11 @@ class _RankView:
         self.rank = rank
         self.nranks = cluster.nranks
 
-    def block_until(self, pred: Callable[[], bool], what: str) -> None:
-        self.cluster.block_until(pred, what)
+    def block_until(self, pred: Callable[[], bool], what: str, span: Span | None = None) -> None:
+        self.cluster.block_until(pred, what, span)
 
-    def rendezvous(self, key: Any, what: str) -> None:
-        self.cluster.rendezvous(self.rank, key, what)
+    def rendezvous(self, key: Any, what: str, members: Sequence[int] | None = None) -> None:
+        self.cluster.rendezvous(self.rank, key, what, members=members)
 
 
 def current_rank() -> tuple[SimCluster, int] | None:
@@ -171,12 +171,15 @@ class SimCluster:
             self._hand_over(state.rank)
             self._cv.wait_for(lambda: self._turn == state.rank or self._deadlock is not None)
 
-    def rendezvous(self, rank: int, key: Any, what: str, span: Span | None = None) -> None:
-        """Rank ``rank`` arrives at its next ``key`` call; wait for every rank to arrive."""
+    def rendezvous(self, rank: int, key: Any, what: str, span: Span | None = None,
+                   members: Sequence[int] | None = None) -> None:
+        """Rank ``rank`` arrives at its next ``key`` call; wait for every rank (of
+        ``members``: a comm domain's ranks) to arrive."""
         counts = self._arrivals.setdefault(key, [0] * self.nranks)
         counts[rank] += 1
         mine = counts[rank]
-        self.block_until(lambda: min(counts) >= mine, what, span)
+        group = range(self.nranks) if members is None else tuple(members)
+        self.block_until(lambda: min(counts[r] for r in group) >= mine, what, span)
 
     def _hand_over(self, me: int) -> None:
         """Give the turn to the next rank that can make progress (the lock is held)."""

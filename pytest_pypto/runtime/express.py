@@ -70,7 +70,8 @@ def signature(keyed: tuple[tuple[int, bool], ...], values: Sequence[Any]) -> tup
 def record(plan: EntryPlan, rt: Orchestrator, graph: TaskGraph) -> Schedule | None:
     """The schedule of a finished run, or None when it is no fixed schedule (module
     docstring): every task argument a whole entry tensor or a scalar."""
-    if rt.beyond_submits or graph.pending or len(graph.executed) != len(graph.tasks):
+    if rt.beyond_submits or graph.pending or len(graph.executed) != len(graph.tasks) \
+            or graph.completions.used:  # deferred completions order the run: no replay
         return None
     tensor_positions = [i for i, p in enumerate(plan.params) if not p.scalar]
     if len(rt.roots) != len(tensor_positions):

@@ -42,6 +42,7 @@ from pytest_pypto.ir.artifact import SIM_BACKEND
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.registry import OpRuleError
 from pytest_pypto.runtime.argdump import capture
+from pytest_pypto.runtime.deferral import Completions
 from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.placement import Cores, Ranks
@@ -57,6 +58,7 @@ class Task:
         "id", "kernel", "func_id", "core_type", "fn", "call_args", "arg_names", "directions",
         "handles", "returns", "deps", "done", "order", "step", "slots", "waiting", "dependents",
         "block", "kwargs", "seconds", "manual", "predicate", "skipped", "epoch", "dumps",
+        "until",
     )
 
     def __init__(self, tid: int, kernel: Any, call_args: list, handles: list) -> None:
@@ -83,6 +85,7 @@ class Task:
         self.predicate: tuple[Any, ...] | None = None
         self.epoch = 0  # the tasks executed when this one was submitted (runtime/races.py)
         self.dumps: tuple[int, ...] = ()  # argument positions marked for the dump
+        self.until: list[tuple[Any, ...]] | None = None  # deferred completion (deferral.py)
 
     def record(self) -> dict[str, Any]:
         """The task as it appears in deps.json."""
@@ -116,6 +119,8 @@ class Task:
         }
         if self.block is not None:
             record["block"] = {"index": self.block[0], "count": self.block[1]}
+        if self.until:
+            record["deferred_completion"] = [c[1] for c in self.until]
         record.update(explicit_record(self))
         return record
 
@@ -170,6 +175,7 @@ class TaskGraph:
         self._accesses: dict[int, tuple[WindowIndex, WindowIndex]] = {}
         self._listed: dict[int, list[tuple[bool, TensorHandle, int]]] = {}  # not yet indexed
         self._indexed = 0  # tasks listed in ``_listed``
+        self.completions = Completions(self)  # deferred completion (runtime/deferral.py)
 
     @property
     def cores(self) -> Cores:
@@ -356,12 +362,20 @@ class TaskGraph:
     # -- execution ---------------------------------------------------------------
     def drain(self) -> None:
         """Run every pending task."""
+        held = self.completions
         if self.rng is None:
             pending, self.pending = self.pending, {}
             for task in pending.values():
+                if held.unmet:  # a task waits for a deferred condition: the rest in held order
+                    rest = list(pending)
+                    self.pending = {t: pending[t] for t in rest[rest.index(task.id):]}
+                    held.run(list(self.pending))
+                    break
                 self._execute(task)
         else:
             self._run_random(list(self.pending))
+        if held.unmet:
+            held.await_all()
 
     def finish_writers(self, h: TensorHandle, include_readers: bool = False) -> None:
         """Blocking access from orchestration: run every pending task writing (and, for a
@@ -395,12 +409,17 @@ class TaskGraph:
                 if tid > last:
                     break
                 run.append(tid)
-            for tid in run:
+            for i, tid in enumerate(run):
+                if self.completions.unmet:  # a task waits for a deferred condition
+                    self.completions.run(run[i:])
+                    break
                 self._execute(pending.pop(tid))
         else:
             chosen = [tasks[t] for t in sorted(targets)]
             needed = targets | self._ancestors(chosen, undone=True)
             self._run_random(sorted(needed))
+        if self.completions.unmet:  # a sync point waits for completion, as dependents do
+            self.completions.await_all(targets)
 
     def _pending_on(self, root_id: int) -> tuple[WindowIndex, WindowIndex] | None:
         """The (writes, reads) index of ``root_id``'s accesses by tasks not yet run.
@@ -447,17 +466,29 @@ class TaskGraph:
         for tid in needed:
             if not tasks[tid].waiting:
                 ready.add(rank[tid])
+        held: list[Task] = []  # run, but waiting for their deferred conditions
         for _ in range(len(needed)):
+            while not ready.count and held:  # only deferred conditions stand in the way
+                for task in self.completions.await_any(held):
+                    held.remove(task)
+                    self._release(task, rank, ready)
             if not ready.count:  # pragma: no cover - deps always point backwards
                 raise SimulationError("task graph has a cycle; no task is ready")
             task = tasks[needed[ready.pop(randrange(ready.count))]]
             del self.pending[task.id]
             self._execute(task)
-            for d in task.dependents:
-                dependent = tasks[d]
-                dependent.waiting -= 1
-                if not dependent.waiting and d in rank:
-                    ready.add(rank[d])
+            if task.id in self.completions.unmet:
+                held.append(task)
+                continue
+            self._release(task, rank, ready)
+
+    def _release(self, task: Task, rank: dict[int, int], ready: Ranks) -> None:
+        """``task`` is complete: its dependents among the tasks run stop waiting for it."""
+        for d in task.dependents:
+            dependent = self.tasks[d]
+            dependent.waiting -= 1
+            if not dependent.waiting and d in rank:
+                ready.add(rank[d])
 
     def _place(self, task: Task) -> None:
         earliest = 0
@@ -488,6 +519,7 @@ class TaskGraph:
             else:
                 result = task.fn(*args, **task.kwargs)
         except OpRuleError as exc:  # an op's run-time check (e.g. dynamic bounds, docs/design/checks.md §6)
+            self.completions.forget()  # conditions of a failed task go with it
             kernel = self.kernels[task.kernel]
             tb = exc.__traceback__
             values = scalar_values(tb, kernel.path, kernel.scalars)
@@ -498,6 +530,7 @@ class TaskGraph:
                 hint=exc.hint,
             ) from exc
         except Exception as exc:
+            self.completions.forget()
             note = f"while executing task {task.id} (kernel '{task.kernel}')"
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
@@ -506,6 +539,7 @@ class TaskGraph:
         self.kernel_seconds += task.seconds
         if result:
             write_back(task.returns, args, result)
+        self.completions.take(task)  # what its kernel registered (pld.system.defer_wait)
         if level and (level > 1 or task.dumps):
             self.arg_dumps += capture(task, level, before=False)
         task.done = True

@@ -14,6 +14,7 @@ SPELLINGS = {
     "tensor.pld_nranks": ("pld", "nranks"),
     "tensor.pld_notify": ("pld.system", "notify"),
     "tensor.pld_wait": ("pld.system", "wait"),
+    "tensor.pld_defer_wait": ("pld.system", "defer_wait"),
     "tile.pld_remote_load": ("pld.tile", "remote_load"),
     "tile.pld_remote_store": ("pld.tile", "remote_store"),
     "tensor.pld_put": ("pld.tensor", "put"),

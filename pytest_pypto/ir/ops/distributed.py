@@ -5,7 +5,8 @@ They run inside a kernel on a simulated rank (`ir.ranks.current`), on window-bou
 tensors (a rank's slice of a window buffer; `ir.ranks.peer_view` finds the same bytes
 on another rank):
 
-- ``pld.get_comm_ctx(t)``, ``pld.rank(ctx)``, ``pld.nranks(ctx)``: the rank's place.
+- ``pld.get_comm_ctx(t)``, ``pld.rank(ctx)``, ``pld.nranks(ctx)``: the rank's place in
+  the comm domain of ``t``'s window (ranks and peers on a window count within it).
 - ``pld.system.notify`` adds to (AtomicAdd) or sets (Set) a cell of the peer's signal;
   ``pld.system.wait`` waits until the rank's own cell is == (Eq) or >= (Ge) a value,
   letting the other ranks run meanwhile.
@@ -86,22 +87,24 @@ def _rank_type(info: CallInfo) -> ScalarType:
 
 register(OpSpec(
     name="tensor.pld_comm_ctx", params=(ParamSpec("tensor", "tensor"),),
-    type_rule=_ctx_type, mem=MemRule(), execute=lambda tensor, out=None: 0,
+    type_rule=_ctx_type, mem=MemRule(), execute=lambda tensor, out=None: ranks.comm_ctx(tensor),
     spellings=("pld.get_comm_ctx", "pld.system.get_comm_ctx"),
     doc="The communication context of a window-bound tensor (pass it to pld.rank / "
         "pld.nranks).",
 ))
 register(OpSpec(
     name="tensor.pld_rank", params=(ParamSpec("ctx", "scalar"),),
-    type_rule=_rank_type, mem=MemRule(), execute=lambda ctx, out=None: _rank().rank,
+    type_rule=_rank_type, mem=MemRule(),
+    execute=lambda ctx, out=None: ranks.group_place(_rank(), ctx)[0],
     spellings=("pld.rank", "pld.system.rank"),
-    doc="This rank's index in the run (0 .. nranks - 1).",
+    doc="This rank's index in the comm domain of ctx (0 .. nranks - 1).",
 ))
 register(OpSpec(
     name="tensor.pld_nranks", params=(ParamSpec("ctx", "scalar"),),
-    type_rule=_rank_type, mem=MemRule(), execute=lambda ctx, out=None: _rank().nranks,
+    type_rule=_rank_type, mem=MemRule(),
+    execute=lambda ctx, out=None: ranks.group_place(_rank(), ctx)[1],
     spellings=("pld.nranks", "pld.system.nranks"),
-    doc="The number of ranks of the run.",
+    doc="The number of ranks of the comm domain of ctx.",
 ))
 
 

@@ -3,7 +3,8 @@
 the in-kernel collectives (docs/design/distributed.md §3; the family's overview is in
 ir/ops/distributed.py).
 
-A collective meets every rank of the run three times (`RankContext.rendezvous`):
+A collective meets every rank of its window's comm domain (the run's ranks, or the
+group its window buffer serves: ir/ranks.py) three times (`RankContext.rendezvous`):
 before anyone reads a peer, before anyone writes its own slice, and before anyone
 leaves, so what it reads is every rank's data as it was on arrival and what follows
 it sees every rank's result.
@@ -128,8 +129,33 @@ def _key(op: str, signal: Any) -> Any:
     return (op,) if found is None else (op, found[0].index, found[2])
 
 
-def _meet(ctx: ranks.RankContext, key: Any, what: str) -> None:
-    ctx.rendezvous(key, what)
+def _meet(ctx: ranks.RankContext, key: Any, what: str, members: Any) -> None:
+    if members is None:
+        ctx.rendezvous(key, what)
+    else:
+        ctx.rendezvous(key, what, members)
+
+
+class _Place:
+    """A collective's ranks: the comm domain of its first window operand."""
+
+    __slots__ = ("rank", "nranks", "members", "whose")
+
+    def __init__(self, rank: int, nranks: int, members: tuple[int, ...] | None) -> None:
+        self.rank, self.nranks, self.members = rank, nranks, members
+        self.whose = "the run" if members is None else \
+            f"its comm domain (ranks {', '.join(map(str, members))})"
+
+
+def _group(ctx: ranks.RankContext, arrays: tuple[Any, ...]) -> _Place:
+    for a in arrays:
+        handle = ranks.comm_ctx(a) if a is not None else 0
+        if handle:
+            try:
+                return _Place(*ranks.group_place(ctx, handle))
+            except ValueError as exc:
+                raise OpBoundsError(str(exc)) from None
+    return _Place(ctx.rank, ctx.nranks, None)
 
 
 def _all(array: Any, nranks: int, op: str) -> list[Any]:
@@ -154,13 +180,14 @@ def _collective(name: str, body: Any, at: int) -> Any:
         signal = args[at] if len(args) > at else None
         values = args[:at] + args[at + 1:]
         key = _key(name, signal)
-        what = f"pld.tensor.{name} (every rank of the run must call it)"
-        _meet(ctx, key, what)
-        write = body(ctx, *values, **kwargs)
-        _meet(ctx, key, what)
+        place = _group(ctx, (*values, signal))
+        what = f"pld.tensor.{name} (every rank of {place.whose} must call it)"
+        _meet(ctx, key, what, place.members)
+        write = body(place, *values, **kwargs)
+        _meet(ctx, key, what, place.members)
         if write is not None:
             write()
-        _meet(ctx, key, what)
+        _meet(ctx, key, what, place.members)
         return signal if name == "barrier" else values[1] if name in (
             "allgather", "all_to_all", "all_to_all_v") else values[0]
 
