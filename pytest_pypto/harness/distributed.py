@@ -31,7 +31,7 @@ from pytest_pypto.compiler.api import compile as compile_program
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
-from pytest_pypto.harness import context
+from pytest_pypto.harness import context, subworkers
 from pytest_pypto.ir import nodes as n
 from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
@@ -94,6 +94,8 @@ class _HostPl(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name in ("range", "parallel", "unroll"):
             return _host_range
+        if name == "create_tensor":
+            return subworkers.host_create_tensor
         return getattr(pl_module, name)
 
 
@@ -111,6 +113,8 @@ class _HostSelf:
         self._run = run
 
     def __getattr__(self, name: str) -> Any:
+        if name in getattr(self._run.host, "sub_workers", ()):  # a host task (§8)
+            return lambda *args: self._run.sub_worker(name, args)
         if name not in self._run.program.functions:
             raise AttributeError(f"program '{self._run.program.name}' has no function '{name}'")
 
@@ -127,8 +131,12 @@ class DistributedRun:
                  device_ids: Sequence[int], *, shuffle: int | None = None,
                  compiled: dict[str, Any] | None = None,
                  windows: list[WindowBuffer] | None = None,
-                 resident: dict[int, tuple[int, Any]] | None = None) -> None:
+                 resident: dict[int, tuple[int, Any]] | None = None,
+                 callbacks: dict[str, Any] | None = None, host_arg: Any = None) -> None:
         self.program = program
+        self.callbacks = callbacks or {}  # SubWorker name -> bound callback (subworkers.py)
+        self._host_arg = host_arg  # a host tensor argument of a dispatch -> what binds
+        self._commless = 0  # dispatches without device=: round-robin over the ranks
         # id(device tensor) -> (rank whose card holds it, its memory as an array):
         # tensors a prepared program made resident (alloc_stacked_tensor)
         self._resident = resident or {}
@@ -240,7 +248,7 @@ class DistributedRun:
             return arg.view(rank)
         held = self._resident.get(id(arg))
         if held is None:
-            return arg
+            return arg if self._host_arg is None else self._host_arg(arg)
         card, memory = held
         if card != rank:
             raise SimulationError(
@@ -285,8 +293,15 @@ class DistributedRun:
 
         self._queued.setdefault(rank, []).append(timed)
 
+    def sub_worker(self, name: str, args: tuple[Any, ...]) -> Any:
+        """``self.<SubWorker>(...)``: after the queued dispatches, a task on the host."""
+        self.flush()
+        return subworkers.run_sub_worker(self.host, name, args, self.callbacks)
+
     def _rank_of(self, name: str, device: Any) -> int:
-        rank = 0 if device is None else int(device)
+        if device is None:  # no affinity: round-robin over the ranks in issue order
+            device, self._commless = self._commless % self.cluster.nranks, self._commless + 1
+        rank = int(device)
         if not 0 <= rank < self.cluster.nranks:
             raise SimulationError(
                 f"{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
@@ -432,31 +447,45 @@ class DistributedCompiledProgram:
         return list(self.distributed_config.device_ids)
 
     def prepare(self, config: Any = None, *, persistent: bool = False,
-                reset_persistent_windows: bool = True, **accepted: Any) -> PreparedProgram:
+                reset_persistent_windows: bool | None = None, **accepted: Any) -> PreparedProgram:
         """PyPTO's ``prepare()``: a runner for repeated calls (a context manager).
 
         ``persistent=True`` keeps the window buffers from one call to the next (zeroed
         before each call unless ``reset_persistent_windows=False``); otherwise every
-        call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
+        call gets fresh, zeroed windows.  ``callbacks={name: fn}`` binds SubWorkers
+        (subworkers.py).  Other keywords go to the prepared class (the PyPTO flavour's
+        DistributedWorker reads some); the base accepts them and they have no effect.
         """
-        del accepted
-        return self.prepared_class(self, config, persistent, reset_persistent_windows)
+        return self.prepared_class(self, config, persistent=persistent,
+                                   reset_persistent_windows=reset_persistent_windows, **accepted)
+
+    # what a host tensor argument of a dispatch binds as (None: itself); the PyPTO
+    # flavour converts it as PyPTO's runtime does (compat distributed_runner.py)
+    host_arg: Any = None
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
         return self._run(args, config, None)
 
     def _run(self, args: tuple[Any, ...], config: Any, windows: Any,
-             resident: dict[int, tuple[int, Any]] | None = None) -> Any:
+             resident: dict[int, tuple[int, Any]] | None = None,
+             callbacks: dict[str, Any] | None = None) -> Any:
         __tracebackhide__ = True
         platform = getattr(config, "platform", None) or self.platform
+        host_fn = self.host.function() if isinstance(self.host, HostProgram) else self.host
+        args, allocated = subworkers.return_style_args(host_fn, args)
+        if callbacks is None:  # a one-shot call binds none: every SubWorker needs a body
+            callbacks = subworkers.bind_callbacks([self.host], None)
         run = DistributedRun(self.program, self.host, platform, self.device_ids,
                              shuffle=self.shuffle, compiled=self._compiled, windows=windows,
-                             resident=resident)
+                             resident=resident, callbacks=callbacks, host_arg=self.host_arg)
         try:
-            return run(*args)
+            result = run(*args)
         finally:
             self.last_run = run  # its dispatch timings (compat benchmark)
+        if allocated:  # a return-style call: the outputs it allocated
+            return allocated[0] if len(allocated) == 1 else tuple(allocated)
+        return result
 
     def __repr__(self) -> str:
         name = self.program.name if self.program is not None else self.host.__name__
@@ -468,14 +497,21 @@ class PreparedProgram:
     """What ``DistributedCompiledProgram.prepare()`` returns: call it like the program
     (``rt(*args, config=...)``), or ``submit`` calls and wait on their handles."""
 
-    def __init__(self, program: DistributedCompiledProgram, config: Any, persistent: bool,
-                 reset: bool) -> None:
+    def __init__(self, program: DistributedCompiledProgram, config: Any = None, *,
+                 persistent: bool = False, reset_persistent_windows: bool | None = None,
+                 callbacks: dict[str, Any] | None = None, **accepted: Any) -> None:
+        del accepted
         self.program = program
         self.config = config
         self.closed = False
         self._windows: Any = [] if persistent else None
-        self._reset = reset
+        self._reset = reset_persistent_windows is not False
         self._resident: dict[int, tuple[int, Any]] = {}  # see DistributedRun
+        self.callbacks = subworkers.bind_callbacks(self._hosts(), callbacks)
+
+    def _hosts(self) -> list[Any]:
+        """The host programs whose SubWorkers ``callbacks`` may bind."""
+        return [self.program.host]
 
     def __enter__(self) -> PreparedProgram:
         return self
@@ -490,7 +526,8 @@ class PreparedProgram:
         if self._windows and self._reset:
             for buf in self._windows:
                 buf.zero()
-        return self.program._run(args, config or self.config, self._windows, self._resident)
+        return self.program._run(args, config or self.config, self._windows, self._resident,
+                                 self.callbacks)
 
     def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
         """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""

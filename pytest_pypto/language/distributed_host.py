@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
+import textwrap
 import weakref
 from typing import Any, NamedTuple
 
-from pytest_pypto.ir.errors import ParserTypeError
+from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Program
 from pytest_pypto.language import surface
@@ -27,14 +29,26 @@ __all__ = ["HostJitFunction", "HostProgram", "function_level", "host_program", "
 
 
 class HostProgram(NamedTuple):
-    """A parsed program's host orchestrators: the class and the host methods' names."""
+    """A parsed program's host functions: the class, its host orchestrators' names and
+    its SubWorkers' names (``role=pl.Role.SubWorker``: Python tasks the orchestrator runs
+    on the host, docs/design/distributed.md §8)."""
 
     cls: type
     hosts: tuple[str, ...]
+    sub_workers: tuple[str, ...] = ()
 
     def function(self, name: str | None = None) -> Any:
-        """The host method ``name`` (default: the only / first one), as plain Python."""
+        """The host method ``name`` (default: the only / first orchestrator), as plain
+        Python."""
+        if name is None and not self.hosts:
+            raise ParserTypeError(f"program '{self.cls.__name__}' has SubWorkers but no host "
+                                  "orchestrator (role=pl.Role.Orchestrator) to run them")
         return self.cls.__dict__[name or self.hosts[0]]
+
+    def abstract(self, name: str) -> bool:
+        """Whether SubWorker ``name``'s body is only ``...``: a callback the runner must
+        be given (``prepare(callbacks={name: fn})``)."""
+        return is_abstract(self.function(name))
 
 
 _HOSTS: weakref.WeakKeyDictionary[Program, HostProgram] = weakref.WeakKeyDictionary()
@@ -47,6 +61,7 @@ def function_level(ctx: FunctionContext, key: str, value: Any, node: ast.AST,
         if not isinstance(value, surface.Role):
             raise ctx.error(ParserTypeError, "role= must be a pl.Role member", node,
                             hint="role=pl.Role.Orchestrator")
+        header.role = value.name
         return
     if not isinstance(value, surface.Level):
         raise ctx.error(ParserTypeError, "level= must be a pl.Level member", node,
@@ -63,8 +78,35 @@ def function_level(ctx: FunctionContext, key: str, value: Any, node: ast.AST,
     )
 
 
-def register(program: Program, cls: type, hosts: list[str]) -> None:
-    _HOSTS[program] = HostProgram(cls, tuple(hosts))
+def check_signature(ctx: FunctionContext, node: ast.FunctionDef, header: Header) -> None:
+    """A SubWorker is self-contained: it takes its tensors, never ``self``."""
+    if header.role != "SubWorker":
+        return
+    params = node.args.posonlyargs + node.args.args
+    if params and params[0].arg == "self":
+        raise ctx.error(ParserSyntaxError,
+                        f"SubWorker function '{node.name}' must not declare 'self'", node,
+                        hint="a SubWorker runs on the host with only its arguments; remove "
+                        "the 'self' parameter")
+
+
+def is_abstract(fn: Any) -> bool:
+    """``fn``'s body is ``...`` (after an optional docstring)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str) and len(body) > 1:
+        body = body[1:]
+    return (len(body) == 1 and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant) and body[0].value.value is Ellipsis)
+
+
+def register(program: Program, cls: type, hosts: list[str],
+             sub_workers: list[str] | tuple[str, ...] = ()) -> None:
+    _HOSTS[program] = HostProgram(cls, tuple(hosts), tuple(sub_workers))
 
 
 def host_program(program: Any) -> HostProgram | None:

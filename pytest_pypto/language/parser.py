@@ -64,8 +64,8 @@ def parse_program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
     _NAMESPACES[program] = namespace
-    if parser.hosts:
-        distributed_host.register(program, cls, parser.hosts)
+    if parser.hosts or parser.sub_workers:
+        distributed_host.register(program, cls, parser.hosts, parser.sub_workers)
     return program
 
 
@@ -114,6 +114,7 @@ class ProgramParser:
         # came from (language/outline.py registers their headers while parsing).
         self.outlined: dict[str, str] = {}
         self.hosts: list[str] = []  # host orchestrators (language/distributed_host.py)
+        self.sub_workers: list[str] = []  # host SubWorker functions (the same)
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -129,7 +130,8 @@ class ProgramParser:
         for name in list(self.headers):
             kind = self.headers[name].kind
             if kind == "Host":  # runs as Python when the program executes (never parsed)
-                self.hosts.append(name)
+                sub = self.headers[name].role == "SubWorker"
+                (self.sub_workers if sub else self.hosts).append(name)
                 continue
             if kind != "Inline" and not (kind == "Opaque" and name in called):
                 self.function(name)
@@ -155,6 +157,8 @@ class ProgramParser:
                 return None
             if header.kind != "Host":  # a host signature is Python's (distributed_host.py)
                 self.signature(ctx, ep, node, header)
+            else:
+                distributed_host.check_signature(ctx, node, header)
         except Tier3Hit as hit:
             if not header.decorated:
                 raise ctx.error(
