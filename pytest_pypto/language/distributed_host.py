@@ -12,17 +12,20 @@ the host.  This module records which program owns which host methods.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import inspect
 import textwrap
+import types
 import weakref
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pytest_pypto.ir.errors import ParserSyntaxError, ParserTypeError
 from pytest_pypto.ir.launch import launcher
 from pytest_pypto.ir.nodes import Program
 from pytest_pypto.language import surface
-from pytest_pypto.language.context import FunctionContext, Header
+from pytest_pypto.language.context import FunctionContext, Header, SourceMap
 
 __all__ = ["HostJitFunction", "HostProgram", "function_level", "host_program", "jit_host",
            "register"]
@@ -36,6 +39,8 @@ class HostProgram(NamedTuple):
     cls: type
     hosts: tuple[str, ...]
     sub_workers: tuple[str, ...] = ()
+    # host orchestrators with inline chip scopes, as rewritten (language/host_scopes.py)
+    rewritten: Mapping[str, Any] = types.MappingProxyType({})
 
     def function(self, name: str | None = None) -> Any:
         """The host method ``name`` (default: the only / first orchestrator), as plain
@@ -43,7 +48,9 @@ class HostProgram(NamedTuple):
         if name is None and not self.hosts:
             raise ParserTypeError(f"program '{self.cls.__name__}' has SubWorkers but no host "
                                   "orchestrator (role=pl.Role.Orchestrator) to run them")
-        return self.cls.__dict__[name or self.hosts[0]]
+        name = name or self.hosts[0]
+        found = self.rewritten.get(name)
+        return found if found is not None else self.cls.__dict__[name]
 
     def abstract(self, name: str) -> bool:
         """Whether SubWorker ``name``'s body is only ``...``: a callback the runner must
@@ -105,8 +112,22 @@ def is_abstract(fn: Any) -> bool:
 
 
 def register(program: Program, cls: type, hosts: list[str],
-             sub_workers: list[str] | tuple[str, ...] = ()) -> None:
-    _HOSTS[program] = HostProgram(cls, tuple(hosts), tuple(sub_workers))
+             sub_workers: list[str] | tuple[str, ...] = (),
+             rewritten: Mapping[str, ast.FunctionDef] | None = None,
+             source: SourceMap | None = None, namespace: Mapping[str, Any] | None = None) -> None:
+    """Record ``program``'s host functions; ``rewritten`` hosts (their chip scopes
+    outlined) are compiled from their trees, in the program's namespace."""
+    made: dict[str, Any] = {}
+    for name, tree in (rewritten or {}).items():
+        tree = copy.deepcopy(tree)
+        if source is not None:  # the tree's lines count from the parsed source's line 1
+            ast.increment_lineno(tree, source.first_line - 1)
+        scope = dict(namespace or {})
+        exec(compile(ast.Module([tree], []), source.file if source else "<host>", "exec"),  # noqa: S102
+             scope)
+        made[name] = scope[name]
+    _HOSTS[program] = HostProgram(cls, tuple(hosts), tuple(sub_workers),
+                                  types.MappingProxyType(made))
 
 
 def host_program(program: Any) -> HostProgram | None:

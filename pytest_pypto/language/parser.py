@@ -24,6 +24,7 @@ from pytest_pypto.language import (
     func_attrs,
     funcalls,
     functions,
+    host_scopes,
     surface,
 )
 from pytest_pypto.language.class_source import class_from_inspect, locate_class
@@ -65,7 +66,8 @@ def parse_program(
     )
     _NAMESPACES[program] = namespace
     if parser.hosts or parser.sub_workers:
-        distributed_host.register(program, cls, parser.hosts, parser.sub_workers)
+        distributed_host.register(program, cls, parser.hosts, parser.sub_workers,
+                                  parser.host_defs, smap, namespace)
     return program
 
 
@@ -115,6 +117,7 @@ class ProgramParser:
         self.outlined: dict[str, str] = {}
         self.hosts: list[str] = []  # host orchestrators (language/distributed_host.py)
         self.sub_workers: list[str] = []  # host SubWorker functions (the same)
+        self.host_defs: dict[str, ast.FunctionDef] = {}  # hosts rewritten (host_scopes.py)
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -122,6 +125,11 @@ class ProgramParser:
                 header = self.header(node)
                 if header is not None:
                     self.headers[node.name] = header
+        for name, header in list(self.headers.items()):
+            if header.kind == "Host" and header.role != "SubWorker":
+                rewritten = host_scopes.outline_chip_scopes(self, name, header)
+                if rewritten is not None:
+                    self.host_defs[name] = rewritten
         # Inline functions, and Opaque ones some function calls, are spliced where called
         # (funcalls.splice): they never become functions of the program.
         # (only an Opaque function's fate depends on it: most programs skip the walk)
