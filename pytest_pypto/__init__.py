@@ -51,9 +51,9 @@ def __getattr__(name: str) -> Any:
 
 def _harness_launcher() -> _launch.Launcher | None:
     """The harness's launcher: importing `harness.jit` registers it (and importing
-    `harness.distributed` the compiler of `@pl.jit.host` programs)."""
+    `harness.distributed_program` the compiler of `@pl.jit.host` programs)."""
     importlib.import_module("pytest_pypto.harness.jit")  # lazy: the face stays cheap to import
-    importlib.import_module("pytest_pypto.harness.distributed")  # lazy: as above
+    importlib.import_module("pytest_pypto.harness.distributed_program")  # lazy: as above
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_pypto.compat.runconfig import RunConfig
 from pytest_pypto.compat.standins import unsupported
-from pytest_pypto.harness.distributed import DistributedCompiledProgram
+from pytest_pypto.harness.distributed_program import DistributedCompiledProgram
 from pytest_pypto.ir.artifact import CompiledProgram
 
 __all__ = ["SIM_CLOCK", "BenchmarkStats", "_DfxOpts", "benchmark", "execute_compiled"]

@@ -24,7 +24,6 @@ import sys
 import time
 import types
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from pytest_pypto.compiler.api import compile as compile_program
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
-from pytest_pypto.harness import context
+from pytest_pypto.harness import subworkers
 from pytest_pypto.harness.comm_domains import Domains, resolved
 from pytest_pypto.harness.distributed_dfx import RankDfx
 from pytest_pypto.ir import nodes as n
@@ -42,7 +41,6 @@ from pytest_pypto.ir.dtypes import DataType
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.ranks import WindowBuffer
 from pytest_pypto.ir.types import DynExpr, DynVar
-from pytest_pypto.language import distributed_host
 from pytest_pypto.language.distributed import pop_hooks, push_hooks
 from pytest_pypto.language.distributed_host import HostProgram
 from pytest_pypto.language.jit import JITFunction
@@ -50,8 +48,7 @@ from pytest_pypto.language.surface import AnnotationForm
 from pytest_pypto.runtime import collectives
 from pytest_pypto.runtime.devices_sim import SimCluster
 
-__all__ = ["CompletedRun", "DistributedCompiledProgram", "DistributedConfig", "DistributedRun",
-           "PreparedProgram", "Window", "chip_program", "compile_jit_host"]
+__all__ = ["DistributedRun", "Window", "chip_program"]
 
 
 class Window:
@@ -99,6 +96,8 @@ class _HostPl(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name in ("range", "parallel", "unroll"):
             return _host_range
+        if name == "create_tensor":
+            return subworkers.host_create_tensor
         return getattr(pl_module, name)
 
 
@@ -116,6 +115,8 @@ class _HostSelf:
         self._run = run
 
     def __getattr__(self, name: str) -> Any:
+        if name in getattr(self._run.host, "sub_workers", ()):  # a host task (§8)
+            return lambda *args: self._run.sub_worker(name, args)
         if name not in self._run.program.functions:
             raise AttributeError(f"program '{self._run.program.name}' has no function '{name}'")
 
@@ -133,9 +134,13 @@ class DistributedRun:
                  compiled: dict[str, Any] | None = None,
                  windows: list[WindowBuffer] | None = None,
                  resident: dict[int, tuple[int, Any]] | None = None,
-                 dfx: RankDfx | None = None) -> None:
+                 dfx: RankDfx | None = None,
+                 callbacks: dict[str, Any] | None = None, host_arg: Any = None) -> None:
         self.program = program
         self.dfx = dfx  # per-rank DFX output of this call (harness/distributed_dfx.py)
+        self.callbacks = callbacks or {}  # SubWorker name -> bound callback (subworkers.py)
+        self._host_arg = host_arg  # a host tensor argument of a dispatch -> what binds
+        self._commless = 0  # dispatches without device=: round-robin over the ranks
         # id(device tensor) -> (rank whose card holds it, its memory as an array):
         # tensors a prepared program made resident (alloc_stacked_tensor)
         self._resident = resident or {}
@@ -254,7 +259,7 @@ class DistributedRun:
             return self.domains.bind(arg, rank, call, i, self._where())
         held = self._resident.get(id(arg))
         if held is None:
-            return arg
+            return arg if self._host_arg is None else self._host_arg(arg)
         card, memory = held
         if card != rank:
             raise SimulationError(
@@ -309,8 +314,15 @@ class DistributedRun:
 
         self._queued.setdefault(rank, []).append(timed)
 
+    def sub_worker(self, name: str, args: tuple[Any, ...]) -> Any:
+        """``self.<SubWorker>(...)``: after the queued dispatches, a task on the host."""
+        self.flush()
+        return subworkers.run_sub_worker(self.host, name, args, self.callbacks)
+
     def _rank_of(self, name: str, device: Any) -> int:
-        rank = 0 if device is None else int(device)
+        if device is None:  # no affinity: round-robin over the ranks in issue order
+            device, self._commless = self._commless % self.cluster.nranks, self._commless + 1
+        rank = int(device)
         if not 0 <= rank < self.cluster.nranks:
             raise SimulationError(
                 f"{name}(..., device={rank}): the program runs on {self.cluster.nranks} "
@@ -409,165 +421,3 @@ def _filled(cell: Any) -> bool:
     except ValueError:
         return False
     return True
-
-
-# ------------------------------------------------ compiled multi-chip programs
-
-
-@dataclass
-class DistributedConfig:
-    """PyPTO's ``DistributedConfig``: the devices the ranks run on (rank r on
-    ``device_ids[r]``); the other fields are accepted and have no effect on a sim."""
-
-    device_ids: list[int] = field(default_factory=list)
-    num_sub_workers: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, device_ids: Any = (), num_sub_workers: int = 0, **extra: Any) -> None:
-        self.device_ids = [int(d) for d in device_ids]
-        self.num_sub_workers = int(num_sub_workers)
-        self.extra = extra
-        if not self.device_ids:
-            raise ValueError("DistributedConfig needs device_ids (at least one device)")
-        if len(set(self.device_ids)) != len(self.device_ids):
-            raise ValueError(f"DistributedConfig device_ids repeat a device: {self.device_ids}")
-
-
-class DistributedCompiledProgram:
-    """A multi-chip program ready to run: ``compiled(*args)`` runs its host orchestrator
-    on ``distributed_config.device_ids``' simulated devices, in place."""
-
-    def __init__(self, program: Any, host: HostProgram | Any, platform: str,
-                 distributed_config: DistributedConfig, *, shuffle: int | None = None,
-                 output_dir: Any = None) -> None:
-        self.program = program
-        self.host = host
-        self.platform = platform
-        self.distributed_config = distributed_config
-        self.shuffle = shuffle
-        self.output_dir = output_dir
-        self._compiled: dict[str, Any] = {}
-        self.last_run: DistributedRun | None = None
-
-    # what prepare() returns; the PyPTO flavour's DistributedWorker (resident tensors)
-    prepared_class: type[PreparedProgram]
-
-    @property
-    def device_ids(self) -> list[int]:
-        return list(self.distributed_config.device_ids)
-
-    def prepare(self, config: Any = None, *, persistent: bool = False,
-                reset_persistent_windows: bool = True, **accepted: Any) -> PreparedProgram:
-        """PyPTO's ``prepare()``: a runner for repeated calls (a context manager).
-
-        ``persistent=True`` keeps the window buffers from one call to the next (zeroed
-        before each call unless ``reset_persistent_windows=False``); otherwise every
-        call gets fresh, zeroed windows.  Other keywords are accepted and have no effect.
-        """
-        del accepted
-        return self.prepared_class(self, config, persistent, reset_persistent_windows)
-
-    def __call__(self, *args: Any, config: Any = None) -> Any:
-        __tracebackhide__ = True
-        return self._run(args, config, None)
-
-    def _run(self, args: tuple[Any, ...], config: Any, windows: Any,
-             resident: dict[int, tuple[int, Any]] | None = None) -> Any:
-        __tracebackhide__ = True
-        platform = getattr(config, "platform", None) or self.platform
-        name = self.program.name if self.program is not None else self.host.__name__
-        run = DistributedRun(self.program, self.host, platform, self.device_ids,
-                             shuffle=self.shuffle, compiled=self._compiled, windows=windows,
-                             resident=resident,
-                             dfx=RankDfx.of(config, self.output_dir, name))
-        try:
-            return run(*args)
-        finally:
-            self.last_run = run  # its dispatch timings (compat benchmark)
-
-    def __repr__(self) -> str:
-        name = self.program.name if self.program is not None else self.host.__name__
-        return (f"<DistributedCompiledProgram {name} on "
-                f"{len(self.device_ids)} device(s), {self.platform}>")
-
-
-class PreparedProgram:
-    """What ``DistributedCompiledProgram.prepare()`` returns: call it like the program
-    (``rt(*args, config=...)``), or ``submit`` calls and wait on their handles."""
-
-    def __init__(self, program: DistributedCompiledProgram, config: Any, persistent: bool,
-                 reset: bool) -> None:
-        self.program = program
-        self.config = config
-        self.closed = False
-        self._windows: Any = [] if persistent else None
-        self._reset = reset
-        self._resident: dict[int, tuple[int, Any]] = {}  # see DistributedRun
-
-    def __enter__(self) -> PreparedProgram:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __call__(self, *args: Any, config: Any = None) -> Any:
-        __tracebackhide__ = True
-        if self.closed:
-            raise RuntimeError("the prepared program was called after close()")
-        if self._windows and self._reset:
-            for buf in self._windows:
-                buf.zero()
-        return self.program._run(args, config or self.config, self._windows, self._resident)
-
-    def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
-        """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
-        if program is not self.program:
-            raise ValueError("submit() runs the program this runner was prepared from")
-        return CompletedRun(self(*args, config=config))
-
-    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None) -> Any:
-        """A device tensor: on a sim, a host tensor holding ``init`` (zeros without it)."""
-        import torch  # lazy: the PyPTO flavour's tensors; torch loads only when used
-
-        out = torch.zeros(tuple(shape), dtype=dtype)
-        if init is not None:
-            out.copy_(init)
-        return out
-
-    def free_tensor(self, tensor: Any) -> None:
-        del tensor
-
-    def close(self) -> None:
-        if self._windows:
-            for buf in self._windows:
-                buf.release()
-        self.closed = True
-
-
-DistributedCompiledProgram.prepared_class = PreparedProgram
-
-
-class CompletedRun:
-    """The handle of a submitted run (a sim run completes when submitted)."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def result(self) -> Any:
-        return self._value
-
-
-def compile_jit_host(fn: Any, args: tuple[Any, ...], config: Any) -> DistributedCompiledProgram:
-    """``@pl.jit.host``'s ``compile``: the multi-chip program of a host function, on
-    ``config.distributed_config``'s devices (one device without one)."""
-    del args
-    dist = getattr(config, "distributed_config", None) or DistributedConfig(device_ids=[0])
-    platform = getattr(config, "platform", None)
-    session = context.current()
-    if platform is None:
-        platform = session.default_config().platform if session is not None else "a2a3sim"
-    shuffle = session.settings.shuffle if session is not None else None
-    return DistributedCompiledProgram(None, fn, platform, dist, shuffle=shuffle)
-
-
-distributed_host.COMPILE_HOST[:] = [compile_jit_host]  # @pl.jit.host compiles here

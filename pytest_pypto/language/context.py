@@ -222,3 +222,4 @@ class Header:
     open_params: bool = False  # parameters may be unannotated / bare pl.Tensor (inlined)
     attrs: dict[str, Any] = field(default_factory=dict)  # a cross-core kernel's attrs= (cross_core.py)
     auto_scope: bool = True  # False: the body places its AUTO pl.scope()s (scheduling.py)
+    role: str | None = None  # a host function's pl.Role name (distributed_host.py)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pytest_pypto.language.surface import FunctionType, NotRunnable
+from pytest_pypto.language.surface import FunctionType, Level, NotRunnable
 from pytest_pypto.language.templates import Template, enclosing_locals, function_template
 
 __all__ = ["InlineFunction", "StandaloneFunction", "function", "inline"]
@@ -89,6 +89,8 @@ def function(
     def mark(f: Any) -> Any:
         code = getattr(f, "__code__", None)
         if code is None or code.co_varnames[: code.co_argcount][:1] == ("self",):
+            return f
+        if kwargs.get("level") is Level.HOST:  # a host SubWorker runs as Python
             return f
         return StandaloneFunction(f, type, strict_ssa=strict_ssa, options=kwargs)
 

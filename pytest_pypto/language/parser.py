@@ -24,6 +24,7 @@ from pytest_pypto.language import (
     func_attrs,
     funcalls,
     functions,
+    host_scopes,
     surface,
 )
 from pytest_pypto.language.class_source import class_from_inspect, locate_class
@@ -64,8 +65,9 @@ def parse_program(
         cls.__name__, functions, file, span=smap.span(classdef), source_lines=smap.file_lines
     )
     _NAMESPACES[program] = namespace
-    if parser.hosts:
-        distributed_host.register(program, cls, parser.hosts)
+    if parser.hosts or parser.sub_workers:
+        distributed_host.register(program, cls, parser.hosts, parser.sub_workers,
+                                  parser.host_defs, smap, namespace)
     return program
 
 
@@ -114,6 +116,8 @@ class ProgramParser:
         # came from (language/outline.py registers their headers while parsing).
         self.outlined: dict[str, str] = {}
         self.hosts: list[str] = []  # host orchestrators (language/distributed_host.py)
+        self.sub_workers: list[str] = []  # host SubWorker functions (the same)
+        self.host_defs: dict[str, ast.FunctionDef] = {}  # hosts rewritten (host_scopes.py)
 
     def parse(self, classdef: ast.ClassDef) -> dict[str, Function]:
         for node in classdef.body:
@@ -121,6 +125,11 @@ class ProgramParser:
                 header = self.header(node)
                 if header is not None:
                     self.headers[node.name] = header
+        for name, header in list(self.headers.items()):
+            if header.kind == "Host" and header.role != "SubWorker":
+                rewritten = host_scopes.outline_chip_scopes(self, name, header)
+                if rewritten is not None:
+                    self.host_defs[name] = rewritten
         # Inline functions, and Opaque ones some function calls, are spliced where called
         # (funcalls.splice): they never become functions of the program.
         # (only an Opaque function's fate depends on it: most programs skip the walk)
@@ -129,7 +138,8 @@ class ProgramParser:
         for name in list(self.headers):
             kind = self.headers[name].kind
             if kind == "Host":  # runs as Python when the program executes (never parsed)
-                self.hosts.append(name)
+                sub = self.headers[name].role == "SubWorker"
+                (self.sub_workers if sub else self.hosts).append(name)
                 continue
             if kind != "Inline" and not (kind == "Opaque" and name in called):
                 self.function(name)
@@ -155,6 +165,8 @@ class ProgramParser:
                 return None
             if header.kind != "Host":  # a host signature is Python's (distributed_host.py)
                 self.signature(ctx, ep, node, header)
+            else:
+                distributed_host.check_signature(ctx, node, header)
         except Tier3Hit as hit:
             if not header.decorated:
                 raise ctx.error(

@@ -135,11 +135,12 @@ class Level(enum.Enum):
 
 
 class Role(enum.Enum):
-    """`pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)`: a host function's role
-    in a multi-chip program (docs/design/distributed.md §2)."""
+    """`pl.function(level=pl.Level.HOST, role=...)`: a host function's role in a multi-chip
+    program: the Orchestrator dispatches, a SubWorker is a Python task it runs on the host
+    (docs/design/distributed.md §2, §8)."""
 
     Orchestrator = "Orchestrator"
-    Worker = "Worker"
+    SubWorker = "SubWorker"
 
 
 class SplitMode(enum.Enum):

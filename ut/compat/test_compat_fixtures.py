@@ -208,7 +208,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
             from pytest_pypto.compat.pypto import passes
             from pytest_pypto.compat.pypto.debug import torch_codegen
             from pytest_pypto.compat.pypto.ir.distributed_compiled_program import DistributedConfig
-            from pytest_pypto.compat.pypto.runtime.device_runner import compile_and_assemble
+            from pytest_pypto.compat.pypto.runtime.device_runner import execute_on_device
 
             assert passes.MemoryPlanner is MemoryPlanner
             # multi-chip programs run on simulated devices (docs/design/distributed.md)
@@ -217,7 +217,7 @@ def test_pypto_names_import_at_their_paths(suite: pytest.Pytester) -> None:
             for name, use in [
                 ("execute_distributed", lambda: execute_distributed(None)),
                 ("torch_codegen", lambda: torch_codegen.generate),
-                ("compile_and_assemble", lambda: compile_and_assemble("w", "a2a3")),
+                ("execute_on_device", lambda: execute_on_device("w")),
             ]:
                 with pytest.raises(UnsupportedFeatureError, match=name + ".*tier 3"):
                     use()

@@ -106,8 +106,8 @@ def test_worker_refusals(simpler) -> None:
     cid = w2.register(compiled.chip_callable)
     with pytest.raises(ValueError, match="built for another worker"):
         w2.run(cid, orch_args)
-    with pytest.raises(UnsupportedFeatureError, match="level=3"):
-        simpler.worker.Worker(level=3)
+    with pytest.raises(UnsupportedFeatureError, match="level=4"):
+        simpler.worker.Worker(level=4)
 
 
 def test_a_real_simpler_is_never_shadowed(tmp_path, monkeypatch) -> None:

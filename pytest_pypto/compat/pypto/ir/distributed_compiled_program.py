@@ -1,7 +1,7 @@
 """``pypto.ir.distributed_compiled_program``: multi-chip programs on simulated devices
-(docs/design/distributed.md §2; the classes live in pytest_pypto/harness/distributed.py)."""
+(docs/design/distributed.md §2; the classes live in pytest_pypto/harness/distributed_program.py)."""
 
-from pytest_pypto.harness.distributed import (
+from pytest_pypto.harness.distributed_program import (
     CompletedRun,
     DistributedCompiledProgram,
     DistributedConfig,

@@ -2,9 +2,10 @@
 worker surface and the benchmark (docs/design/plugin.md §16).
 
 ``ChipWorker``, ``DeviceTensor``, ``execute_compiled`` and ``benchmark`` run on the
-simulator; the distributed names (``DistributedWorker``, ...) and the PTO-ISA
-toolchain import fine and raise the Tier-3 "not supported by the bundled toolchain"
-error when used.
+simulator, so does ``DistributedWorker`` on simulated cards
+(docs/design/distributed.md §8); the low-level distributed runner functions and the
+PTO-ISA toolchain import fine and raise the Tier-3 "not supported by the bundled
+toolchain" error when used.
 """
 
 from pytest_pypto.compat.pypto.runtime.bench import (

@@ -2,11 +2,15 @@
 devices (docs/design/distributed.md §8).
 
 `DistributedWorker` is what ``DistributedCompiledProgram.prepare()`` returns: it runs
-the program like the compiled program does and keeps tensors resident on the simulated
-cards (``alloc_stacked_tensor``).  The lower-level runner functions stay Tier 3."""
+one program, or several sharing its cards (``DistributedWorker([a, b])``,
+``prepare(extra_compiled=[b])``), like the compiled program does, binds SubWorker
+callbacks and keeps tensors resident on the simulated cards (``alloc_stacked_tensor``).
+A host tensor argument of a dispatch goes through ``simpler_setup.torch_interop
+.make_tensor_arg`` as in PyPTO's runtime.  The lower-level runner functions stay Tier 3."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,25 +22,56 @@ from pytest_pypto.compat.device import (
     StackedDeviceTensor,
     _Buffer,
 )
+from pytest_pypto.compat.simpler_setup import torch_interop
 from pytest_pypto.compat.standins import tier3_class, tier3_name
-from pytest_pypto.harness.distributed import DistributedCompiledProgram, PreparedProgram
+from pytest_pypto.harness.distributed_program import (
+    CompletedRun,
+    DistributedCompiledProgram,
+    PreparedProgram,
+)
+from pytest_pypto.harness.subworkers import TensorArg
 
 _WHY = "distributed execution"
 
 
 class DistributedWorker(PreparedProgram):
-    """PyPTO's ``DistributedWorker(compiled)``: a prepared multi-chip program (call it
-    like the program) that also holds tensors resident on its cards."""
+    """PyPTO's ``DistributedWorker(compiled)`` (or a list of compiled programs sharing
+    the cards): a prepared multi-chip runner that also holds tensors resident on its
+    cards.  ``rt(*args)`` runs the only program; with several, ``rt.run(compiled,
+    *args)`` picks one and ``rt(*args)`` is ambiguous (TypeError)."""
 
-    def __init__(self, compiled: DistributedCompiledProgram, config: Any = None,
-                 persistent: bool = False, reset_persistent_windows: bool = True, *,
-                 inherited_host_tensors: Sequence[Any] = (), **accepted: Any) -> None:
-        del accepted
-        if not isinstance(compiled, DistributedCompiledProgram):
-            raise TypeError(f"DistributedWorker needs a DistributedCompiledProgram (ir.compile "
-                            f"with distributed_config=), got {type(compiled).__name__}")
-        super().__init__(compiled, config, persistent, reset_persistent_windows)
-        self._inherited = list(inherited_host_tensors)
+    def __init__(self, compiled: DistributedCompiledProgram | Sequence[DistributedCompiledProgram],
+                 config: Any = None, *, persistent: bool = False,
+                 reset_persistent_windows: bool | None = None,
+                 callbacks: dict[str, Any] | None = None,
+                 sub_worker_overrides: dict[str, Any] | None = None,
+                 inherited_host_tensors: Sequence[Any] | None = None,
+                 extra_compiled: Sequence[DistributedCompiledProgram] = (),
+                 **accepted: Any) -> None:
+        del accepted  # startup_timeout_s: a simulated card starts at once
+        many = isinstance(compiled, (list, tuple))
+        programs = [*(compiled if many else [compiled]), *extra_compiled]
+        if not programs:
+            raise ValueError("DistributedWorker requires at least one compiled program")
+        for prog in programs:
+            if not isinstance(prog, DistributedCompiledProgram):
+                raise TypeError(f"DistributedWorker needs DistributedCompiledProgram objects "
+                                f"(ir.compile with distributed_config=), got "
+                                f"{type(prog).__name__}")
+            _check_compatible(prog, programs[0])
+        if sub_worker_overrides is not None:
+            warnings.warn("sub_worker_overrides is deprecated; use callbacks= instead.",
+                          DeprecationWarning, stacklevel=2)
+            callbacks = {**sub_worker_overrides, **(callbacks or {})}
+        if reset_persistent_windows and not persistent:
+            raise ValueError("DistributedWorker reset_persistent_windows=True requires "
+                             "persistent=True")
+        self._programs = programs
+        super().__init__(programs[0], config, persistent=persistent,
+                         reset_persistent_windows=reset_persistent_windows, callbacks=callbacks)
+        self._windows_of = {id(p): ([] if persistent else None) for p in programs}
+        self._windows_of[id(programs[0])] = self._windows
+        self._inherited = list(inherited_host_tensors or ())
         self._stacks: list[StackedDeviceTensor] = []
         self._w = _Cards()
         self._owned_tensors: list[Any] = []
@@ -45,12 +80,29 @@ class DistributedWorker(PreparedProgram):
 
     def __call__(self, *args: Any, config: Any = None) -> Any:
         __tracebackhide__ = True
+        if len(self._programs) > 1:
+            raise TypeError("rt(*args) is ambiguous on a multi-program DistributedWorker; "
+                            "dispatch explicitly with rt.run(compiled, *args).")
+        return self._dispatch(self.program, args, config)
+
+    def _dispatch(self, program: DistributedCompiledProgram, args: tuple[Any, ...],
+                  config: Any) -> Any:
+        __tracebackhide__ = True
+        self._require_open("run")
+        windows = self._windows_of[id(program)]
+        if windows and self._reset:
+            for buf in windows:
+                buf.zero()
         try:
-            return super().__call__(*args, config=config)
+            return program._run(args, config or self.config, windows, self._resident,
+                                self.callbacks)
         finally:
-            run = self.program.last_run
+            run = program.last_run
             if run is not None and run.new_windows:
                 self._w._next_alloc_id += 1  # the run allocated its comm domain
+
+    def _hosts(self) -> list[Any]:
+        return [p.host for p in self._programs]
 
     @property
     def nranks(self) -> int:
@@ -126,7 +178,7 @@ class DistributedWorker(PreparedProgram):
         self._resident.pop(id(tensor), None)
 
     def register(self, compiled: Any) -> RegistrationHandle:
-        """A handle that runs ``compiled`` (the program this worker was made from)."""
+        """A handle that runs ``compiled`` (a program this worker was made from)."""
         self._require_open("register")
         self._same_program(compiled, "register")
         handle = RegistrationHandle(self, compiled, len(self._handles) + 1)
@@ -135,15 +187,21 @@ class DistributedWorker(PreparedProgram):
         return handle
 
     def run(self, compiled: Any, *args: Any, config: Any = None) -> Any:
-        """Run ``compiled`` (the program this worker was made from) with ``args``."""
+        """Run ``compiled`` (a program this worker was made from) with ``args``."""
         __tracebackhide__ = True
+        self._require_open("run")
         self._same_program(compiled, "run")
-        return self(*args, config=config)
+        return self._dispatch(compiled, args, config)
+
+    def submit(self, compiled: Any, *args: Any, config: Any = None) -> CompletedRun:
+        """Run ``compiled`` now (a simulated dispatch completes when submitted); the
+        handle's ``result()`` returns its result."""
+        return CompletedRun(self.run(compiled, *args, config=config))
 
     def _same_program(self, compiled: Any, op: str) -> None:
-        if compiled is not self.program:
-            raise ValueError(f"DistributedWorker.{op}() takes the program it was prepared "
-                             "from, not another compiled program")
+        if not any(compiled is p for p in self._programs):
+            raise ValueError(f"DistributedWorker.{op}() requires a DistributedCompiledProgram "
+                             "registered when this worker was constructed")
 
     def close(self) -> None:
         for stack in list(self._stacks):
@@ -153,7 +211,12 @@ class DistributedWorker(PreparedProgram):
         for handle in self._handles:
             handle._closed = True
         self._registered.clear()
-        super().close()
+        for windows in self._windows_of.values():
+            for buf in windows or ():
+                buf.release()
+        self._windows_of.clear()
+        self._inherited.clear()
+        self.closed = True
 
     def _live(self, stack: Any, op: str) -> None:
         if not any(stack is s for s in self._stacks):
@@ -162,6 +225,35 @@ class DistributedWorker(PreparedProgram):
     def _require_open(self, op: str) -> None:
         if self.closed:
             raise RuntimeError(f"DistributedWorker.{op}() called after close()")
+
+
+def _check_compatible(prog: DistributedCompiledProgram,
+                      primary: DistributedCompiledProgram) -> None:
+    """Programs sharing one worker run on the same platform and cards."""
+    if prog.platform != primary.platform:
+        raise ValueError(f"DistributedWorker multi-program mode requires the same platform: "
+                         f"{primary.platform!r} != {prog.platform!r}")
+    if prog.device_ids != primary.device_ids:
+        raise ValueError(f"DistributedWorker multi-program mode requires the same device_ids: "
+                         f"{primary.device_ids} != {prog.device_ids}")
+
+
+def _tensor_from_continuous(arg: Any) -> Any:
+    """A SubWorker argument (what ``fn(args)`` receives per tensor) as a torch tensor
+    sharing its memory."""
+    if isinstance(arg, TensorArg):
+        return arg.torch()
+    raise TypeError(f"_tensor_from_continuous takes a tensor argument of a host task (an "
+                    f"element of a SubWorker's args), got {type(arg).__name__}")
+
+
+def _host_tensor_arg(arg: Any) -> Any:
+    """A host torch tensor passed to a chip dispatch, through ``make_tensor_arg`` as in
+    PyPTO's runtime (what binds is the memory the argument names)."""
+    if type(arg).__module__.split(".", 1)[0] != "torch":
+        return arg
+    made = torch_interop.make_tensor_arg(None, arg)
+    return made.value if isinstance(made, TensorArg) else made
 
 
 class _Cards:
@@ -181,11 +273,11 @@ def _as_numpy(value: Any) -> np.ndarray:
 
 
 DistributedCompiledProgram.prepared_class = DistributedWorker  # prepare() returns one
+DistributedCompiledProgram.host_arg = staticmethod(_host_tensor_arg)
 
 DistributedRunHandle = tier3_class("runtime.DistributedRunHandle", _WHY)
 execute_distributed_compiled = tier3_name("runtime.execute_distributed_compiled", _WHY)
 execute_distributed = tier3_name("runtime.execute_distributed", _WHY)
-_tensor_from_continuous = tier3_name("runtime.distributed_runner._tensor_from_continuous", _WHY)
 
 __all__ = [
     "DistributedRunHandle",
