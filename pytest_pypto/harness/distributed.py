@@ -134,7 +134,7 @@ class DistributedRun:
         self._resident = resident or {}
         self.host = host
         self.platform = platform
-        self.cluster = SimCluster(device_ids, shuffle=shuffle)
+        self.cluster = SimCluster(device_ids, shuffle=shuffle, race_check=_race_check())
         self.compiled = compiled if compiled is not None else {}
         self._queued: dict[int, list[Any]] = {}
         # persistent windows (prepare(persistent=True)): the k-th allocation of every run
@@ -306,6 +306,12 @@ class DistributedRun:
             self._queued = {}
             self.cluster.close()
         return None if result is None or any(result is a for a in args) else result
+
+
+def _race_check() -> bool:
+    """The cross-rank race detector is on unless --pypto-no-race-check (distributed.md §5)."""
+    session = context.current()
+    return session is None or not session.settings.no_race_check
 
 
 def _views(value: Any, op: str) -> list[np.ndarray]:

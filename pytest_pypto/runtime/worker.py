@@ -56,6 +56,7 @@ from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.races import find_races, race_error
+from pytest_pypto.runtime import rank_races
 from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
 from pytest_pypto.runtime.staging import (
     POOL,
@@ -291,7 +292,7 @@ class Worker:
         # bookkeeping is not asked for (`runtime.express`).
         schedules = prepared.schedules if express and not (
             precise_run or cfg.schedule_seed is not None or cfg.strict_war or cfg.save_kernels
-            or cfg.trace or getattr(cfg, "dump_args", 0)) else None
+            or cfg.trace or getattr(cfg, "dump_args", 0) or rank_races.recording()) else None
         # The run's choices for the ops (contextvars), set only where they differ from
         # what holds already (the defaults, for most runs).
         uninitialized = cfg.uninitialized
