@@ -42,6 +42,7 @@ from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
+from pytest_pypto.runtime import rank_races
 from pytest_pypto.runtime.express import (
     Schedule,
     dry_graph,
@@ -56,7 +57,6 @@ from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.orchestrator import Orchestrator
 from pytest_pypto.runtime.precise import precise_bind
 from pytest_pypto.runtime.races import find_races, race_error
-from pytest_pypto.runtime import rank_races
 from pytest_pypto.runtime.records import RecordedRun, keep_records, new_run_dir
 from pytest_pypto.runtime.staging import (
     POOL,
