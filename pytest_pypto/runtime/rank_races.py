@@ -17,7 +17,9 @@ host order, the tasks of one dispatch in the order the chip ran them); a
 ``pld.system.wait`` it satisfies acquires every clock released into that cell so far
 (AtomicAdd counts accumulate); a barrier or in-kernel collective joins every
 participant's clock; the host waits for every queued dispatch before a host-level
-collective and when it returns (`begin`: all clocks joined).  Two accesses of one
+collective and when it returns (`begin`: all clocks joined); and within one batch of
+dispatches, a rank's k-th dispatch is in round k, every round before the next (the
+simulator's own schedule, distributed.md §4 and §5).  Two accesses of one
 slice whose elements overlap, at least one a plain write, neither ordered before the
 other, are a race: collected while the run goes on and raised by `report` as one
 `RaceError`.  Atomic adds (``atomic=Add`` stores and puts, notifies) do not race with
@@ -95,12 +97,14 @@ class _Slice:
 
 
 class _Access:
-    __slots__ = ("rank", "epoch", "kind", "what", "dispatch", "kernel", "span", "handle", "dtype")
+    __slots__ = ("rank", "epoch", "kind", "what", "dispatch", "round", "kernel", "span",
+                 "handle", "dtype")
 
     def __init__(self, rank: int, epoch: int, kind: str, what: str, dispatch: int,
-                 kernel: str, span: Any, handle: TensorHandle, dtype: np.dtype) -> None:
+                 round_: tuple[int, int], kernel: str, span: Any, handle: TensorHandle,
+                 dtype: np.dtype) -> None:
         self.rank, self.epoch, self.kind, self.what = rank, epoch, kind, what
-        self.dispatch, self.kernel, self.span = dispatch, kernel, span
+        self.dispatch, self.round, self.kernel, self.span = dispatch, round_, kernel, span
         self.handle, self.dtype = handle, dtype
 
     def who(self) -> str:
@@ -122,22 +126,29 @@ class RankRaces:
         self.accesses: list[_Access] = []
         self.races: list[tuple[_Access, _Access]] = []
         self._seen: set[tuple[Any, Any]] = set()
-        self.dispatches = [-1] * nranks
+        self.dispatches = [-1] * nranks  # the dispatch each rank runs (its k-th of the run)
+        self.batch = 0  # batches of dispatches the host issued so far
+        self.rounds = [(0, -1)] * nranks  # (batch, k): the rank runs its k-th of the batch
         self.where: list[tuple[str, str, dict] | None] = [None] * nranks
 
     # ------------------------------------------------------------- ordering
     def begin(self, jobs: dict[int, list[Callable[[], Any]]]) -> dict[int, list[Callable]]:
         """The host issues a batch: everything before it is ordered before all of it.
         Returns the jobs, each noting its dispatch number when it starts."""
+        self.batch += 1
         joined = [max(c) for c in zip(*self.clocks)]
         for r in range(self.nranks):
             self.clocks[r] = list(joined)
             self.clocks[r][r] += 1
-        return {r: [self._numbered(r, job) for job in js] for r, js in jobs.items()}
+        return {r: [self._numbered(r, k, job) for k, job in enumerate(js)]
+                for r, js in jobs.items()}
 
-    def _numbered(self, rank: int, job: Callable[[], Any]) -> Callable[[], Any]:
+    def _numbered(self, rank: int, k: int, job: Callable[[], Any]) -> Callable[[], Any]:
+        batch = self.batch
+
         def run() -> Any:
             self.dispatches[rank] += 1
+            self.rounds[rank] = (batch, k)
             self.where[rank] = None
             return job()
         return run
@@ -207,14 +218,14 @@ class RankRaces:
         here = self.where[rank]
         kernel, path, spans = here if here is not None else ("", "", {})
         access = _Access(rank, self.clocks[rank][rank], kind, what, self.dispatches[rank],
-                         kernel, _user_line(path, spans), handle, view.dtype)
+                         self.rounds[rank], kernel, _user_line(path, spans), handle, view.dtype)
         clock = self.clocks[rank]
         conflicting = part.writes.overlapping(handle)
         if kind != READ:
             conflicting += part.reads.overlapping(handle)
         for entry in conflicting:
             earlier = self.accesses[entry[2]]
-            if earlier.rank == rank or clock[earlier.rank] >= earlier.epoch:
+            if earlier.round != access.round or _before(earlier, access, clock):
                 continue
             if kind == ATOMIC and earlier.kind == ATOMIC:
                 continue
@@ -236,8 +247,7 @@ class RankRaces:
                 earlier = self.accesses[entry[2]]
                 if access.kind == ATOMIC and earlier.kind != ATOMIC:
                     continue
-                ordered = earlier.rank == access.rank or clock[earlier.rank] >= earlier.epoch
-                if ordered and covers(access.handle, earlier.handle):
+                if _before(earlier, access, clock) and covers(access.handle, earlier.handle):
                     table.remove(entry)
 
     def _race(self, first: _Access, second: _Access) -> None:
@@ -264,6 +274,14 @@ class RankRaces:
                        *(f"also: {_describe(a, b)}" for a, b in races[1:_MAX_SHOWN]))
         error.races = [(a.who(), b.who()) for a, b in races]  # type: ignore[attr-defined]
         raise error
+
+
+def _before(earlier: _Access, access: _Access, clock: list[int]) -> bool:
+    """Whether ``earlier`` happens before ``access`` (made by a rank whose clock is
+    ``clock``): the same rank, an earlier round of one batch, or the clocks say so."""
+    if earlier.rank == access.rank or clock[earlier.rank] >= earlier.epoch:
+        return True
+    return earlier.round[0] == access.round[0] and earlier.round[1] < access.round[1]
 
 
 def _line(a: _Access) -> Any:

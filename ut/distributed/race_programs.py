@@ -202,11 +202,14 @@ ALL_WRITE_PLAIN = _all_write_rank_zero(False)
 ALL_WRITE_ATOMIC = _all_write_rank_zero(True)
 
 
-def _publish_read(collect: bool):
+def _publish_read(mode: str):
     @pl.program
-    class PublishCollectRead:
-        """Each rank writes its own window in one dispatch; a host-level allreduce; then
-        every rank reads the next rank's window: the host orders them, no race."""
+    class PublishRead:
+        """mode "collect": each rank writes its own window in one dispatch, a host-level
+        allreduce, then every rank reads the next rank's window (ordered by the host);
+        "rounds": the same without the allreduce (a later round of dispatches);
+        "together": odd ranks read the previous rank's window in the same round as
+        even ranks write it (a race)."""
 
         @pl.function(type=pl.FunctionType.InCore)
         def publish_step(self, x: pl.Tensor[[1, N], pl.FP32],
@@ -238,17 +241,25 @@ def _publish_read(collect: bool):
             buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
             sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
             w = pld.window(buf, [1, N], dtype=pl.FP32)
+            if mode == "together":
+                for r in pl.range(pld.world_size()):
+                    if r % 2 == 0:
+                        self.publish(x[r], w, device=r)
+                    else:
+                        self.read(w, y[r], r - 1, device=r)
+                return y
             for r in pl.range(pld.world_size()):
                 self.publish(x[r], w, device=r)
-            if collect:
+            if mode == "collect":
                 w = pld.tensor.allreduce(w, pld.window(sig_buf, [pld.world_size()], dtype=pl.INT32),
                                          op=pld.ReduceOp.Max)
             for r in pl.range(pld.world_size()):
                 self.read(w, y[r], (r + 1) % pld.world_size(), device=r)
             return y
 
-    return PublishCollectRead
+    return PublishRead
 
 
-PUBLISH_COLLECT_READ = _publish_read(True)
-PUBLISH_READ = _publish_read(False)
+PUBLISH_COLLECT_READ = _publish_read("collect")
+PUBLISH_THEN_READ = _publish_read("rounds")
+PUBLISH_WHILE_READ = _publish_read("together")
