@@ -247,7 +247,7 @@ class RankRaces:
                 earlier = self.accesses[entry[2]]
                 if access.kind == ATOMIC and earlier.kind != ATOMIC:
                     continue
-                if _before(earlier, access, clock) and covers(access.handle, earlier.handle):
+                if _follows(earlier, access, clock) and covers(access.handle, earlier.handle):
                     table.remove(entry)
 
     def _race(self, first: _Access, second: _Access) -> None:
@@ -282,6 +282,14 @@ def _before(earlier: _Access, access: _Access, clock: list[int]) -> bool:
     if earlier.rank == access.rank or clock[earlier.rank] >= earlier.epoch:
         return True
     return earlier.round[0] == access.round[0] and earlier.round[1] < access.round[1]
+
+
+def _follows(earlier: _Access, access: _Access, clock: list[int]) -> bool:
+    """Whether ``access`` is ordered after ``earlier`` by the rank's program order, an
+    earlier batch or the clocks: orders that also hold for accesses recorded later (an
+    earlier round does not: a rank may still run it, so pruning on it would hide races)."""
+    return (earlier.rank == access.rank or earlier.round[0] < access.round[0]
+            or (earlier.round == access.round and clock[earlier.rank] >= earlier.epoch))
 
 
 def _line(a: _Access) -> Any:
