@@ -263,3 +263,37 @@ def _publish_read(mode: str):
 PUBLISH_COLLECT_READ = _publish_read("collect")
 PUBLISH_THEN_READ = _publish_read("rounds")
 PUBLISH_WHILE_READ = _publish_read("together")
+
+
+@pl.program
+class DisjointColumns:
+    """Every rank stores its 8 columns into rank 0's window at columns 8r .. 8r + 8 (no
+    two ranks touch one element: no race, though nothing orders the stores), then a
+    barrier, and every rank reads rank 0's whole window."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             w: pld.DistributedTensor[[1, N], pl.FP32],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        me = pld.rank(pld.get_comm_ctx(w))
+        pld.tile.remote_store(pl.load(x, [0, 0], [1, 8]), w, 0, [0, me * 8])
+        sig = pld.tensor.barrier(sig)
+        return pl.store(pld.tile.remote_load(w, 0, [0, 0], [1, N]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, x: pl.Tensor[[1, N], pl.FP32], y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
+             w: pld.DistributedTensor[[1, N], pl.FP32],
+             sig: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]
+             ) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.step(x, y, w, sig)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NR, 1, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]) -> pl.Tensor[[NR, 1, N], pl.FP32]:
+        buf = pld.alloc_window_buffer(N * pl.FP32.get_byte())
+        sig_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.chip(x[r], y[r], pld.window(buf, [1, N], dtype=pl.FP32),
+                      pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32), device=r)
+        return y

@@ -90,6 +90,16 @@ def test_two_ranks_writing_one_peer_region_race(ranks) -> None:
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
+def test_unordered_stores_of_disjoint_columns_do_not_race(ranks) -> None:
+    x, y = _data(ranks)
+    _compile(rp.DisjointColumns, ranks)(x, y)
+    want = np.zeros(rp.N, np.float32)
+    for r in range(ranks):
+        want[8 * r:8 * r + 8] = x.numpy()[r, 0, :8]
+    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(want, y.shape))
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
 def test_atomic_add_stores_from_every_rank_do_not_race(ranks) -> None:
     x, y = _data(ranks)
     _compile(rp.ALL_WRITE_ATOMIC, ranks)(x, y)
