@@ -33,7 +33,7 @@ from pytest_pypto.compiler.api import compile as compile_program
 from pytest_pypto.compiler.directions import returned_params
 from pytest_pypto.compiler.walk import iter_calls
 from pytest_pypto.config import RunConfig
-from pytest_pypto.harness import subworkers
+from pytest_pypto.harness import context, subworkers
 from pytest_pypto.harness.comm_domains import Domains, resolved
 from pytest_pypto.harness.distributed_dfx import RankDfx
 from pytest_pypto.ir import nodes as n
@@ -146,7 +146,7 @@ class DistributedRun:
         self._resident = resident or {}
         self.host = host
         self.platform = platform
-        self.cluster = SimCluster(device_ids, shuffle=shuffle)
+        self.cluster = SimCluster(device_ids, shuffle=shuffle, race_check=_race_check())
         self.compiled = compiled if compiled is not None else {}
         self._queued: dict[int, list[Any]] = {}
         # persistent windows (prepare(persistent=True)): the k-th allocation of every run
@@ -343,6 +343,12 @@ class DistributedRun:
             self.domains.clear()
             self.cluster.close()
         return None if result is None or any(result is a for a in args) else result
+
+
+def _race_check() -> bool:
+    """The cross-rank race detector is on unless --pypto-no-race-check (distributed.md §5)."""
+    session = context.current()
+    return session is None or not session.settings.no_race_check
 
 
 def _views(value: Any, op: str) -> list[np.ndarray]:

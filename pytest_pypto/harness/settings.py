@@ -356,7 +356,8 @@ OPTIONS: tuple[Option, ...] = (
         "no-race-check",
         "",
         "do not check runs that rely on explicit dependencies (pl.manual_scope, deps=) for "
-        "unordered tasks touching the same elements (RaceError)",
+        "unordered tasks touching the same elements, nor multi-chip runs for unordered "
+        "ranks touching the same window elements (RaceError)",
         parse=parse_bool,
         choices=_SWITCH,
         switch=True,

@@ -23,6 +23,7 @@ from pytest_pypto.ir import ranks as rank_state
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.nodes import Span
 from pytest_pypto.ir.ranks import WindowBuffer
+from pytest_pypto.runtime.rank_races import RankRaces
 
 __all__ = ["DeadlockError", "SimCluster", "current_rank"]
 
@@ -34,12 +35,13 @@ class DeadlockError(SimulationError):
 class _RankView:
     """`ir.ranks.RankContext` of one rank of a cluster (what its ops may ask)."""
 
-    __slots__ = ("cluster", "rank", "nranks")
+    __slots__ = ("cluster", "rank", "nranks", "races")
 
     def __init__(self, cluster: SimCluster, rank: int) -> None:
         self.cluster = cluster
         self.rank = rank
         self.nranks = cluster.nranks
+        self.races = cluster.races  # the cross-rank race detector, None when off
 
     def block_until(self, pred: Callable[[], bool], what: str, span: Span | None = None) -> None:
         self.cluster.block_until(pred, what, span)
@@ -70,7 +72,8 @@ class _Rank:
 class SimCluster:
     """The simulated devices of one run: ``device_ids[r]`` is rank r's device."""
 
-    def __init__(self, device_ids: Sequence[int], *, shuffle: int | None = None) -> None:
+    def __init__(self, device_ids: Sequence[int], *, shuffle: int | None = None,
+                 race_check: bool = False) -> None:
         if not device_ids:
             raise ValueError("a multi-chip run needs at least one device")
         self.device_ids = tuple(device_ids)
@@ -82,6 +85,7 @@ class SimCluster:
         self._turn: int | None = None
         self._deadlock: str | None = None
         self._arrivals: dict[Any, list[int]] = {}
+        self.races = RankRaces(self.nranks) if race_check else None  # runtime/rank_races.py
 
     # ---------------------------------------------------------------- memory
     def alloc_window(self, nbytes: int) -> WindowBuffer:
@@ -102,6 +106,8 @@ class SimCluster:
         on its own)."""
         if not jobs:
             return
+        if self.races is not None:  # the host waited for everything issued before
+            jobs = self.races.begin(jobs)
         self._ranks = {r: _Rank(r, list(js)) for r, js in sorted(jobs.items())}
         self._arrivals = {}
         self._deadlock = None
@@ -124,6 +130,8 @@ class SimCluster:
         stuck = [s for s in states if isinstance(s.error, DeadlockError)]
         if stuck:
             raise _deadlock(stuck, states)
+        if self.races is not None:
+            self.races.report()
 
     def _first(self) -> int:
         ranks = list(self._ranks)

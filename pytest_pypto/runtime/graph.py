@@ -46,6 +46,7 @@ from pytest_pypto.runtime.deferral import Completions
 from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.placement import Cores, Ranks
+from pytest_pypto.runtime.rank_races import task_args
 from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -483,8 +484,7 @@ class TaskGraph:
             self._release(task, rank, ready)
 
     def _release(self, task: Task, rank: dict[int, int], ready: Ranks) -> None:
-        """``task`` is complete: its dependents among the tasks run stop waiting for it."""
-        for d in task.dependents:
+        for d in task.dependents:  # ``task`` is complete: its dependents stop waiting for it
             dependent = self.tasks[d]
             dependent.waiting -= 1
             if not dependent.waiting and d in rank:
@@ -507,6 +507,7 @@ class TaskGraph:
         self.executed.append(task.id)
         start = perf_counter()
         args = self.sched.arguments(task) if self.sched.used else task.call_args
+        args = task_args(self, task, args)  # a multi-chip rank's window accesses (rank_races)
         if args is None:  # a false predicate: retired unrun, its dependents still unlock
             task.done = True
             return

@@ -42,6 +42,7 @@ from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
+from pytest_pypto.runtime import rank_races
 from pytest_pypto.runtime.express import (
     Schedule,
     dry_graph,
@@ -291,7 +292,7 @@ class Worker:
         # bookkeeping is not asked for (`runtime.express`).
         schedules = prepared.schedules if express and not (
             precise_run or cfg.schedule_seed is not None or cfg.strict_war or cfg.save_kernels
-            or cfg.trace or getattr(cfg, "dump_args", 0)) else None
+            or cfg.trace or getattr(cfg, "dump_args", 0) or rank_races.recording()) else None
         # The run's choices for the ops (contextvars), set only where they differ from
         # what holds already (the defaults, for most runs).
         uninitialized = cfg.uninitialized

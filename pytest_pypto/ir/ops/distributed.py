@@ -73,6 +73,22 @@ def _int(value: Any) -> int:
     return int(getattr(value, "value", value))
 
 
+def _races(ctx: Any) -> Any:
+    """The run's cross-rank race detector (runtime/rank_races.py), None when it is off."""
+    return getattr(ctx, "races", None)
+
+
+def _touch(ctx: Any, view: Any, kind: str, op: str) -> None:
+    """Note a window access for the race detector: kind "read", "write" or "atomic"."""
+    races = getattr(ctx, "races", None)
+    if races is not None:
+        races.touch(ctx.rank, view, kind, op)
+
+
+def _cell(cell: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(c, c + 1) for c in cell)
+
+
 # ------------------------------------------------------------ rank queries
 
 
@@ -129,7 +145,9 @@ def _notify_execute(target, peer, value, *, offsets, op=0, out=None, **_):
         remote[cell] = value
     else:  # AtomicAdd
         remote[cell] = remote[cell] + value
-    del ctx
+    races = _races(ctx)
+    if races is not None:
+        races.notify(ctx.rank, remote[_cell(cell)], "pld.system.notify")
     return target
 
 
@@ -144,6 +162,9 @@ def _wait_execute(signal, expected, *, offsets, cmp=0, out=None, **_):
         ok, shown = (lambda: int(signal[cell]) == want), f"== {want}"
     ctx.block_until(ok, f"pld.system.wait on signal cell {list(cell)} {shown} "
                         f"(holds {int(signal[cell])})")
+    races = _races(ctx)
+    if races is not None:
+        races.wait(ctx.rank, signal[_cell(cell)])
     return signal
 
 
@@ -183,12 +204,13 @@ def _remote_load_type(info: CallInfo) -> TileType:
 
 
 def _remote_load_execute(target, peer, *, offsets, shape, valid_shape=None, out=None, **_):
-    _rank()
+    ctx = _rank()
     remote = _peer(target, peer, "pld.tile.remote_load")
     extents = tuple(int(v) for v in (valid_shape if valid_shape is not None else shape))
     window = _region("pld.tile.remote_load", "peer's", offsets, extents, target.shape)
     data = np.zeros(tuple(int(s) for s in shape), remote.dtype)
     data[tuple(slice(0, e) for e in extents)] = remote[window]
+    _touch(ctx, remote[window], "read", "pld.tile.remote_load")
     dtype = out.dtype if out is not None else None
     return TileValue(data, extents, dtype, "Vec", None)
 
@@ -203,16 +225,15 @@ def _remote_store_type(info: CallInfo) -> TensorType:
 
 
 def _remote_store_execute(src, target, peer, *, offsets, atomic=None, out=None, **_):
-    _rank()
+    ctx = _rank()
     remote = _peer(target, peer, "pld.tile.remote_store")
     valid = tuple(int(v) for v in src.valid)
     valid = (1,) * (target.ndim - len(valid)) + valid
     window = _region("pld.tile.remote_store", "peer's", offsets, valid, target.shape)
     region = src.valid_view().reshape(valid).astype(remote.dtype, copy=False)
-    if str(getattr(atomic, "name", atomic)) in ("Add", "1"):
-        remote[window] = remote[window] + region
-    else:
-        remote[window] = region
+    add = str(getattr(atomic, "name", atomic)) in ("Add", "1")
+    remote[window] = remote[window] + region if add else region
+    _touch(ctx, remote[window], "atomic" if add else "write", "pld.tile.remote_store")
     return target
 
 

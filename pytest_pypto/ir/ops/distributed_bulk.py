@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_pypto.ir import ranks
 from pytest_pypto.ir.ops._rules import OpBoundsError, np, tensor
-from pytest_pypto.ir.ops.distributed import _peer, _rank, _region
+from pytest_pypto.ir.ops.distributed import _peer, _races, _rank, _region, _touch
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType
 
@@ -51,24 +51,23 @@ def _copy_regions(op: str, dst: Any, src: Any, dst_offsets: Any, src_offsets: An
 
 def _put_execute(dst, peer, src, *, dst_offsets=None, src_offsets=None, shape=None,
                  atomic=None, out=None, **_):
-    _rank()
+    ctx = _rank()
     remote = _peer(dst, peer, "pld.tensor.put")
     to, frm = _copy_regions("pld.tensor.put", dst, src, dst_offsets, src_offsets, shape,
                             "peer's destination", "source")
     data = np.asarray(src[frm]).astype(remote.dtype, copy=True)
-    if _is_add(atomic):
-        remote[to] = remote[to] + data
-    else:
-        remote[to] = data
+    remote[to] = remote[to] + data if _is_add(atomic) else data
+    _touch(ctx, remote[to], "atomic" if _is_add(atomic) else "write", "pld.tensor.put")
     return dst
 
 
 def _get_execute(dst, peer, src, *, dst_offsets=None, src_offsets=None, shape=None, out=None,
                  **_):
-    _rank()
+    ctx = _rank()
     remote = _peer(src, peer, "pld.tensor.get")
     to, frm = _copy_regions("pld.tensor.get", dst, src, dst_offsets, src_offsets, shape,
                             "destination", "peer's source")
+    _touch(ctx, remote[frm], "read", "pld.tensor.get")
     dst[to] = remote[frm]
     return dst
 
@@ -100,13 +99,15 @@ register(OpSpec(
 
 
 def _tensor_remote_store(src, target, peer, *, offsets, atomic=None, out=None, **_):
-    _rank()
+    ctx = _rank()
     remote = _peer(target, peer, "pld.tensor.remote_store")
     data = np.asarray(src)
     shape = (1,) * (target.ndim - data.ndim) + data.shape
     window = _region("pld.tensor.remote_store", "peer's", offsets, shape, target.shape)
     data = data.reshape(shape).astype(remote.dtype, copy=False)
     remote[window] = remote[window] + data if _is_add(atomic) else data
+    _touch(ctx, remote[window], "atomic" if _is_add(atomic) else "write",
+           "pld.tensor.remote_store")
     return target
 
 
@@ -130,10 +131,14 @@ def _key(op: str, signal: Any) -> Any:
 
 
 def _meet(ctx: ranks.RankContext, key: Any, what: str, members: Any) -> None:
+    races = _races(ctx)  # a meeting orders every rank's accesses before it before all after it
+    meeting = races.arrive(ctx.rank, key) if races is not None else None
     if members is None:
         ctx.rendezvous(key, what)
     else:
         ctx.rendezvous(key, what, members)
+    if meeting is not None:
+        races.leave(ctx.rank, meeting)
 
 
 class _Place:

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_pypto.ir import ranks
 from pytest_pypto.ir.dtypes import INT32
 from pytest_pypto.ir.ops._rules import OpBoundsError
-from pytest_pypto.ir.ops.distributed import _int, _rank, _region, _signal_type
+from pytest_pypto.ir.ops.distributed import _cell, _int, _races, _rank, _region, _signal_type
 from pytest_pypto.ir.registry import CallInfo, MemRule, OpSpec, OpTypeError, ParamSpec, register
 from pytest_pypto.ir.types import TensorType
 
@@ -52,7 +52,7 @@ def _type(info: CallInfo) -> TensorType:
 
 
 def _execute(signal, expected, *, offsets, cmp=_GE, out=None, **_):
-    _rank()
+    ctx = _rank()
     if ranks.window_of(signal) is None:
         raise OpBoundsError("pld.system.defer_wait needs a window-bound signal "
                             "(pld.DistributedTensor bound to pld.window(...)), but got ordinary "
@@ -61,7 +61,18 @@ def _execute(signal, expected, *, offsets, cmp=_GE, out=None, **_):
                                           (1,) * signal.ndim, signal.shape))
     want = int(expected)
     _check_expected(want)
-    count = ranks.defer(lambda: int(signal[cell]) >= want,
+    races = _races(ctx)
+
+    def met() -> bool:
+        # A condition found holding orders the rank's later work after the notifies that
+        # made it hold, as a returning pld.system.wait does (runtime/rank_races.py).
+        if int(signal[cell]) < want:
+            return False
+        if races is not None:
+            races.wait(ctx.rank, signal[_cell(cell)])
+        return True
+
+    count = ranks.defer(met,
                         f"pld.system.defer_wait on signal cell {list(cell)} >= {want}",
                         lambda: int(signal[cell]))
     if count > ranks.MAX_DEFERRALS:
