@@ -48,8 +48,8 @@ def _compiled() -> ir.CompiledProgram:
     return compiled
 
 
-def _dispatch(simpler, compiled, *args, cfg=None):
-    w = simpler.worker.Worker(level=2, device_id=0, platform=compiled.platform,
+def _dispatch(simpler, compiled, *args, cfg=None, device_id=0):
+    w = simpler.worker.Worker(level=2, device_id=device_id, platform=compiled.platform,
                               runtime=compiled.runtime_name)
     w.init()
     try:
@@ -74,6 +74,15 @@ def test_return_style_and_in_place_manual_dispatch(simpler) -> None:
     coerced, return_style = _dispatch(simpler, compiled, a, b, c)
     assert return_style is False and coerced[2] is c
     assert torch.equal(c, torch.full((N, N), 7.0))
+
+
+def test_a_level2_worker_without_a_device_id_runs_on_chip_0(simpler) -> None:
+    """A sim config may carry no device id (device_id=None); the worker is chip 0."""
+    compiled = _compiled()
+    a = torch.full((N, N), 3.0)
+    c = torch.zeros((N, N))
+    _dispatch(simpler, compiled, a, a, c, device_id=None)
+    assert torch.equal(c, torch.full((N, N), 6.0))
 
 
 def test_artefacts_and_call_config(simpler) -> None:

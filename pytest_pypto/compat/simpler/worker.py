@@ -39,7 +39,9 @@ class Worker:
             raise unsupported(f"simpler Worker(level={level})",
                               "levels above 3 (only one chip, or one host of chips, runs here)")
         self.level, self.device_id, self.platform, self.runtime = level, device_id, platform, runtime
-        self.device_ids = [int(d) for d in (device_ids if device_ids is not None else [device_id])]
+        if device_ids is None:  # one chip; a sim run may name none (device_id=None): chip 0
+            device_ids = [0 if device_id is None else device_id]
+        self.device_ids = [int(d) for d in device_ids]
         if level == 3 and not self.device_ids:
             raise ValueError("simpler Worker(level=3) needs device_ids (at least one chip)")
         self.num_sub_workers = int(num_sub_workers)
