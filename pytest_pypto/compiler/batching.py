@@ -55,6 +55,10 @@ class Access:
     extent: int
     top_level: bool  # offsets computable at loop entry (for the in-bounds guard)
     call: n.Call
+    # A load of a tensor the loop also writes, through the store's own window mapping:
+    # it copies its windows (a view would see the loop's later stores).
+    copy: bool = False
+    mapping: tuple[int, int, str] | None = None  # (axis, coef, offsets) of a moving window
 
 
 @dataclass
@@ -192,7 +196,9 @@ class _Analysis:
         self.dep = {self.var}
         self.defined: set[str] = set()
         self.loaded: set[str] = set()
+        self.invariant_loads: set[str] = set()  # roots loaded through a window that stays
         self.store_maps: dict[str, tuple[int, int, str]] = {}
+        self.store_shapes: dict[str, tuple[int, ...]] = {}
         self.depth = 0
         self.inplace = self._inplace_targets(loop.body)
 
@@ -222,9 +228,8 @@ class _Analysis:
                 raise Reject(f"carried tensor '{var.name}' is not a kernel parameter")
             self.roots[var.name] = root
         self.body(loop.body, loop.carried)
-        both = sorted(self.loaded & set(self.store_maps))
-        if both:
-            raise Reject(f"it reads tensor '{both[0]}', which it also writes")
+        for root in sorted(self.loaded & set(self.store_maps)):
+            self.read_own_windows(root)
         if not self.store_maps:
             raise Reject("it stores nothing")
         if not self.plan.accesses:
@@ -233,6 +238,22 @@ class _Analysis:
         self.plan.roots = sorted(self.loaded | set(self.store_maps))
         if not isinstance(loop.step, n.Const):
             self.plan.dynamic_step = True
+
+    def read_own_windows(self, root: str) -> None:
+        """A tensor the loop both reads and writes: batched only when every load of it
+        reads exactly the window the same iteration stores (same axis, step, offsets and
+        shape), so no iteration reads what another one writes; those loads copy."""
+        accesses = [a for a in self.plan.accesses.values() if a.root == root]
+        loads = [a for a in accesses if a.call.op == LOAD_OP]
+        if root in self.invariant_loads or not loads or not all(
+                a.top_level for a in accesses):  # (offsets fixed for the whole iteration)
+            raise Reject(f"it reads tensor '{root}', which it also writes")
+        for a in loads:
+            if a.mapping != self.store_maps[root] or tuple(a.call.arg("shapes")) != \
+                    self.store_shapes[root]:
+                raise Reject(f"it reads tensor '{root}', which it also writes, through "
+                             "another window than its stores")
+            a.copy = True
 
     def body(self, stmts: list[n.Stmt], carried: tuple[tuple[n.Var, n.Expr], ...]) -> None:
         for s in stmts:
@@ -380,6 +401,12 @@ class _Analysis:
             if atomic is not None and str(getattr(atomic, "name", atomic)) not in ("None_",
                                                                                   "None", "0"):
                 raise Reject("a store is atomic")
+            part = call.arg("shapes")
+            if part is not None:
+                part = tuple(part)
+                lead = len(part) - len(shapes)
+                if lead < 0 or part[lead:] != shapes or any(d != 1 for d in part[:lead]):
+                    raise Reject("a store reshapes its tile into another partition")
         moving = []
         for d, o in enumerate(offsets):
             names = _names(o)
@@ -394,6 +421,7 @@ class _Analysis:
         if not moving:
             if is_load:
                 self.loaded.add(root)
+                self.invariant_loads.add(root)
                 return INVARIANT
             raise Reject(f"a store to '{root}' does not move with '{self.var}'")
         d, a, names = moving[0]
@@ -403,13 +431,14 @@ class _Analysis:
             raise Reject(f"{call.op} windows of '{root}' move by {a * step.value} along dim "
                          f"{d} but span {extent} (not a disjoint tiling)")
         top = self.depth == 0 and not (_names(offsets) - {self.var}) & self.defined
-        self.plan.accesses[id(call)] = Access(d, a, root, extent, top, call)
+        base = "|".join(render_expr(o) if isinstance(o, n.Expr) else repr(o) for o in offsets)
+        mapping = (d, a, base)
+        self.plan.accesses[id(call)] = Access(d, a, root, extent, top, call, mapping=mapping)
         if is_load:
             self.loaded.add(root)
             return BATCHED
-        base = "|".join(render_expr(o) if isinstance(o, n.Expr) else repr(o) for o in offsets)
-        mapping = (d, a, base)
-        if self.store_maps.setdefault(root, mapping) != mapping:
+        if self.store_maps.setdefault(root, mapping) != mapping or \
+                self.store_shapes.setdefault(root, shapes) != shapes:
             raise Reject(f"tensor '{root}' is stored through two different window mappings")
         return "tensor:" + root
 

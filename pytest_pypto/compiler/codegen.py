@@ -147,7 +147,7 @@ class KernelEmitter(Emitter):
             if access is not None and e.op == LOAD_OP:
                 return (f"_batch.load({self.expr(e.arg('tensor'))}, {self.expr(e.arg('offsets'))}, "
                         f"{py_const(tuple(e.arg('shapes')), self.dtypes)}, {access.axis}, {count}, "
-                        f"{self.batched_type(e.type)})")
+                        f"{self.batched_type(e.type)}{', copy=True' if access.copy else ''})")
             if access is not None and e.op == STORE_OP:
                 fused = self.fused_store(e, plan, count, access.axis)
                 if fused is not None:
@@ -157,7 +157,7 @@ class KernelEmitter(Emitter):
                         f"{access.axis}, {count})")
             if plan.calls.get(id(e)) == BATCHED and is_tile(e.type):
                 shape = None
-                if self.registry[e.op].batched_create:
+                if self.registry[e.op].batched_create or self.registry[e.op].batched_shape:
                     shape = f"({count},) + {py_const(tuple(e.arg('shape')), self.dtypes)}"
                 return self.op_call(e, self.batched_type(e.type), shape)
         return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
@@ -227,7 +227,8 @@ class KernelEmitter(Emitter):
                 return None
             access = plan.accesses.get(id(load.value))
             t = load.value.type
-            if access is None or access.axis != store_access.axis or t.dtype.name != "FP32" \
+            if access is None or access.copy or access.axis != store_access.axis \
+                    or t.dtype.name != "FP32" \
                     or tuple(t.valid) != tuple(t.shape) or tuple(t.shape) != tuple(result.shape) \
                     or not self.direct_window(load.value, access, result.shape):
                 return None

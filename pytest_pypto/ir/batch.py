@@ -8,7 +8,7 @@ along ``axis``, which is exactly the window the per-iteration code would touch.
 
 Generated kernels import these (the kernel ABI allows `pytest_pypto.ir` imports).
 Loads are views (the compiler proves the loop never writes the tensor nor mutates the
-tile); stores copy into the destination, rounding as `tile.store` does.
+tile), or copies for a tensor the loop writes through the very windows it reads; stores copy into the destination, rounding as `tile.store` does.
 """
 
 from __future__ import annotations
@@ -72,11 +72,14 @@ def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis:
 
 
 def load(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int,
-         out: TileType) -> TileValue:
-    """All ``n`` loads of the loop as one tile value (a view of the tensor, no copy)."""
+         out: TileType, copy: bool = False) -> TileValue:
+    """All ``n`` loads of the loop as one tile value: a view of the tensor, or with
+    ``copy`` (a tensor the loop also writes, through these same windows) a copy."""
     data = windows(tensor, offsets, shape, axis, n)
     if data.dtype != out.dtype.np:
         data = data.astype(out.dtype.np)
+    elif copy:
+        data = data.copy()
     return TileValue(data, data.shape, out.dtype, out.space or "Vec", out.pad)
 
 

@@ -26,6 +26,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import widen
 
 
 def _target(info: CallInfo):
@@ -126,8 +127,11 @@ def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=
         if (first == have.name and last == target_type.name and have.is_float
                 and target_type.is_float and src.valid == src.data.shape):
             data = src.data
-            wide = data if data.dtype.itemsize >= 4 else data.astype(np.float32)
-            return place(wide.astype(target_type.np), out, (src,))
+            if data.dtype.itemsize >= 4:
+                return place(data.astype(target_type.np), out, (src,))
+            # a narrower float widens exactly into a fresh float32 array (BF16 by its bits)
+            wide = widen(data, have)
+            return place(wide.astype(target_type.np, copy=False), out, (src,))
     hops = resolve_chain(src.dtype.name, target_type.name, chain, arch)
     result = run_chain(src.valid_view(), hops, mode_name(mode))
     out = out or TileType(src.shape, target_type, src.space, pad=src.pad)
