@@ -14,7 +14,6 @@ from pytest_pypto.arch import ARCH_CHOICES, spec
 from pytest_pypto.ir.apply import QUIET_FLOATS, place
 from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name, run_chain
 from pytest_pypto.ir.dtypes import dtype_by_name
-from pytest_pypto.ir.lazy_numpy import np
 from pytest_pypto.ir.ops._rules import tile
 from pytest_pypto.ir.registry import (
     CallInfo,
