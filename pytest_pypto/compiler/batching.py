@@ -6,13 +6,14 @@ loop of an InCore kernel qualifies for a second, batched code path when:
 
 * every load/store whose window moves with the loop variable ``v`` moves along one
   dim ``d`` only, with offset ``a*v + b`` (``a`` a static int, ``b`` free of ``v``)
-  and stride ``a*step`` equal to the window extent (disjoint windows tiling the range);
+  and stride ``a*step`` at least the window extent (disjoint windows: tiling the range,
+  or with gaps, as a `pl.spmd` block's loop over every n-th row block);
   every store moves with ``v``; no load/store is atomic, clamped or partially valid;
 * every other op is marked ``batchable`` in the registry, every tile is fully valid,
   and no scalar operand depends on ``v``;
-* the loop carries nothing but the rebound output tensors, never reads a tensor it
-  writes, stores each tensor through one mapping, and mutates in place only tiles it
-  defines itself; it has no `if`.
+* the loop carries nothing but the rebound output tensors, reads a tensor it writes
+  only through the windows it stores (copies), stores each tensor through one mapping,
+  and mutates in place only tiles it defines itself; it has no `if`.
 
 The batched path (codegen) gives each tile that changes per iteration a leading axis
 of the trip count ``n``; loop-invariant tiles are computed once and broadcast.  It is
@@ -72,6 +73,10 @@ class LoopPlan:
     stored: list[str] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)  # every tensor root touched
     dynamic_step: bool = False
+    # The windows may not tile their range edge to edge (a step of more than one window,
+    # e.g. a `pl.spmd` block's loop over every n-th row block): the batched path passes
+    # each access its stride, and takes no shortcut that assumes adjacent windows.
+    strided: bool = False
 
     @property
     def batched(self) -> bool:
@@ -427,9 +432,11 @@ class _Analysis:
         d, a, names = moving[0]
         extent = shapes[d]
         step = self.loop.step
-        if isinstance(step, n.Const) and a * step.value != extent:
+        if isinstance(step, n.Const) and a * step.value < extent:
             raise Reject(f"{call.op} windows of '{root}' move by {a * step.value} along dim "
-                         f"{d} but span {extent} (not a disjoint tiling)")
+                         f"{d} but span {extent} (they overlap)")
+        if not isinstance(step, n.Const) or a * step.value != extent:
+            self.plan.strided = True  # gaps between the windows (or maybe: a run-time step)
         top = self.depth == 0 and not (_names(offsets) - {self.var}) & self.defined
         base = "|".join(render_expr(o) if isinstance(o, n.Expr) else repr(o) for o in offsets)
         mapping = (d, a, base)

@@ -5,6 +5,7 @@ iteration.  Batched and per-iteration runs must agree byte for byte, and with nu
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig, run
@@ -99,6 +100,53 @@ def read_then_overwrite_program():
     return Overwrite
 
 
+def strided_update_program():
+    """A `pl.spmd` block's loop: every ``step``-th row block from ``first`` (run-time
+    scalars), each updated in place; the blocks between stay as they were."""
+
+    @pl.program
+    class Strided:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[B * R, C], pl.FP32], first: pl.Scalar[pl.INT32],
+              step: pl.Scalar[pl.INT32], acc: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
+              ) -> pl.Tensor[[B * R, C], pl.FP32]:
+            for b in pl.range(first, B, step):
+                t = pl.load(x, [b * R, 0], [R, C])
+                a = pl.load(acc, [b * R, 0], [R, C])
+                acc = pl.store(pl.add(pl.mul(t, t), a), [b * R, 0], acc)
+            return acc
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[B * R, C], pl.FP32], first: pl.Scalar[pl.INT32],
+                 step: pl.Scalar[pl.INT32], acc: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]],
+                 ) -> pl.Tensor[[B * R, C], pl.FP32]:
+            acc = self.k(x, first, step, acc)
+            return acc
+
+    return Strided
+
+
+def every_other_program():
+    """A constant step of two row blocks: the odd blocks, a gap between windows."""
+
+    @pl.program
+    class EveryOther:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[B * R, C], pl.FP32],
+              out: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+            for b in pl.range(R, B * R, 2 * R):
+                out = pl.store(pl.exp(pl.load(x, [b, 0], [R, C])), [b, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[B * R, C], pl.FP32],
+                 out: pl.InOut[pl.Tensor[[B * R, C], pl.FP32]]) -> pl.Tensor[[B * R, C], pl.FP32]:
+            out = self.k(x, out)
+            return out
+
+    return EveryOther
+
+
 def _listing(compiled):
     return (compiled.artifact_dir() / compiled.manifest.kernels[0].listing).read_text()
 
@@ -108,7 +156,7 @@ def _runs(program, arrays, tmp_path):
     outs, listing = [], ""
     for flag in (True, False):
         compiled = compile(program, CFG, output_dir=tmp_path / str(flag), batch_loops=flag)
-        copies = [a.copy() for a in arrays]
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
         run(compiled, *copies, config=CFG)
         outs.append(copies)
         if flag:
@@ -159,3 +207,52 @@ def test_a_tile_loaded_before_its_window_is_overwritten_keeps_the_old_values(tmp
         _same_bits(a, b)
     _same_bits(on[0], acc + acc)
     _same_bits(on[1], acc * acc)
+
+
+@pytest.mark.parametrize("first, step", [(0, 1), (1, 2), (2, 3), (0, 4), (3, 4), (5, 7)])
+def test_a_loop_over_every_nth_block_runs_batched_and_exact(first, step, tmp_path):
+    rng = np.random.default_rng(first * 10 + step)
+    x = rng.standard_normal((B * R, C)).astype(np.float32)
+    acc = rng.standard_normal((B * R, C)).astype(np.float32)
+    on, off, listing = _runs(strided_update_program(), [x, first, step, acc], tmp_path)
+    assert "for b in pl.range(first, 6, step): batched" in listing, listing
+    _same_bits(on[3], off[3])
+    want = acc.copy()
+    for b in range(first, B, step):
+        rows = slice(b * R, (b + 1) * R)
+        want[rows] = x[rows] * x[rows] + acc[rows]
+    _same_bits(on[3], want)
+
+
+def test_a_constant_step_with_gaps_runs_batched_and_leaves_the_gaps(tmp_path):
+    x = np.random.default_rng(8).standard_normal((B * R, C)).astype(np.float32)
+    fill = np.full((B * R, C), 7.0, np.float32)
+    on, off, listing = _runs(every_other_program(), [x, fill], tmp_path)
+    assert "for b in pl.range(16, 96, 32): batched" in listing, listing
+    _same_bits(on[1], off[1])
+    want = fill.copy()
+    for b in range(R, B * R, 2 * R):
+        want[b:b + R] = np.exp(x[b:b + R])
+    _same_bits(on[1], want)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_strided_windows_are_the_per_iteration_windows(axis):
+    from pytest_pypto.ir import batch
+    from pytest_pypto.ir.ops._rules import OpBoundsError
+
+    t = np.arange(30 * 40 * 12, dtype=np.float32).reshape(30, 40, 12)
+    offsets, shape, n, stride = [1, 2, 0], [3, 4, 2], 4, [7, 9, 3][axis]
+    got = batch.windows(t, tuple(offsets), tuple(shape), axis, n, stride)
+    for i in range(n):
+        o = list(offsets)
+        o[axis] += i * stride
+        want = t[tuple(slice(a, a + e) for a, e in zip(o, shape))]
+        assert np.array_equal(got[i], want)
+        assert np.shares_memory(got[i], t)
+    assert batch.fits(t, tuple(offsets), tuple(shape), axis, n, stride)
+    assert not batch.fits(t, tuple(offsets), tuple(shape), axis, 40, stride)
+    with pytest.raises(OpBoundsError, match="outside the tensor"):
+        batch.windows(t, tuple(offsets), tuple(shape), axis, 40, stride)
+    with pytest.raises(OpBoundsError):  # overlapping windows are never handed out
+        batch.windows(t, tuple(offsets), tuple(shape), axis, 2, shape[axis] - 1)
