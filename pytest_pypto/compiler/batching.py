@@ -6,13 +6,14 @@ loop of an InCore kernel qualifies for a second, batched code path when:
 
 * every load/store whose window moves with the loop variable ``v`` moves along one
   dim ``d`` only, with offset ``a*v + b`` (``a`` a static int, ``b`` free of ``v``)
-  and stride ``a*step`` equal to the window extent (disjoint windows tiling the range);
+  and stride ``a*step`` at least the window extent (disjoint windows: tiling the range,
+  or with gaps, as a `pl.spmd` block's loop over every n-th row block);
   every store moves with ``v``; no load/store is atomic, clamped or partially valid;
 * every other op is marked ``batchable`` in the registry, every tile is fully valid,
   and no scalar operand depends on ``v``;
-* the loop carries nothing but the rebound output tensors, never reads a tensor it
-  writes, stores each tensor through one mapping, and mutates in place only tiles it
-  defines itself; it has no `if`.
+* the loop carries nothing but the rebound output tensors, reads a tensor it writes
+  only through the windows it stores (copies), stores each tensor through one mapping,
+  and mutates in place only tiles it defines itself; it has no `if`.
 
 The batched path (codegen) gives each tile that changes per iteration a leading axis
 of the trip count ``n``; loop-invariant tiles are computed once and broadcast.  It is
@@ -55,6 +56,10 @@ class Access:
     extent: int
     top_level: bool  # offsets computable at loop entry (for the in-bounds guard)
     call: n.Call
+    # A load of a tensor the loop also writes, through the store's own window mapping:
+    # it copies its windows (a view would see the loop's later stores).
+    copy: bool = False
+    mapping: tuple[int, int, str] | None = None  # (axis, coef, offsets) of a moving window
 
 
 @dataclass
@@ -68,6 +73,10 @@ class LoopPlan:
     stored: list[str] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)  # every tensor root touched
     dynamic_step: bool = False
+    # The windows may not tile their range edge to edge (a step of more than one window,
+    # e.g. a `pl.spmd` block's loop over every n-th row block): the batched path passes
+    # each access its stride, and takes no shortcut that assumes adjacent windows.
+    strided: bool = False
 
     @property
     def batched(self) -> bool:
@@ -192,7 +201,9 @@ class _Analysis:
         self.dep = {self.var}
         self.defined: set[str] = set()
         self.loaded: set[str] = set()
+        self.invariant_loads: set[str] = set()  # roots loaded through a window that stays
         self.store_maps: dict[str, tuple[int, int, str]] = {}
+        self.store_shapes: dict[str, tuple[int, ...]] = {}
         self.depth = 0
         self.inplace = self._inplace_targets(loop.body)
 
@@ -222,9 +233,8 @@ class _Analysis:
                 raise Reject(f"carried tensor '{var.name}' is not a kernel parameter")
             self.roots[var.name] = root
         self.body(loop.body, loop.carried)
-        both = sorted(self.loaded & set(self.store_maps))
-        if both:
-            raise Reject(f"it reads tensor '{both[0]}', which it also writes")
+        for root in sorted(self.loaded & set(self.store_maps)):
+            self.read_own_windows(root)
         if not self.store_maps:
             raise Reject("it stores nothing")
         if not self.plan.accesses:
@@ -233,6 +243,22 @@ class _Analysis:
         self.plan.roots = sorted(self.loaded | set(self.store_maps))
         if not isinstance(loop.step, n.Const):
             self.plan.dynamic_step = True
+
+    def read_own_windows(self, root: str) -> None:
+        """A tensor the loop both reads and writes: batched only when every load of it
+        reads exactly the window the same iteration stores (same axis, step, offsets and
+        shape), so no iteration reads what another one writes; those loads copy."""
+        accesses = [a for a in self.plan.accesses.values() if a.root == root]
+        loads = [a for a in accesses if a.call.op == LOAD_OP]
+        if root in self.invariant_loads or not loads or not all(
+                a.top_level for a in accesses):  # (offsets fixed for the whole iteration)
+            raise Reject(f"it reads tensor '{root}', which it also writes")
+        for a in loads:
+            if a.mapping != self.store_maps[root] or tuple(a.call.arg("shapes")) != \
+                    self.store_shapes[root]:
+                raise Reject(f"it reads tensor '{root}', which it also writes, through "
+                             "another window than its stores")
+            a.copy = True
 
     def body(self, stmts: list[n.Stmt], carried: tuple[tuple[n.Var, n.Expr], ...]) -> None:
         for s in stmts:
@@ -380,6 +406,12 @@ class _Analysis:
             if atomic is not None and str(getattr(atomic, "name", atomic)) not in ("None_",
                                                                                   "None", "0"):
                 raise Reject("a store is atomic")
+            part = call.arg("shapes")
+            if part is not None:
+                part = tuple(part)
+                lead = len(part) - len(shapes)
+                if lead < 0 or part[lead:] != shapes or any(d != 1 for d in part[:lead]):
+                    raise Reject("a store reshapes its tile into another partition")
         moving = []
         for d, o in enumerate(offsets):
             names = _names(o)
@@ -394,22 +426,26 @@ class _Analysis:
         if not moving:
             if is_load:
                 self.loaded.add(root)
+                self.invariant_loads.add(root)
                 return INVARIANT
             raise Reject(f"a store to '{root}' does not move with '{self.var}'")
         d, a, names = moving[0]
         extent = shapes[d]
         step = self.loop.step
-        if isinstance(step, n.Const) and a * step.value != extent:
+        if isinstance(step, n.Const) and a * step.value < extent:
             raise Reject(f"{call.op} windows of '{root}' move by {a * step.value} along dim "
-                         f"{d} but span {extent} (not a disjoint tiling)")
+                         f"{d} but span {extent} (they overlap)")
+        if not isinstance(step, n.Const) or a * step.value != extent:
+            self.plan.strided = True  # gaps between the windows (or maybe: a run-time step)
         top = self.depth == 0 and not (_names(offsets) - {self.var}) & self.defined
-        self.plan.accesses[id(call)] = Access(d, a, root, extent, top, call)
+        base = "|".join(render_expr(o) if isinstance(o, n.Expr) else repr(o) for o in offsets)
+        mapping = (d, a, base)
+        self.plan.accesses[id(call)] = Access(d, a, root, extent, top, call, mapping=mapping)
         if is_load:
             self.loaded.add(root)
             return BATCHED
-        base = "|".join(render_expr(o) if isinstance(o, n.Expr) else repr(o) for o in offsets)
-        mapping = (d, a, base)
-        if self.store_maps.setdefault(root, mapping) != mapping:
+        if self.store_maps.setdefault(root, mapping) != mapping or \
+                self.store_shapes.setdefault(root, shapes) != shapes:
             raise Reject(f"tensor '{root}' is stored through two different window mappings")
         return "tensor:" + root
 

@@ -147,17 +147,18 @@ class KernelEmitter(Emitter):
             if access is not None and e.op == LOAD_OP:
                 return (f"_batch.load({self.expr(e.arg('tensor'))}, {self.expr(e.arg('offsets'))}, "
                         f"{py_const(tuple(e.arg('shapes')), self.dtypes)}, {access.axis}, {count}, "
-                        f"{self.batched_type(e.type)})")
+                        f"{self.batched_type(e.type)}{', copy=True' if access.copy else ''}"
+                        f"{self.stride_arg(access)})")
             if access is not None and e.op == STORE_OP:
-                fused = self.fused_store(e, plan, count, access.axis)
+                fused = self.fused_store(e, plan, count, access)
                 if fused is not None:
                     return fused
                 return (f"_batch.store({self.expr(e.arg('tile'))}, "
                         f"{self.expr(e.arg('output_tensor'))}, {self.expr(e.arg('offsets'))}, "
-                        f"{access.axis}, {count})")
+                        f"{access.axis}, {count}{self.stride_arg(access)})")
             if plan.calls.get(id(e)) == BATCHED and is_tile(e.type):
                 shape = None
-                if self.registry[e.op].batched_create:
+                if self.registry[e.op].batched_create or self.registry[e.op].batched_shape:
                     shape = f"({count},) + {py_const(tuple(e.arg('shape')), self.dtypes)}"
                 return self.op_call(e, self.batched_type(e.type), shape)
         return self.op_call(e, self.type_const(e.type) if is_tile(e.type) else "None")
@@ -203,6 +204,8 @@ class KernelEmitter(Emitter):
         windows (`direct_store`); a custom binder still gets the tile path."""
         assert self.batch is not None
         plan = self.batch[0]
+        if plan.strided:
+            return None  # (the direct path slices adjacent windows)
         spec = self.registry.get(value.op)
         name = getattr(spec.compute, "float32_ufunc", None) if spec is not None else None
         parts, keywords = self.op_args(value, None)
@@ -227,7 +230,8 @@ class KernelEmitter(Emitter):
                 return None
             access = plan.accesses.get(id(load.value))
             t = load.value.type
-            if access is None or access.axis != store_access.axis or t.dtype.name != "FP32" \
+            if access is None or access.copy or access.axis != store_access.axis \
+                    or t.dtype.name != "FP32" \
                     or tuple(t.valid) != tuple(t.shape) or tuple(t.shape) != tuple(result.shape) \
                     or not self.direct_window(load.value, access, result.shape):
                 return None
@@ -317,7 +321,18 @@ class KernelEmitter(Emitter):
                 and is_tile(value.type) and value.type.dtype.name == "FP32"
                 and dst_dtype is not None and dst_dtype.name == "FP32")
 
-    def fused_store(self, e: n.Call, plan: LoopPlan, count: str, axis: int) -> str | None:
+    def stride_arg(self, access: Any, k: int | None = None) -> str:
+        """``, stride=...`` of a batched access whose windows may not be adjacent (the loop's
+        step in elements: ``coef * step``), else nothing."""
+        plan = self.batch[0] if self.batch is not None else None
+        if plan is None or not plan.strided:
+            return ""
+        step = plan.loop.step
+        if isinstance(step, n.Const):
+            return f", stride={access.coef * step.value}"
+        return f", stride={access.coef} * _st{self.loops if k is None else k}"
+
+    def fused_store(self, e: n.Call, plan: LoopPlan, count: str, access: Any) -> str | None:
         """A batched store of a batched FP32 value op's result into an FP32 tensor, as one
         `_batch.store_into` (the op may compute straight into the windows; the run-time
         helper checks the rest and otherwise runs op and store as usual)."""
@@ -330,8 +345,8 @@ class KernelEmitter(Emitter):
         kw = ", ".join(f"{k!r}: {v}" for k, v in keywords)
         ops = "".join(f"{p}, " for p in parts)
         return (f"_batch.store_into({self.op_local(tile.op)}, ({ops}), {{{kw}}}, "
-                f"{self.expr(dst)}, {self.expr(e.arg('offsets'))}, {axis}, {count}, "
-                f"{self.batched_type(tile.type)})")
+                f"{self.expr(dst)}, {self.expr(e.arg('offsets'))}, {access.axis}, {count}, "
+                f"{self.batched_type(tile.type)}{self.stride_arg(access)})")
 
     def slot_check(self, s: n.Assign, depth: int) -> None:
         """Bounds-check a run-time `pl.MemRef` slot index (ir/memref.py) at its line; in a
@@ -427,7 +442,8 @@ class KernelEmitter(Emitter):
         # one iteration too: its loads are views, its store computes in place
         conds = [] if trips is not None and trips >= 1 else [f"{count} >= 1"]
         if plan.dynamic_step:
-            conds += sorted({f"{a.coef} * {st} == {a.extent}" for a in plan.accesses.values()})
+            conds += sorted({f"{a.coef} * {st} >= {a.extent}" for a in plan.accesses.values()})
+        guard_batch, self.batch = self.batch, (plan, count)  # (for stride_arg)
         for a in plan.accesses.values():
             if a.top_level:
                 c = a.call
@@ -435,7 +451,9 @@ class KernelEmitter(Emitter):
                 if _fits_statically(s, tensor, c.arg("offsets"), shape, a.axis):
                     continue  # every window in bounds whatever the arrays: no run-time guard
                 conds.append(f"_batch.fits({self.expr(tensor)}, {self.expr(c.arg('offsets'))}, "
-                             f"{py_const(shape, self.dtypes)}, {a.axis}, {count})")
+                             f"{py_const(shape, self.dtypes)}, {a.axis}, {count}"
+                             f"{self.stride_arg(a, k)})")
+        self.batch = guard_batch
         pairs = [f"({self.names(w)}, {self.names(r)})" for w in plan.stored for r in plan.roots
                  if r != w]
         if pairs:
@@ -553,8 +571,8 @@ def _static_spans(loop: n.For, tensor: Any, offsets: Any, shape: tuple,
             first = o
         elif isinstance(o, n.Const) and type(o.value) is int:
             first = o.value
-        elif isinstance(o, n.Var) and o.name == loop.var.name and d == axis:
-            first = start
+        elif isinstance(o, n.Var) and o.name == loop.var.name and d == axis and step == e:
+            first = start  # (windows edge to edge: a larger step leaves gaps)
         else:
             return None
         spans.append((first, first + (trips * e if d == axis else e), extent))

@@ -8,7 +8,7 @@ along ``axis``, which is exactly the window the per-iteration code would touch.
 
 Generated kernels import these (the kernel ABI allows `pytest_pypto.ir` imports).
 Loads are views (the compiler proves the loop never writes the tensor nor mutates the
-tile); stores copy into the destination, rounding as `tile.store` does.
+tile), or copies for a tensor the loop writes through the very windows it reads; stores copy into the destination, rounding as `tile.store` does.
 """
 
 from __future__ import annotations
@@ -30,22 +30,27 @@ def batched_type(t: TileType, n: int) -> TileType:
     return TileType((n, *t.shape), t.dtype, t.space, (n, *t.valid), t.pad)
 
 
-def fits(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int) -> bool:
+def fits(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int,
+         stride: int | None = None) -> bool:
     """Whether all ``n`` windows lie inside ``tensor`` (else the loop runs per iteration,
-    where the failing iteration raises the usual bounds error)."""
+    where the failing iteration raises the usual bounds error); consecutive windows start
+    ``stride`` apart along ``axis`` (default: the window's extent, edge to edge)."""
     size = tensor.shape
     if len(size) != len(shape):
         return False
     for d, (o, e, s) in enumerate(zip(offsets, shape, size)):
-        end = o + (n * e if d == axis else e)
+        end = o + (((n - 1) * (e if stride is None else stride) + e) if d == axis else e)
         if o < 0 or end > s:
             return False
     return True
 
 
 def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int,
-            n: int) -> np.ndarray:
-    """A view of the ``n`` consecutive windows along ``axis`` as ``(n, *shape)``."""
+            n: int, stride: int | None = None) -> np.ndarray:
+    """A view of the ``n`` windows along ``axis`` as ``(n, *shape)``: consecutive, or
+    ``stride`` apart (at least the window's extent: disjoint, so a store may write them)."""
+    if stride is not None and stride != shape[axis]:
+        return _strided_windows(tensor, offsets, shape, axis, n, stride)
     size = tensor.shape
     if axis == 0 and len(size) == 2 and len(shape) == 2:  # the common case, without a loop
         o0, o1 = offsets
@@ -60,10 +65,7 @@ def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis:
             break
         sl.append(slice(o, end))
     if len(sl) != len(size) or len(size) != len(shape):
-        raise OpBoundsError(
-            f"batched loop window {list(shape)} x {n} at {list(offsets)} (axis {axis}) lies "
-            f"outside the tensor of shape {list(size)}"
-        )
+        raise _outside(tensor, offsets, shape, axis, n)
     view = tensor[tuple(sl)]
     split = view.reshape(view.shape[:axis] + (n, shape[axis]) + view.shape[axis + 1:])
     if axis == 0:
@@ -71,23 +73,44 @@ def windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis:
     return split.transpose((axis, *range(axis), *range(axis + 1, split.ndim)))
 
 
+def _strided_windows(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int,
+                     n: int, stride: int) -> np.ndarray:
+    if stride < shape[axis] or not fits(tensor, offsets, shape, axis, n, stride):
+        raise _outside(tensor, offsets, shape, axis, n)
+    first = tensor[tuple(slice(o, o + e) for o, e in zip(offsets, shape))]
+    step = tensor.strides[axis] * stride
+    return np.lib.stride_tricks.as_strided(first, (n, *first.shape), (step, *first.strides))
+
+
+def _outside(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int,
+             n: int) -> OpBoundsError:
+    return OpBoundsError(
+        f"batched loop window {list(shape)} x {n} at {list(offsets)} (axis {axis}) lies "
+        f"outside the tensor of shape {list(tensor.shape)}"
+    )
+
+
 def load(tensor: Any, offsets: tuple[int, ...], shape: tuple[int, ...], axis: int, n: int,
-         out: TileType) -> TileValue:
-    """All ``n`` loads of the loop as one tile value (a view of the tensor, no copy)."""
-    data = windows(tensor, offsets, shape, axis, n)
+         out: TileType, copy: bool = False, stride: int | None = None) -> TileValue:
+    """All ``n`` loads of the loop as one tile value: a view of the tensor, or with
+    ``copy`` (a tensor the loop also writes, through these same windows) a copy."""
+    data = windows(tensor, offsets, shape, axis, n, stride)
     if data.dtype != out.dtype.np:
         data = data.astype(out.dtype.np)
+    elif copy:
+        data = data.copy()
     return TileValue(data, data.shape, out.dtype, out.space or "Vec", out.pad)
 
 
-def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: int) -> Any:
+def store(tile: TileValue, tensor: Any, offsets: tuple[int, ...], axis: int, n: int,
+          stride: int | None = None) -> Any:
     """All ``n`` stores of the loop: copy (rounding once, as tile.store) into the windows.
 
     ``tile`` is batched (leading axis ``n``) or loop-invariant (stored into every window).
     """
 
     shape = tile.data.shape[1:] if tile.data.ndim == tensor.ndim + 1 else tile.data.shape
-    view = windows(tensor, offsets, tuple(shape), axis, n)
+    view = windows(tensor, offsets, tuple(shape), axis, n, stride)
     region = tile.data
     view[...] = region if region.dtype == tensor.dtype else convert_array(region,
                                                                           dtype_of(tensor))
@@ -118,7 +141,8 @@ def float32_ufunc(op: Any) -> Any:
 
 
 def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor: Any,
-               offsets: tuple[int, ...], axis: int, n: int, out: TileType) -> Any:
+               offsets: tuple[int, ...], axis: int, n: int, out: TileType,
+               stride: int | None = None) -> Any:
     """``store(op(*operands), ...)`` computing straight into the destination windows.
 
     Taken only where it is bit-identical: a float32 ufunc op on fully valid FP32 tiles,
@@ -136,13 +160,13 @@ def store_into(op: Any, operands: tuple[Any, ...], attrs: dict[str, Any], tensor
                 break
             arrays.append(t.data)
         else:
-            view = windows(tensor, offsets, out.shape[1:], axis, n)
+            view = windows(tensor, offsets, out.shape[1:], axis, n, stride)
             # (a ufunc reading memory it writes behaves as if its inputs were copied first,
             # so no aliasing check is needed)
             if view.shape == out.shape and _broadcasts_to(arrays, view.shape):
                 ufunc(*arrays, out=view)  # IEEE specials: Worker.run holds one errstate
                 return tensor
-    return store(op(*operands, out=out, **attrs), tensor, offsets, axis, n)
+    return store(op(*operands, out=out, **attrs), tensor, offsets, axis, n, stride)
 
 
 def _broadcasts_to(arrays: list[Any], shape: tuple[int, ...]) -> bool:

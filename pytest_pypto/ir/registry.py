@@ -207,6 +207,9 @@ class OpSpec:
     # front of its `shape` attribute (tile.create, tile.full); like loads and stores, it
     # keeps `batchable` False.
     batched_create: bool = False
+    # A batchable op whose `shape` attribute is its result's shape (tile.reshape): a
+    # batched call gets the batch axis in front of it, as a batched creation does.
+    batched_shape: bool = False
     # Precise runs (runtime/precise.py): a memory op (`execute`) that takes a tile held in
     # FP32 under a narrower float dtype as it is (stores, moves, views, casts, matmul
     # accumulates...); every other memory op sees its tiles rounded to their dtype first.

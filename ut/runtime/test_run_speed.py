@@ -424,3 +424,56 @@ def test_a_unary_fp32_op_on_the_fast_path_gives_the_general_bits(op):
         general.valid, general.dtype, general.space, general.pad)
     assert not np.shares_memory(fast.data, a)
     np.testing.assert_array_equal(a[1], ta.data[1])  # the operand is untouched
+
+
+# -- BF16 widening by its bits: what astype(float32) gives, layout included ------------------
+
+
+def _every_bf16(shape=(256, 256)):
+    import ml_dtypes
+
+    return np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16).reshape(shape)
+
+
+def test_widening_bf16_by_its_bits_is_astype_for_every_value_and_layout():
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.values import BF16_SHIFT_MIN, bf16_to_f32, widen
+
+    every = _every_bf16()
+    views = [every, every.T, every[::3, 5:], every[:, ::-2], every[40:200]]
+    assert every.size >= BF16_SHIFT_MIN and every[::3, 5:].size >= BF16_SHIFT_MIN
+    for view in views + [every[:8, :8]]:  # (and a small one, below the shift's threshold)
+        want = view.astype(np.float32)
+        for got in (bf16_to_f32(view), widen(view, dtype_by_name("BF16"))):
+            assert got.dtype == np.float32 and got.shape == want.shape
+            assert got.strides == want.strides
+            assert got.tobytes(order="A") == want.tobytes(order="A")
+            assert not np.shares_memory(got, view)
+    f32 = np.ones((4, 4), np.float32)
+    assert widen(f32, dtype_by_name("FP32")) is f32
+
+
+@pytest.mark.parametrize("target", ["FP32", "FP16"])
+def test_a_large_bf16_cast_in_a_run_gives_the_bits_of_the_general_path(target):
+    from pytest_pypto.ir.apply import QUIET_FLOATS
+    from pytest_pypto.ir.dtypes import dtype_by_name
+    from pytest_pypto.ir.registry import REGISTRY
+    from pytest_pypto.ir.types import TileType
+    from pytest_pypto.ir.values import TileValue
+
+    cast = REGISTRY["tile.cast"].execute
+    data = _every_bf16()
+    tile = TileValue(data, data.shape, dtype_by_name("BF16"), "Vec")
+    d = dtype_by_name(target)
+    kwargs = dict(target_type=d, chain=("BF16", target),
+                  out=TileType(data.shape, d, "Vec", data.shape, None))
+    with np.errstate(all="ignore"):
+        general = cast(tile, **kwargs)
+        quiet = QUIET_FLOATS.set(True)
+        try:
+            fast = cast(tile, **kwargs)
+        finally:
+            QUIET_FLOATS.reset(quiet)
+    assert fast.data.dtype == general.data.dtype == d.np
+    assert fast.data.tobytes() == general.data.tobytes()
+    assert not np.shares_memory(fast.data, data)

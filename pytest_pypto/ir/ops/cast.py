@@ -14,7 +14,6 @@ from pytest_pypto.arch import ARCH_CHOICES, spec
 from pytest_pypto.ir.apply import QUIET_FLOATS, place
 from pytest_pypto.ir.casts import CAST_MODES, cast_chain, mode_name, run_chain
 from pytest_pypto.ir.dtypes import dtype_by_name
-from pytest_pypto.ir.lazy_numpy import np
 from pytest_pypto.ir.ops._rules import tile
 from pytest_pypto.ir.registry import (
     CallInfo,
@@ -26,6 +25,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TileType
+from pytest_pypto.ir.values import widen
 
 
 def _target(info: CallInfo):
@@ -126,8 +126,11 @@ def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=
         if (first == have.name and last == target_type.name and have.is_float
                 and target_type.is_float and src.valid == src.data.shape):
             data = src.data
-            wide = data if data.dtype.itemsize >= 4 else data.astype(np.float32)
-            return place(wide.astype(target_type.np), out, (src,))
+            if data.dtype.itemsize >= 4:
+                return place(data.astype(target_type.np), out, (src,))
+            # a narrower float widens exactly into a fresh float32 array (BF16 by its bits)
+            wide = widen(data, have)
+            return place(wide.astype(target_type.np, copy=False), out, (src,))
     hops = resolve_chain(src.dtype.name, target_type.name, chain, arch)
     result = run_chain(src.valid_view(), hops, mode_name(mode))
     out = out or TileType(src.shape, target_type, src.space, pad=src.pad)

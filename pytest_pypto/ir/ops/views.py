@@ -349,6 +349,8 @@ register(OpSpec(
     type_rule=_reshape_type,
     mem=MemRule(result="same:tile"),
     execute=_reshape_execute,
+    batchable=True,
+    batched_shape=True,
     spellings=("reshape",),
     doc="The same elements in a new static shape (same element count), zero-copy; the valid "
         "region maps without widening (docs/design/language.md §15) or the call is an error asking for "
