@@ -141,7 +141,8 @@ def test_isolate_turns_exit_abort_and_hang_into_one_failed_test_each_under_xdist
 ) -> None:
     pytester.makepyfile(test_crashes=SUITE)
     result = pytester.runpytest(
-        "--pypto-isolate", "--pypto-timeout", "1", "--pypto-arch=all",
+        # 4 s: a normal test's child (its first imports) stays well inside it on a loaded box
+        "--pypto-isolate", "--pypto-timeout", "4", "--pypto-arch=all",
         "-n", "2", "-p", "xdist", "--junitxml=out.xml",
     )
     out = result.stdout.str()
