@@ -458,12 +458,17 @@ class KernelEmitter(Emitter):
                  if r != w]
         if pairs:
             conds.append(f"not _batch.may_alias({', '.join(pairs)})")
+        guard_at = len(self.lines)
         self.emit(depth, "if " + (" and ".join(conds) or "True") + ":")
         outer = self.lines, self.spans, self.scalars
         self.lines, self.spans, self.scalars = [], [], []
         self.batch, self.btypes = (plan, count), {}
         self.fold_into_stores(s.body)
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
+        per_trip = _trip_bytes(self.btypes)
+        if per_trip:  # memory in proportion: a loop whose batched tiles would be large runs per iteration
+            conds.append(f"{count} * {per_trip} <= _batch.MAX_BATCH_BYTES")
+            outer[0][guard_at] = "    " * depth + "if " + " and ".join(conds) + ":"
         self.folded, self.folded_values = set(), {}
         self.direct, self.direct_loads = {}, set()
         inner = self.lines, self.spans, self.scalars
@@ -541,6 +546,18 @@ def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axi
     (in bounds, from offset 0, and as large as the tensor in every dim)."""
     spans = _static_spans(loop, tensor, offsets, shape, axis)
     return spans is not None and all(first == 0 and end == extent for first, end, extent in spans)
+
+
+def _trip_bytes(btypes: Any) -> int:
+    """Bytes one iteration adds to a batched path: every tile type it batches, counted at
+    4 bytes an element at least (arithmetic widens to FP32), dynamic dims as 1."""
+    total = 0
+    for t in btypes:
+        count = 1
+        for d in t.shape:
+            count *= d if isinstance(d, int) else 1
+        total += count * max(4, t.dtype.itemsize)
+    return total
 
 
 def _fits_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:

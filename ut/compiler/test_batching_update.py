@@ -256,3 +256,27 @@ def test_strided_windows_are_the_per_iteration_windows(axis):
         batch.windows(t, tuple(offsets), tuple(shape), axis, 40, stride)
     with pytest.raises(OpBoundsError):  # overlapping windows are never handed out
         batch.windows(t, tuple(offsets), tuple(shape), axis, 2, shape[axis] - 1)
+
+
+def test_a_loop_whose_batched_tiles_pass_the_memory_budget_runs_per_iteration(tmp_path, monkeypatch):
+    """A batched loop holds every iteration's tiles at once: past `MAX_BATCH_BYTES` of them
+    the generated guard takes the per-iteration path (same bits, no batched tile made)."""
+    from pytest_pypto.ir import batch  # lazy: the module the generated kernels call
+
+    made = []
+    real = batch.batched_type
+    monkeypatch.setattr(batch, "batched_type", lambda t, n: made.append(n) or real(t, n))
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s).astype(np.float32)
+              for s in ((B * R, 1), (B * R, C), (B * R, 1), (B * R, C))]
+    compiled = compile(online_update_program(), CFG, output_dir=tmp_path / "on", batch_loops=True)
+    within = [a.copy() for a in arrays]
+    run(compiled, *within, config=CFG)
+    assert made and set(made) == {B}  # within the budget: batched over the B row blocks
+    made.clear()
+    monkeypatch.setattr(batch, "MAX_BATCH_BYTES", 1024)  # far below B blocks of [R, C] FP32
+    beyond = [a.copy() for a in arrays]
+    run(compiled, *beyond, config=CFG)
+    assert made == []
+    for a, b in zip(within, beyond):
+        _same_bits(a, b)
