@@ -14,6 +14,7 @@ the ``defer_wait`` line).  A dispatch ends only when every condition held.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from pytest_pypto.ir import ranks
@@ -27,7 +28,10 @@ class Completions:
     """The deferred conditions of one task graph's tasks."""
 
     def __init__(self, graph: Any) -> None:
-        self.graph = graph
+        # A proxy, not a reference: the graph holds this object, and a cycle would keep a
+        # finished run's graph (its tasks' arguments: the run's tensors) alive until the
+        # cyclic collector ran, which a run turns off (runtime/worker.py).
+        self.graph = weakref.proxy(graph)
         self.unmet: dict[int, Any] = {}  # task id -> task whose conditions do not all hold
         self.used = False  # any task registered one (a fixed schedule cannot replay it)
 

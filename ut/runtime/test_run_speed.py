@@ -4,6 +4,7 @@ the cyclic garbage collector is off while a run executes, and back on after it."
 from __future__ import annotations
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -61,6 +62,31 @@ def test_the_collector_is_off_inside_a_run_and_on_after_it(platform):
     np.testing.assert_array_equal(out, 2 * x)
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_a_finished_runs_task_graph_is_freed_without_the_collector(monkeypatch):
+    """The collector is off during runs, so a run's task graph (holding its tasks'
+    arguments: the run's tensors) must go by reference counting alone, in no cycle."""
+    from pytest_pypto.runtime import graph  # lazy: the class whose instances are watched
+
+    made = []
+    real_init = graph.TaskGraph.__init__
+
+    def watched(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(graph.TaskGraph, "__init__", watched)
+    compiled = pytest_pypto.compile(Twice, RunConfig(platform="a2a3sim"))
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    out = np.zeros_like(x)
+    gc.disable()
+    try:
+        pytest_pypto.run(compiled, x, out, config=RunConfig(platform="a2a3sim"))
+        assert made and all(ref() is None for ref in made)
+    finally:
+        gc.enable()
+    np.testing.assert_array_equal(out, 2 * x)
 
 
 def test_the_collector_is_back_on_after_a_failed_run():
