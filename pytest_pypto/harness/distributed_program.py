@@ -20,7 +20,7 @@ from pytest_pypto.harness.distributed_dfx import RankDfx
 from pytest_pypto.language import distributed_host
 from pytest_pypto.language.distributed_host import HostProgram
 
-__all__ = ["CompletedRun", "DistributedCompiledProgram", "DistributedConfig", "PreparedProgram",
+__all__ = ["DistributedCompiledProgram", "DistributedConfig", "PreparedProgram",
            "compile_jit_host"]
 
 
@@ -117,7 +117,9 @@ class DistributedCompiledProgram:
 
 class PreparedProgram:
     """What ``DistributedCompiledProgram.prepare()`` returns: call it like the program
-    (``rt(*args, config=...)``), or ``submit`` calls and wait on their handles."""
+    (``rt(*args, config=...)``); windows persist between calls when asked.  PyPTO's
+    runner surface on top (submit handles, resident tensors) is compat's
+    ``DistributedWorker``."""
 
     def __init__(self, program: DistributedCompiledProgram, config: Any = None, *,
                  persistent: bool = False, reset_persistent_windows: bool | None = None,
@@ -151,24 +153,6 @@ class PreparedProgram:
         return self.program._run(args, config or self.config, self._windows, self._resident,
                                  self.callbacks)
 
-    def submit(self, program: Any, *args: Any, config: Any = None) -> CompletedRun:
-        """Run ``program`` (this prepared one) now; the handle's ``result()`` returns."""
-        if program is not self.program:
-            raise ValueError("submit() runs the program this runner was prepared from")
-        return CompletedRun(self(*args, config=config))
-
-    def alloc_tensor(self, shape: Any, dtype: Any, init: Any = None) -> Any:
-        """A device tensor: on a sim, a host tensor holding ``init`` (zeros without it)."""
-        import torch  # lazy: the PyPTO flavour's tensors; torch loads only when used
-
-        out = torch.zeros(tuple(shape), dtype=dtype)
-        if init is not None:
-            out.copy_(init)
-        return out
-
-    def free_tensor(self, tensor: Any) -> None:
-        del tensor
-
     def close(self) -> None:
         if self._windows:
             for buf in self._windows:
@@ -177,16 +161,6 @@ class PreparedProgram:
 
 
 DistributedCompiledProgram.prepared_class = PreparedProgram
-
-
-class CompletedRun:
-    """The handle of a submitted run (a sim run completes when submitted)."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def result(self) -> Any:
-        return self._value
 
 
 def compile_jit_host(fn: Any, args: tuple[Any, ...], config: Any) -> DistributedCompiledProgram:

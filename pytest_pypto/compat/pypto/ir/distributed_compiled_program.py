@@ -1,8 +1,8 @@
 """``pypto.ir.distributed_compiled_program``: multi-chip programs on simulated devices
 (docs/design/distributed.md §2; the classes live in pytest_pypto/harness/distributed_program.py)."""
 
+from pytest_pypto.compat.pypto.runtime.distributed_runner import CompletedRun
 from pytest_pypto.harness.distributed_program import (
-    CompletedRun,
     DistributedCompiledProgram,
     DistributedConfig,
     PreparedProgram,

@@ -25,13 +25,22 @@ from pytest_pypto.compat.device import (
 from pytest_pypto.compat.simpler_setup import torch_interop
 from pytest_pypto.compat.standins import tier3_class, tier3_name
 from pytest_pypto.harness.distributed_program import (
-    CompletedRun,
     DistributedCompiledProgram,
     PreparedProgram,
 )
 from pytest_pypto.harness.subworkers import TensorArg
 
 _WHY = "distributed execution"
+
+
+class CompletedRun:
+    """The handle of a submitted run (a simulated run completes when submitted)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
 
 
 class DistributedWorker(PreparedProgram):
@@ -165,7 +174,11 @@ class DistributedWorker(PreparedProgram):
         if not 0 <= int(worker_id) < self.nranks:
             raise ValueError(f"alloc_tensor: worker id {worker_id} is not a card of the "
                              f"program (0..{self.nranks - 1})")
-        tensor = super().alloc_tensor(shape, dtype, init)
+        import torch  # lazy: torch loads only when a tensor is allocated
+
+        tensor = torch.zeros(tuple(shape), dtype=dtype)
+        if init is not None:
+            tensor.copy_(init)
         self._resident[id(tensor)] = (int(worker_id), tensor)
         self._owned_tensors.append(tensor)
         return tensor
