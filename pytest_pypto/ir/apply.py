@@ -37,7 +37,8 @@ from pytest_pypto.ir.registry import OpRuleError, OpSpec
 from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue, new_buffer, widen
 
-_BY_NUMPY: dict[Any, DataType] = {}
+_BY_NUMPY: dict[Any, DataType] = {}  # numpy dtype -> DataType, filled as dtypes are met
+_BY_STORAGE: dict[str, DataType] = {}  # storage name -> DataType (needs no ml_dtypes import)
 
 # True while a precise run executes (set and reset by the simulator's Worker).
 PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("pypto_precise", default=False)
@@ -50,15 +51,23 @@ QUIET_FLOATS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def dtype_of(array: np.ndarray) -> DataType:
-    """The DataType that stores as ``array.dtype`` (int64 -> INT64, not INDEX)."""
-    if not _BY_NUMPY:
+    """The DataType that stores as ``array.dtype`` (int64 -> INT64, not INDEX).
+
+    Matched by storage name, so a run that meets no ml_dtypes array never imports
+    ml_dtypes (whose import costs 0.8 s in version 0.7)."""
+    have = array.dtype
+    found = _BY_NUMPY.get(have)
+    if found is not None:
+        return found
+    if not _BY_STORAGE:
         for dt in ALL_DTYPES:
             if dt.storage is not None and dt.name != "INDEX" and dt.bits != 4:
-                _BY_NUMPY.setdefault(dt.np, dt)
-    try:
-        return _BY_NUMPY[np.dtype(array.dtype)]
-    except KeyError:
-        raise TypeError(f"no DSL dtype stores as numpy {array.dtype}") from None
+                _BY_STORAGE.setdefault(dt.storage, dt)
+    found = _BY_STORAGE.get(np.dtype(have).name)
+    if found is None:
+        raise TypeError(f"no DSL dtype stores as numpy {have}")
+    _BY_NUMPY[have] = found
+    return found
 
 
 class ScalarRangeError(OpRuleError):

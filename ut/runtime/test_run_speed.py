@@ -4,6 +4,8 @@ the cyclic garbage collector is off while a run executes, and back on after it."
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -503,3 +505,61 @@ def test_a_large_bf16_cast_in_a_run_gives_the_bits_of_the_general_path(target):
     assert fast.data.dtype == general.data.dtype == d.np
     assert fast.data.tobytes() == general.data.tobytes()
     assert not np.shares_memory(fast.data, data)
+
+
+_NO_ML_DTYPES = """
+import sys
+import numpy as np
+import pytest_pypto
+import pytest_pypto.language as pl
+from pytest_pypto import RunConfig
+
+DT = getattr(pl, sys.argv[1])
+
+@pl.program
+class Copy:
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(self, a: pl.Tensor[[16, 16], DT],
+              o: pl.Out[pl.Tensor[[16, 16], DT]]) -> pl.Tensor[[16, 16], DT]:
+        t = pl.load(a, [0, 0], [16, 16])
+        o = pl.store(pl.add(t, t), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 16], DT],
+             out: pl.Out[pl.Tensor[[16, 16], DT]]) -> pl.Tensor[[16, 16], DT]:
+        out = self.twice(x, out)
+        return out
+
+compiled = pytest_pypto.compile(Copy, RunConfig(platform="a2a3sim"))
+storage = {"FP32": "float32", "INT32": "int32", "FP16": "float16"}.get(sys.argv[1])
+if storage is None:
+    import ml_dtypes
+    storage = ml_dtypes.bfloat16
+x = np.arange(256).reshape(16, 16).astype(storage)
+out = np.zeros_like(x)
+pytest_pypto.run(compiled, x, out)
+assert (out.astype(np.float32) == 2 * x.astype(np.float32)).all(), out
+print("ml_dtypes" in sys.modules)
+"""
+
+
+def _imports_ml_dtypes(tmp_path, dtype: str) -> bool:
+    """Compile and run a one-kernel program of ``dtype`` in a fresh interpreter; whether
+    ml_dtypes got imported."""
+    script = tmp_path / "run_one.py"  # (a program's source must be in a file: pl.program reads it)
+    script.write_text(_NO_ML_DTYPES)
+    out = subprocess.run([sys.executable, str(script), dtype], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "INT32", "FP16"])
+def test_a_run_without_ml_dtypes_types_does_not_import_ml_dtypes(tmp_path, dtype):
+    """Importing ml_dtypes costs 0.8 s (version 0.7, once per process: per xdist worker and
+    per pytest run); a program of numpy's own dtypes compiles and runs without it."""
+    assert not _imports_ml_dtypes(tmp_path, dtype)
+
+
+def test_a_bf16_run_still_finds_its_dtype_from_ml_dtypes(tmp_path):
+    assert _imports_ml_dtypes(tmp_path, "BF16")
