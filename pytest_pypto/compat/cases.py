@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -212,6 +213,12 @@ class TensorSpec(_native.TensorSpec):
                 # A tensor only we hold: the array may share its memory (no copy).
                 return from_torch(made, self.np_dtype, self.name, self.shape, fresh=True)
             init = init()
+            # A made tensor nobody else holds (only our name refers to it, and it is no
+            # view of another tensor) is shared too: a case's own init function drawing
+            # weights is the common large input.  An output's stays a copy.
+            if isinstance(init, torch.Tensor) and not self.is_output \
+                    and init._base is None and sys.getrefcount(init) <= 2:
+                return from_torch(init, self.np_dtype, self.name, self.shape, fresh=True)
         if not isinstance(init, torch.Tensor):
             init = torch.as_tensor(init)
         return from_torch(init, self.np_dtype, self.name, self.shape)

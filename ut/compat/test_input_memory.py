@@ -98,3 +98,42 @@ def test_the_report_keeps_every_input_as_it_was_before_the_run():
     assert set(result.inputs) == {"a", "b", "c"}
     assert not result.inputs["c"].any()  # the output as it was before the run: zeros
     assert result.outputs["c"].any()
+
+
+_HELD = torch.zeros(1024, 1024)  # 4 MiB a case keeps (a module global its init returns)
+
+
+def _weights():
+    return (torch.randn([2048, 2048], dtype=torch.float32) / 64).to(torch.bfloat16)  # 8 MiB
+
+
+def test_an_input_made_by_the_cases_own_init_function_is_not_copied():
+    spec = TensorSpec("w", [2048, 2048], DataType.BF16, init_value=_weights)
+    spec.create(None)  # imports done
+    array, peak = _numpy_peak(lambda: spec.create(None))
+    assert array.shape == (2048, 2048) and array.dtype.name == "bfloat16"
+    assert 0.005 < float(array.astype(np.float32).std()) < 0.05  # the function's data
+    assert peak < 1 * MiB
+
+
+def test_a_tensor_an_init_function_returns_but_still_holds_is_copied():
+    spec = TensorSpec("x", [1024, 1024], DataType.FP32, init_value=lambda: _HELD)
+    array, peak = _numpy_peak(lambda: spec.create(None))
+    array[0, 0] = 5.0
+    assert _HELD[0, 0].item() == 0.0
+    assert peak >= 4 * MiB
+
+
+def test_a_view_an_init_function_returns_is_copied():
+    spec = TensorSpec("x", [512, 1024], DataType.FP32, init_value=lambda: _HELD[:512])
+    array = spec.create(None)
+    array[0, 0] = 7.0
+    assert _HELD[0, 0].item() == 0.0
+
+
+def test_an_output_made_by_an_init_function_is_copied():
+    spec = TensorSpec("o", [1024, 1024], DataType.FP32, init_value=lambda: torch.ones(1024, 1024),
+                      is_output=True)
+    array, peak = _numpy_peak(lambda: spec.create(None))
+    assert float(array.sum()) == 1024 * 1024
+    assert peak >= 4 * MiB
