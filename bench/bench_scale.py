@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_scale.py [--platform a2a3sim] [--kernels static,dynamic]
         [--batch 64] [--heads 16] [--head-dim 128] [--block 128] [--context 8192]
-        [--pool-blocks 32768] [--scale-batches 4,16,64] [--ref-repeat 3] [--only full,scale]
+        [--pool-blocks 32768] [--scale-batches 4,16,64] [--ref-repeat 3] [--sim-repeat 3]
+        [--only full,scale]
 
 Our own paged-attention program (bench/scale_kernels.py: reads of ``context_lens`` and
 ``block_table`` in orchestration, four tasks per KV block: QK matmul, softmax prepare,
@@ -27,11 +28,12 @@ requests of ``--context`` tokens each, same tiles, a pool of twice the blocks us
 seconds per task, and the last row's over the first's (target: flat, 1.0).
 
 Every row runs in a fresh child process (so its peak RSS, /proc/self/status VmHWM read
-right after the simulator's run, before the reference runs, is its own).  In the child:
-inputs are drawn, the program compiled (timed apart: "compile"), run once untimed with
-one KV block per request (warm-up: loading, first-call costs), then run once timed (the
-"sim" column: ``pytest_pypto.run`` of the compiled program, input staging included),
-then the reference (median of ``--ref-repeat``).  BLAS runs single-threaded on both
+right after the simulator's first timed run, before the reference runs, is its own).  In
+the child: inputs are drawn, the program compiled (timed apart: "compile"), run once
+untimed with one KV block per request (warm-up: loading, first-call costs), then timed
+runs of the simulator (the "sim" column, median of ``--sim-repeat``: ``pytest_pypto.run``
+of the compiled program, input staging included) alternate with runs of the reference
+(median of ``--ref-repeat``), so a change of load meets both.  BLAS runs single-threaded on both
 sides, as in bench/bench_dispatch.py.  No timing is asserted.
 
 The header names the ``pytest_pypto`` imported and its git commit: to measure another
@@ -92,17 +94,25 @@ def measure(p: dict[str, Any]) -> dict[str, Any]:
     arrays["context_lens"] = np.minimum(lens, block)  # warm-up: one KV block per request
     pytest_pypto.run(compiled, *[arrays[n] for n in sk.ORDER], config=cfg)
     arrays["context_lens"] = lens
-    c0, t0 = time.process_time(), time.perf_counter()
-    run = pytest_pypto.run(compiled, *args, config=cfg)
-    t_sim, c_sim = time.perf_counter() - t0, time.process_time() - c0
-    peak = peak_rss()
+    want, run, peak = None, None, 0
+    t_sims, c_sims, t_refs, c_refs = [], [], [], []
+    # Simulator and reference runs alternate, so a change of the machine's load meets
+    # both; the peak is read after the first simulator run, before any reference runs.
+    for i in range(max(p["sim_repeat"], p["ref_repeat"])):
+        if i < p["sim_repeat"]:
+            c0, t0 = time.process_time(), time.perf_counter()
+            run = pytest_pypto.run(compiled, *args, config=cfg)
+            t_sims.append(time.perf_counter() - t0)
+            c_sims.append(time.process_time() - c0)
+            if i == 0:
+                peak = peak_rss()
+        if i < p["ref_repeat"]:
+            c0, t0 = time.process_time(), time.perf_counter()
+            want = sk.reference(*args[:5], heads, block)
+            t_refs.append(time.perf_counter() - t0)
+            c_refs.append(time.process_time() - c0)
+    t_sim, c_sim = statistics.median(t_sims), statistics.median(c_sims)
     tasks = len(run.tasks)
-    want, t_refs, c_refs = None, [], []
-    for _ in range(p["ref_repeat"]):
-        c0, t0 = time.process_time(), time.perf_counter()
-        want = sk.reference(*args[:5], heads, block)
-        t_refs.append(time.perf_counter() - t0)
-        c_refs.append(time.process_time() - c0)
     err = float(np.abs(arrays["out"] - want).max())
     ok = bool(np.allclose(arrays["out"], want, rtol=RTOL, atol=ATOL))
     entry = sum(a.nbytes for a in args)
@@ -203,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-batches", default="4,16,64",
                         help="requests per row of table 2 (1k, 4k, 16k tasks at the defaults)")
     parser.add_argument("--ref-repeat", type=int, default=3)
+    parser.add_argument("--sim-repeat", type=int, default=3)
     parser.add_argument("--only", default="full,scale", help="tables to run: full, scale")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -211,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(tree_header())
     base = {"heads": args.heads, "head_dim": args.head_dim, "block": args.block,
-            "context": args.context, "ref_repeat": args.ref_repeat}
+            "context": args.context, "ref_repeat": args.ref_repeat,
+            "sim_repeat": max(args.sim_repeat, 1)}
     kernels = args.kernels.split(",")
     platforms = args.platform.split(",")
     tables = args.only.split(",")
@@ -222,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows_full.append(child_row({**base, "kernel": kernel, "platform": platform,
                                             "batch": args.batch,
                                             "pool_blocks": args.pool_blocks}))
-        print("\nTable 1: paged attention at PyPTO's test sizes (one run each; peak RSS is "
-              "the child's VmHWM after the simulator's run)")
+        print("\nTable 1: paged attention at PyPTO's test sizes (medians of alternating runs; "
+              "peak RSS is the child's VmHWM after the simulator's first run)")
         print_full(rows_full)
     if "scale" in tables:
         used = -(-args.context // args.block)
