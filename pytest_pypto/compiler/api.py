@@ -24,6 +24,7 @@ from pytest_pypto.compiler import (
     auto_tile_l0,
     batching,
     capacity,
+    codegen_tasks,
     cores,
     coverage,
     directions,
@@ -294,7 +295,8 @@ def _generate(
         facts = ctx.facts(fn.name)
         head = header(f"kernel {fn.name}", platform, sim_backend)
         plans = batching.plan_kernel(fn, ctx.registry, batch_loops)
-        texts[f"kernels/{fn.name}.py"] = kernel_source(fn, ctx.registry, head[2:], plans)
+        texts[f"kernels/{fn.name}.py"] = kernel_source(
+            fn, ctx.registry, head[2:], plans, functools.partial(codegen_tasks.task_variant, fn))
         texts[f"kernels/{fn.name}.txt"] = functools.partial(
             _kernel_listing, fn, facts, func_id, platform, sim_backend, plans
         )
