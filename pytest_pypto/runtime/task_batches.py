@@ -118,28 +118,28 @@ class TaskBatches:
             if h is None:
                 continue
             rid = h.root.id
-            writing = direction != IN
-            if writing:
-                r = reads.get(rid)
-                if r is not None:
-                    r.meet(h, preds, True)
             w = writes.get(rid)
-            if w is not None:
-                w.meet(h, preds, writing)
-        for direction, h in zip(task.directions, handles):
-            if h is None:
+            if direction == IN:
+                if w is not None:
+                    w.meet(h, preds, False)
+                r = reads.get(rid)
+                if r is None:
+                    r = reads[rid] = _Accesses()
+                r.add(h, idx)
                 continue
-            rid = h.root.id
-            if direction != OUT:
-                index = reads.get(rid)
-                if index is None:
-                    index = reads[rid] = _Accesses()
-                index.add(h, idx)
-            if direction != IN:
-                index = writes.get(rid)
-                if index is None:
-                    index = writes[rid] = _Accesses()
-                index.add(h, idx)
+            r = reads.get(rid)
+            if r is not None:
+                r.meet(h, preds, True)
+            if w is None:
+                w = writes[rid] = _Accesses()
+            else:
+                w.meet(h, preds, True)
+            w.add(h, idx)
+            if direction != OUT:  # InOut: a read too
+                if r is None:
+                    r = reads[rid] = _Accesses()
+                r.add(h, idx)
+        preds.discard(idx)
         self._preds.append(list(preds))
         self._keys.append(None if alone or getattr(task.fn, "tasks", None) is None
                           else _group(task))
@@ -222,6 +222,7 @@ class TaskBatches:
         args: list[Any] = []
         stacks: dict[int, Any] = {}
         fills = getattr(first.fn, "task_fills", None) or {}
+        columns = list(zip(*[t.call_args for t in tasks]))  # per argument, every task's
         for pos, (h, value) in enumerate(zip(first.handles, first.call_args)):
             if h is None:
                 args.append(value)
@@ -229,7 +230,7 @@ class TaskBatches:
             if fills.get(pos) == value.shape:  # overwritten whole before any read
                 stack = np.empty((len(tasks), *value.shape), value.dtype)
             else:
-                stack = np.stack([t.call_args[pos] for t in tasks])
+                stack = np.stack(columns[pos])
             stacks[pos] = stack
             args.append(stack)
         start = perf_counter()
@@ -247,22 +248,23 @@ class TaskBatches:
         directions = first.directions
         for pos, stack in stacks.items():
             if directions[pos] != IN:
-                for i, t in enumerate(tasks):
-                    t.call_args[pos][...] = stack[i]
+                for view, row in zip(columns[pos], stack):
+                    view[...] = row
         STATS["calls"] += 1
         STATS["tasks"] += len(tasks)
         share = spent / len(tasks)
         g.kernel_seconds += spent
         pending = g.pending
-        for t in tasks:
+        executed = g.executed
+        scalars = [h is None for h in first.handles]
+        for t in tasks:  # (the order is set when the window is done: `flush`)
             del pending[t.id]
-            t.order = len(g.executed)
-            g.executed.append(t.id)
+            executed.append(t.id)
             t.seconds = share
             t.done = True
-            handles = t.handles  # what the record needs, not the buffers (as _execute)
-            t.handles = [None if h is None else h.husk() for h in handles]
-            t.call_args = [v if h is None else None for v, h in zip(t.call_args, handles)]
+            # what the record needs, not the buffers (as TaskGraph._execute)
+            t.handles = [None if h is None else h.husk() for h in t.handles]
+            t.call_args = [v if scalar else None for v, scalar in zip(t.call_args, scalars)]
 
 
 def _group(task: Any) -> Any:
@@ -310,10 +312,15 @@ class _Accesses:
         if items is not None:
             lo, hi = h.lo, h.hi
             dropped = None
+            shape, strides = h.shape, h.strides
             for k, (a, i) in enumerate(items):
-                if a.lo < hi and lo < a.hi and overlaps(a, h):
+                if a.lo < hi and lo < a.hi:
+                    same = a.lo == lo and a.hi == hi and a.shape == shape \
+                        and a.strides == strides  # (one window: the common case)
+                    if not same and not overlaps(a, h):
+                        continue
                     met.add(i)
-                    if supersede and covers(h, a):
+                    if supersede and (same or covers(h, a)):
                         if dropped is None:
                             dropped = set()
                         dropped.add(k)
