@@ -187,13 +187,13 @@ class TaskGraph:
     def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None,
                dumps: tuple[int, ...] = ()) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
-        task.epoch = len(self.executed)
         task.dumps = dumps
         self.tasks.append(task)
         if sched is not None:
             if self.batches is not None:
                 self.batches.flush()  # (what ran before explicit scheduling stays untraced)
             sched.apply(task, self.sched)
+        task.epoch = len(self.executed)
         if self.eager:
             if self.batches is None or not self.batches.take(task, sched is None and not dumps):
                 self._execute(task)

@@ -47,6 +47,7 @@ from pytest_pypto.ir import ranks
 from pytest_pypto.ir.apply import PRECISE
 from pytest_pypto.ir.batch import MAX_BATCH_BYTES
 from pytest_pypto.runtime.tensors import WindowIndex, covers, overlaps
+from pytest_pypto.runtime.timeout import RunTimedOut
 
 ENV_VAR = "PYPTO_BATCH_TASKS"
 MAX_TASKS = 4096  # tasks one window holds
@@ -236,6 +237,8 @@ class TaskBatches:
         start = perf_counter()
         try:
             result = variant(len(tasks), *args)
+        except RunTimedOut:
+            raise
         except Exception:  # each task alone: the first failing one raises the usual error
             for t in tasks:
                 g._execute(g.pending.pop(t.id))
