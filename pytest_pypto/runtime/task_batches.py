@@ -190,6 +190,8 @@ class TaskBatches:
             for j in group:
                 done[j] = True
             self._run([held[j] for j in group])
+            if g.completions.unmet:  # a task waits for a deferred condition: the rest
+                break  # stay pending, where the graph runs them once they may
             for j in group:
                 for d in dependents[j]:
                     waiting[d] -= 1
@@ -198,8 +200,9 @@ class TaskBatches:
                         ready.setdefault(keys[d] if keys[d] is not None else -1 - d,
                                          []).append(d)
         # the record: submission order, which the run is equivalent to
-        g.executed[start:] = [t.id for t in held]
-        for k, task in enumerate(held):
+        ran = [t for t in held if t.done]
+        g.executed[start:] = [t.id for t in ran]
+        for k, task in enumerate(ran):
             task.order = start + k
 
     def _run(self, tasks: list[Any]) -> None:
