@@ -69,6 +69,9 @@ def test_a_clamped_load_gets_no_variant_and_a_plain_kernel_one():
     compiled, kernels = _kernels(clamp_program())
     assert getattr(kernels["edge"].fn, "tasks", None) is None
     assert "__tasks" not in compiled.memory.text("kernels/edge.py")
+    listing = compiled.memory.text("kernels/edge.txt")
+    assert "task-batched variant: none: a load clamps its window" in listing
+    assert "task-batched variant: yes" in compiled.memory.text("kernels/plain.txt")
     plain = kernels["plain"].fn
     assert plain.task_fills == {1: (R, C)}  # one whole store at offset 0
     x = np.linspace(-1, 1, 3 * R * C, dtype=np.float32).reshape(3, R, C)
