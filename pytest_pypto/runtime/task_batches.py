@@ -4,7 +4,8 @@ An eager graph (`graph.TaskGraph`) runs each task as it is submitted.  With task
 batching (docs/design/runtime.md §6) it holds the submitted tasks instead, up to
 `MAX_TASKS` tasks and `MAX_HELD_BYTES` bytes of their windows, and runs the window
 when it is full, at a sync point that touches what a held task writes (or, for a
-write, reads), at a launch and when the run drains.
+write, reads), at a launch, at explicit scheduling, when the memory guard would stop a
+made tensor (held tasks keep theirs alive) and when the run drains.
 
 Order: running the window must give the bits submission order gives.  So every held
 task is ordered after each earlier held task it conflicts with -- it reads what the
@@ -21,7 +22,10 @@ as stacks of the tasks' windows (copies), the written stacks go back into each t
 window.  A group of one, a kernel without a variant, and a task that writes a window
 another of its own arguments overlaps run as before (`TaskGraph._execute`).  A batched
 call that raises reruns its tasks one by one, so the first failing task raises the
-usual error (its kernel, task id and the user's line).
+usual error (its kernel, task id and the user's line).  A group holds at most
+`ir.batch.MAX_BATCH_BYTES` of the variant's tiles (its ``task_bytes`` per task): a
+larger one is called in parts.  A task that leaves a deferred condition unmet stops the
+window: the rest stay pending, where the graph runs them once they may.
 
 Records: each task gets its share of the batched call's host time; the graph's
 execution order is the submission order (which the run is equivalent to), so deps.json,
@@ -281,10 +285,12 @@ def _group(task: Any) -> Any:
             key.append((value.__class__, value))
         else:
             key.append(value.shape)
+    group = tuple(key)
     try:
-        return tuple(key) if hash(tuple(key)) is not None else None
+        hash(group)
     except TypeError:  # an unhashable scalar: runs alone
         return None
+    return group
 
 
 class _Accesses:
