@@ -19,6 +19,8 @@ import pytest
 import pytest_pypto.language as pl
 from pytest_pypto import RunConfig, run
 from pytest_pypto.compiler.api import compile
+from pytest_pypto.ir import ranks
+from pytest_pypto.ir.apply import PRECISE
 from pytest_pypto.ir.dtypes import dtype_by_name
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.runtime import task_batches
@@ -360,4 +362,25 @@ def test_the_switch_and_the_schedules_that_keep_tasks_at_submit(monkeypatch):
     assert TaskGraph(clusters=2, seed=3, deferred=True, eager=True).batches is None
     assert TaskGraph(clusters=2, strict_war=True, deferred=True, eager=True).batches is None
     assert TaskGraph(clusters=2, deferred=True).batches is None  # not eager
+    token = PRECISE.set(True)
+    try:
+        assert TaskGraph(clusters=2, deferred=True, eager=True).batches is None
+    finally:
+        PRECISE.reset(token)
+    ranks.set_current(SimpleNamespace(rank=0, nranks=2))  # a multi-chip rank's thread
+    try:
+        assert TaskGraph(clusters=2, deferred=True, eager=True).batches is None
+    finally:
+        ranks.set_current(None)
     assert os.environ[task_batches.ENV_VAR] == "1"
+
+
+def test_a_task_marked_for_the_argument_dump_runs_after_the_window_at_submit(monkeypatch):
+    graph, roots = _graph(monkeypatch)
+    copy = _copy_kernel([])
+    src = whole_root(roots, np.zeros((4, 8), np.float32), FP32, "src", "In")
+    dst = whole_root(roots, np.zeros((4, 8), np.float32), FP32, "dst", "create_tensor")
+    graph.submit(copy, [src.array, dst.array], [src, dst])
+    assert len(graph.batches.held) == 1
+    graph.submit(copy, [src.array, dst.array], [src, dst], dumps=(0,))  # an argument dump
+    assert graph.executed == [0, 1] and not graph.batches.held
