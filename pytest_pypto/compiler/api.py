@@ -24,6 +24,7 @@ from pytest_pypto.compiler import (
     auto_tile_l0,
     batching,
     capacity,
+    codegen_tasks,
     cores,
     coverage,
     directions,
@@ -294,9 +295,10 @@ def _generate(
         facts = ctx.facts(fn.name)
         head = header(f"kernel {fn.name}", platform, sim_backend)
         plans = batching.plan_kernel(fn, ctx.registry, batch_loops)
-        texts[f"kernels/{fn.name}.py"] = kernel_source(fn, ctx.registry, head[2:], plans)
+        texts[f"kernels/{fn.name}.py"] = kernel_source(
+            fn, ctx.registry, head[2:], plans, functools.partial(codegen_tasks.task_variant, fn))
         texts[f"kernels/{fn.name}.txt"] = functools.partial(
-            _kernel_listing, fn, facts, func_id, platform, sim_backend, plans
+            _kernel_listing, fn, facts, func_id, platform, sim_backend, plans, ctx.registry
         )
         written[fn.name] = coverage.fully_written_params(fn, plans)
         infos.append(KernelInfo(
@@ -335,8 +337,10 @@ def _generate(
 
 def _kernel_listing(
     fn: n.Function, facts: KernelFacts, func_id: int, platform: str, sim_backend: str | None,
-    plans: Mapping[int, batching.LoopPlan],
+    plans: Mapping[int, batching.LoopPlan], registry: Mapping[str, OpSpec],
 ) -> str:
+    why = codegen_tasks.variant_reason(fn, registry)
     return kernel_listing(
-        fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()]
+        fn, facts, func_id, platform, sim_backend, [p.describe() for p in plans.values()],
+        "yes (docs/design/runtime.md §6)" if why is None else f"none: {why}",
     )

@@ -456,3 +456,58 @@ def _inplace_param(spec: OpSpec) -> str | None:
     if spec.execute is not None and isinstance(result, str) and result.startswith("same:"):
         return result[5:]
     return None
+
+
+def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:
+    """Whether the windows of a batched access are the whole tensor, known at compile time
+    (in bounds, from offset 0, and as large as the tensor in every dim)."""
+    spans = _static_spans(loop, tensor, offsets, shape, axis)
+    return spans is not None and all(first == 0 and end == extent for first, end, extent in spans)
+
+
+def _trip_bytes(btypes: Any) -> int:
+    """Bytes one iteration adds to a batched path: every tile type it batches, counted at
+    4 bytes an element at least (arithmetic widens to FP32), dynamic dims as 1."""
+    total = 0
+    for t in btypes:
+        count = 1
+        for d in t.shape:
+            count *= d if isinstance(d, int) else 1
+        total += count * max(4, t.dtype.itemsize)
+    return total
+
+
+def _fits_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axis: int) -> bool:
+    """Whether all windows of a batched access are in bounds, known at compile time (else
+    the run-time `_batch.fits` guard stays)."""
+    spans = _static_spans(loop, tensor, offsets, shape, axis)
+    return spans is not None and all(first >= 0 and end <= extent for first, end, extent in spans)
+
+
+def _static_spans(loop: n.For, tensor: Any, offsets: Any, shape: tuple,
+                  axis: int) -> list[tuple[int, int, int]] | None:
+    """Per dim, (first index, end, tensor extent) covered by all windows of a batched
+    access, when compile time knows them: a tensor of static shape, constant loop bounds
+    with at least one trip, and each offset a constant or the loop variable itself."""
+    bounds = (loop.start, loop.stop, loop.step)
+    size = getattr(getattr(tensor, "type", None), "shape", None)
+    if not all(isinstance(b, n.Const) and type(b.value) is int for b in bounds) \
+            or not isinstance(size, tuple) or len(size) != len(shape) \
+            or not all(type(d) is int for d in size + tuple(shape)):
+        return None
+    start, stop, step = (b.value for b in bounds)
+    trips = len(range(start, stop, step))
+    if trips < 1 or len(offsets) != len(shape):
+        return None
+    spans = []
+    for d, (o, e, extent) in enumerate(zip(offsets, shape, size)):
+        if type(o) is int:
+            first = o
+        elif isinstance(o, n.Const) and type(o.value) is int:
+            first = o.value
+        elif isinstance(o, n.Var) and o.name == loop.var.name and d == axis and step == e:
+            first = start  # (windows edge to edge: a larger step leaves gaps)
+        else:
+            return None
+        spans.append((first, first + (trips * e if d == axis else e), extent))
+    return spans

@@ -130,9 +130,10 @@ def render_program(program: n.Program) -> str:
 
 def kernel_listing(
     fn: n.Function, facts: KernelFacts, func_id: int, platform: str, sim_backend: str | None,
-    loops: list[str] | tuple[str, ...] = (),
+    loops: list[str] | tuple[str, ...] = (), tasks: str = "",
 ) -> str:
-    """The kernel listing; ``loops`` are the batching decisions (compiler/batching.py)."""
+    """The kernel listing; ``loops`` are the batching decisions (compiler/batching.py),
+    ``tasks`` whether it has a task-batched variant (compiler/codegen_tasks.py)."""
     lines = [
         header(f"kernel {fn.name}", platform, sim_backend),
         f"signature: {signature(fn)}",
@@ -160,6 +161,8 @@ def kernel_listing(
         lines.append("  (none)")
     lines += ["", "batched loops:"]
     lines += [f"  {d}" for d in loops] or ["  (no candidate loops)"]
+    if tasks:
+        lines += ["", f"task-batched variant: {tasks}"]
     lines += ["", "ops (source line | statement):", *render_body(fn.body)]
     return "\n".join(lines) + "\n"
 

@@ -210,6 +210,10 @@ class OpSpec:
     # A batchable op whose `shape` attribute is its result's shape (tile.reshape): a
     # batched call gets the batch axis in front of it, as a batched creation does.
     batched_shape: bool = False
+    # A memory op whose ``execute`` maps over a leading task axis (valid regions included),
+    # which a kernel's task-batched variant may call (compiler/codegen_tasks.py) though
+    # batched loops do not take it (tile.transpose_view, tile.fillpad).
+    task_batchable: bool = False
     # Precise runs (runtime/precise.py): a memory op (`execute`) that takes a tile held in
     # FP32 under a narrower float dtype as it is (stores, moves, views, casts, matmul
     # accumulates...); every other memory op sees its tiles rounded to their dtype first.

@@ -47,6 +47,8 @@ from pytest_pypto.runtime.explicit import ExplicitState, explicit_record
 from pytest_pypto.runtime.locate import scalar_values, span_in
 from pytest_pypto.runtime.placement import Cores, Ranks
 from pytest_pypto.runtime.rank_races import task_args
+from pytest_pypto.runtime.records import jsonable, kernel_record
+from pytest_pypto.runtime.task_batches import TaskBatches
 from pytest_pypto.runtime.tensors import TensorHandle, WindowIndex, covers, overlaps
 
 IN, OUT, INOUT, SCALAR = "In", "Out", "InOut", "Scalar"
@@ -95,7 +97,7 @@ class Task:
             self.arg_names, self.directions, self.handles, self.call_args
         ):
             if handle is None:
-                args.append({"name": name, "direction": direction, "value": _jsonable(value)})
+                args.append({"name": name, "direction": direction, "value": jsonable(value)})
             else:
                 args.append(
                     {
@@ -127,11 +129,6 @@ class Task:
 
 
 _NO_DEPENDENTS: list[int] = []  # shared and never appended to: a task gets its own list first
-
-
-def _jsonable(value: Any) -> Any:
-    item = getattr(value, "item", None)
-    return item() if item is not None else value
 
 
 class TaskGraph:
@@ -177,6 +174,7 @@ class TaskGraph:
         self._listed: dict[int, list[tuple[bool, TensorHandle, int]]] = {}  # not yet indexed
         self._indexed = 0  # tasks listed in ``_listed``
         self.completions = Completions(self)  # deferred completion (runtime/deferral.py)
+        self.batches = TaskBatches.of(self)  # an eager graph's held window (task_batches.py)
 
     @property
     def cores(self) -> Cores:
@@ -189,13 +187,16 @@ class TaskGraph:
     def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None,
                dumps: tuple[int, ...] = ()) -> Task:
         task = Task(len(self.tasks), kernel, call_args, handles)
-        task.epoch = len(self.executed)
         task.dumps = dumps
         self.tasks.append(task)
         if sched is not None:
+            if self.batches is not None:
+                self.batches.flush()  # (what ran before explicit scheduling stays untraced)
             sched.apply(task, self.sched)
+        task.epoch = len(self.executed)
         if self.eager:
-            self._execute(task)
+            if self.batches is None or not self.batches.take(task, sched is None and not dumps):
+                self._execute(task)
             return task
         self.pending[task.id] = task
         if not self.deferred:
@@ -209,6 +210,8 @@ class TaskGraph:
         """A `pl.spmd(blocks)` launch: one task per block, all with the dependencies of
         the first (the blocks of one launch do not order each other), each a writer of
         its Out/InOut ranges, so a later task depends on every block."""
+        if self.batches is not None:
+            self.batches.flush()  # (held tasks run before the launch's blocks)
         eager, self.eager = self.eager, False  # every block gets its launch data first
         try:
             first = self.submit(kernel, call_args, handles, sched, dumps)
@@ -363,6 +366,8 @@ class TaskGraph:
     # -- execution ---------------------------------------------------------------
     def drain(self) -> None:
         """Run every pending task."""
+        if self.batches is not None:
+            self.batches.flush()
         held = self.completions
         if self.rng is None:
             pending, self.pending = self.pending, {}
@@ -385,6 +390,8 @@ class TaskGraph:
         The pending tasks touching ``h`` come from its root's index of pending accesses
         (`_pending_on`), so a sync point costs O(log n + accesses it meets), not a scan
         over every pending task (docs/design/runtime.md §5)."""
+        if self.batches is not None and self.batches.held:  # (pending: the held tasks)
+            return self.batches.sync(h, include_readers)
         if not self.pending:
             return
         index = self._pending_on(h.root.id)
@@ -576,7 +583,7 @@ class TaskGraph:
             "edges": edges,
             "execution_order": list(self.executed),
             "war_hazards": list(self.war_hazards),
-            "kernels": {name: _kernel_record(k) for name, k in self.kernels.items()},
+            "kernels": {name: kernel_record(k) for name, k in self.kernels.items()},
         }
 
 
@@ -587,14 +594,3 @@ def write_back(returns: Sequence[int], call_args: Sequence[Any], result: Sequenc
         view = call_args[pos]
         if value is not view and value is not None:
             view[...] = value
-
-
-def _kernel_record(kernel: Any) -> dict[str, Any]:
-    """A kernel as deps.json names it: core type and the user's ``file:line`` of its first
-    statement (from the generated source's span table; "" when it has none)."""
-    spans = getattr(kernel, "spans", None) or {}
-    source = ""
-    if spans:
-        first = spans[min(spans)]
-        source = f"{first.file}:{first.line}"
-    return {"core_type": getattr(kernel, "core_type", ""), "source": source}

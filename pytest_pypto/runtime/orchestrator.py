@@ -127,6 +127,9 @@ class Orchestrator:
             nbytes *= d
         made = self._made_bytes
         limit = self.max_memory
+        if limit is not None and self._entry_bytes + made[0] + nbytes > limit \
+                and self._graph.batches is not None and self._graph.batches.held:
+            self._graph.batches.flush()  # held tasks keep made tensors alive (task_batches)
         if limit is not None and self._entry_bytes + made[0] + nbytes > limit:
             raise MemoryLimitError(
                 f"pl.create_tensor '{label}' {list(shape)} {dtype.name} needs "

@@ -117,3 +117,19 @@ def new_run_dir(cfg: Any, program: str) -> Path:
     path = temp_root / f"{program}-{n:05d}"
     path.mkdir()
     return path
+
+
+def jsonable(value: Any) -> Any:
+    item = getattr(value, "item", None)
+    return item() if item is not None else value
+
+
+def kernel_record(kernel: Any) -> dict[str, Any]:
+    """A kernel as deps.json names it: core type and the user's ``file:line`` of its first
+    statement (from the generated source's span table; "" when it has none)."""
+    spans = getattr(kernel, "spans", None) or {}
+    source = ""
+    if spans:
+        first = spans[min(spans)]
+        source = f"{first.file}:{first.line}"
+    return {"core_type": getattr(kernel, "core_type", ""), "source": source}

@@ -121,6 +121,7 @@ _PAD_PARAM = ParamSpec("pad_value", "enum", default="zero")
 
 register(OpSpec(
     name="tile.fillpad",
+    task_batchable=True,
     params=(ParamSpec("tile", "tile", aliases=("value",)), _PAD_PARAM),
     type_rule=_fillpad_type,
     mem=VEC1,

@@ -418,6 +418,7 @@ def _transpose_view_execute(src, *, out=None, **_):
 register(OpSpec(
     name="tile.transpose_view",
     wide_safe=True,
+    task_batchable=True,
     params=(ParamSpec("tile", "tile"),),
     type_rule=_transpose_view_type,
     mem=MemRule(operands={"tile": ("Mat",)}, result="same:tile"),

@@ -1,0 +1,360 @@
+"""Task batching: a window of submitted tasks run as few batched kernel calls.
+
+An eager graph (`graph.TaskGraph`) runs each task as it is submitted.  With task
+batching (docs/design/runtime.md §6) it holds the submitted tasks instead, up to
+`MAX_TASKS` tasks and `MAX_HELD_BYTES` bytes of their windows, and runs the window
+when it is full, at a sync point that touches what a held task writes (or, for a
+write, reads), at a launch, at explicit scheduling, when the memory guard would stop a
+made tensor (held tasks keep theirs alive) and when the run drains.
+
+Order: running the window must give the bits submission order gives.  So every held
+task is ordered after each earlier held task it conflicts with -- it reads what the
+other writes (RAW), writes what the other writes (WAW) or writes what the other
+reads (WAR): the device graph does not track WAR, but the results must not depend on
+that -- found through per-root indexes of the held accesses (`tensors.WindowIndex`; a
+writer that covers an earlier access supersedes it, the order being transitive).
+The window then runs in that partial order, each step taking the ready task
+submitted first together with every ready task of its group: the same kernel function,
+equal scalar arguments (type and value) and equal window shapes.  Ready tasks never
+conflict with each other, so one call of the kernel's task-batched variant
+(compiler/codegen_tasks.py: ``fn.tasks``) stands for theirs: the tensor arguments go in
+as stacks of the tasks' windows (copies), the written stacks go back into each task's
+window.  A group of one, a kernel without a variant, and a task that writes a window
+another of its own arguments overlaps run as before (`TaskGraph._execute`).  A batched
+call that raises reruns its tasks one by one, so the first failing task raises the
+usual error (its kernel, task id and the user's line).  A group holds at most
+`ir.batch.MAX_BATCH_BYTES` of the variant's tiles (its ``task_bytes`` per task): a
+larger one is called in parts.  A task that leaves a deferred condition unmet stops the
+window: the rest stay pending, where the graph runs them once they may.
+
+Records: each task gets its share of the batched call's host time; the graph's
+execution order is the submission order (which the run is equivalent to), so deps.json,
+core placement and the trace are those of an unbatched run.
+
+Not batched (each task runs at submit, as before): seeded or strict-WAR schedules,
+precise mode, multi-chip ranks, explicit scheduling (deps=, manual scopes, predicates,
+TaskIds: the race detector records only those runs), argument dumps, launches, and
+``PYPTO_BATCH_TASKS=0``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import weakref
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+from pytest_pypto.ir import ranks
+from pytest_pypto.ir.apply import PRECISE
+from pytest_pypto.ir.batch import MAX_BATCH_BYTES
+from pytest_pypto.runtime.tensors import WindowIndex, covers, overlaps
+from pytest_pypto.runtime.timeout import RunTimedOut
+
+ENV_VAR = "PYPTO_BATCH_TASKS"
+MAX_TASKS = 4096  # tasks one window holds
+MAX_HELD_BYTES = 256 << 20  # bytes of the windows its tasks hold (views or made tensors)
+IN, OUT = "In", "Out"
+
+# Diagnostics: batched calls made in this process and the tasks they stood for.
+STATS = {"calls": 0, "tasks": 0}
+
+
+def enabled_by_env() -> bool:
+    """Task batching is on unless ``PYPTO_BATCH_TASKS`` is 0/false/off/no."""
+    return os.environ.get(ENV_VAR, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+class TaskBatches:
+    """The held window of one eager graph (module docstring)."""
+
+    def __init__(self, graph: Any, max_tasks: int = MAX_TASKS,
+                 max_bytes: int = MAX_HELD_BYTES) -> None:
+        self.graph = weakref.proxy(graph)  # (no cycle: a finished run's graph goes by refcount)
+        self.max_tasks, self.max_bytes = max_tasks, max_bytes
+        self.held: list[Any] = []
+        self.bytes = 0
+        self._preds: list[list[int]] = []  # per held task: the held tasks it follows
+        self._keys: list[Any] = []  # per held task: its group, or None (runs alone)
+        self._writes: dict[int, _Accesses] = {}  # root id -> held writes
+        self._reads: dict[int, _Accesses] = {}  # root id -> held reads
+
+    @classmethod
+    def of(cls, graph: Any) -> TaskBatches | None:
+        """The window of a new graph, or None when its tasks must run at submit."""
+        if not graph.eager or graph.rng is not None or graph.strict_war \
+                or not enabled_by_env() or PRECISE.get() or ranks.current() is not None:
+            return None
+        return cls(graph)
+
+    # -- holding -------------------------------------------------------------------
+    def take(self, task: Any, plain: bool) -> bool:
+        """Hold ``task`` (True), or run the window so it may run at once (False)."""
+        g = self.graph
+        if not plain or task.kwargs is not None or task.block is not None or task.manual \
+                or task.predicate is not None or g.dump_level or g.sched.used \
+                or not g.eager or ranks.current() is not None:
+            self.flush()
+            return False
+        size = 0
+        for h, a in zip(task.handles, task.call_args):
+            if h is not None:
+                size += a.nbytes
+        if self.held and (len(self.held) >= self.max_tasks
+                          or self.bytes + size > self.max_bytes):
+            self.flush()
+        self._link(task)
+        self.held.append(task)
+        self.bytes += size
+        g.pending[task.id] = task
+        return True
+
+    def _link(self, task: Any) -> None:
+        """The held tasks ``task`` must follow, then its own accesses indexed."""
+        idx = len(self.held)
+        preds: set[int] = set()
+        writes, reads = self._writes, self._reads
+        handles = task.handles
+        roots = [h.root.id for h in handles if h is not None]
+        alone = len(set(roots)) != len(roots) and _aliased(task)
+        for direction, h in zip(task.directions, handles):
+            if h is None:
+                continue
+            rid = h.root.id
+            w = writes.get(rid)
+            if direction == IN:
+                if w is not None:
+                    w.meet(h, preds, False)
+                r = reads.get(rid)
+                if r is None:
+                    r = reads[rid] = _Accesses()
+                r.add(h, idx)
+                continue
+            r = reads.get(rid)
+            if r is not None:
+                r.meet(h, preds, True)
+            if w is None:
+                w = writes[rid] = _Accesses()
+            else:
+                w.meet(h, preds, True)
+            w.add(h, idx)
+            if direction != OUT:  # InOut: a read too
+                if r is None:
+                    r = reads[rid] = _Accesses()
+                r.add(h, idx)
+        preds.discard(idx)
+        self._preds.append(list(preds))
+        self._keys.append(None if alone or getattr(task.fn, "tasks", None) is None
+                          else _group(task))
+
+    def sync(self, h: Any, include_readers: bool) -> None:
+        """A blocking access of ``h`` from orchestration: run the window when a held task
+        writes (or, with ``include_readers``, reads) what it touches."""
+        rid = h.root.id
+        for table in (self._writes, self._reads) if include_readers else (self._writes,):
+            index = table.get(rid)
+            if index is not None:
+                met: set[int] = set()
+                index.meet(h, met, False)
+                if met:
+                    self.flush()
+                    return
+
+    # -- running -------------------------------------------------------------------
+    def flush(self) -> None:
+        """Run every held task (module docstring: order, groups, records)."""
+        held = self.held
+        if not held:
+            return
+        preds, keys = self._preds, self._keys
+        self.held, self._preds, self._keys = [], [], []
+        self._writes, self._reads = {}, {}
+        self.bytes = 0
+        g = self.graph
+        start = len(g.executed)
+        count = len(held)
+        waiting = [len(p) for p in preds]
+        dependents: list[list[int]] = [[] for _ in range(count)]
+        for i, p in enumerate(preds):
+            for j in p:
+                dependents[j].append(i)
+        heap = [i for i in range(count) if not waiting[i]]
+        ready: dict[Any, list[int]] = {}
+        for i in heap:
+            ready.setdefault(keys[i] if keys[i] is not None else -1 - i, []).append(i)
+        heapq.heapify(heap)
+        done = [False] * count
+        while heap:
+            i = heapq.heappop(heap)
+            if done[i]:
+                continue
+            group = ready.pop(keys[i] if keys[i] is not None else -1 - i)
+            for j in group:
+                done[j] = True
+            self._run([held[j] for j in group])
+            if g.completions.unmet:  # a task waits for a deferred condition: the rest
+                break  # stay pending, where the graph runs them once they may
+            for j in group:
+                for d in dependents[j]:
+                    waiting[d] -= 1
+                    if not waiting[d]:
+                        heapq.heappush(heap, d)
+                        ready.setdefault(keys[d] if keys[d] is not None else -1 - d,
+                                         []).append(d)
+        # the record: submission order, which the run is equivalent to
+        ran = [t for t in held if t.done]
+        g.executed[start:] = [t.id for t in ran]
+        for k, task in enumerate(ran):
+            task.order = start + k
+
+    def _run(self, tasks: list[Any]) -> None:
+        g = self.graph
+        if len(tasks) == 1:
+            g._execute(g.pending.pop(tasks[0].id))
+            return
+        fn = tasks[0].fn
+        per = max(1, MAX_BATCH_BYTES // max(1, getattr(fn, "task_bytes", 1)))
+        for k in range(0, len(tasks), per):  # memory in proportion: the variant's tiles
+            part = tasks[k:k + per]
+            if len(part) == 1:
+                g._execute(g.pending.pop(part[0].id))
+            else:
+                self._call(fn.tasks, part)
+
+    def _call(self, variant: Any, tasks: list[Any]) -> None:
+        """One call of the variant for ``tasks`` (mutually independent, one group)."""
+        g = self.graph
+        first = tasks[0]
+        args: list[Any] = []
+        stacks: dict[int, Any] = {}
+        fills = getattr(first.fn, "task_fills", None) or {}
+        columns = list(zip(*[t.call_args for t in tasks]))  # per argument, every task's
+        for pos, (h, value) in enumerate(zip(first.handles, first.call_args)):
+            if h is None:
+                args.append(value)
+                continue
+            if fills.get(pos) == value.shape:  # overwritten whole before any read
+                stack = np.empty((len(tasks), *value.shape), value.dtype)
+            else:
+                stack = np.stack(columns[pos])
+            stacks[pos] = stack
+            args.append(stack)
+        start = perf_counter()
+        try:
+            result = variant(len(tasks), *args)
+        except RunTimedOut:
+            raise
+        except Exception:  # each task alone: the first failing one raises the usual error
+            for t in tasks:
+                g._execute(g.pending.pop(t.id))
+            return
+        spent = perf_counter() - start
+        for pos, value in zip(first.returns, result or ()):
+            stack = stacks.get(pos)
+            if stack is not None and value is not stack and value is not None:
+                stack[...] = value
+        directions = first.directions
+        for pos, stack in stacks.items():
+            if directions[pos] != IN:
+                for view, row in zip(columns[pos], stack):
+                    view[...] = row
+        STATS["calls"] += 1
+        STATS["tasks"] += len(tasks)
+        share = spent / len(tasks)
+        g.kernel_seconds += spent
+        pending = g.pending
+        executed = g.executed
+        scalars = [h is None for h in first.handles]
+        for t in tasks:  # (the order is set when the window is done: `flush`)
+            del pending[t.id]
+            executed.append(t.id)
+            t.seconds = share
+            t.done = True
+            # what the record needs, not the buffers (as TaskGraph._execute)
+            t.handles = [None if h is None else h.husk() for h in t.handles]
+            t.call_args = [v if scalar else None for v, scalar in zip(t.call_args, scalars)]
+
+
+def _group(task: Any) -> Any:
+    """The group of a task: its kernel function, scalar arguments and window shapes."""
+    key: list[Any] = [task.fn]
+    for h, value in zip(task.handles, task.call_args):
+        if h is None:
+            key.append((value.__class__, value))
+        else:
+            key.append(value.shape)
+    group = tuple(key)
+    try:
+        hash(group)
+    except TypeError:  # an unhashable scalar: runs alone
+        return None
+    return group
+
+
+class _Accesses:
+    """The held accesses of one root: a list while short (most roots: a made tensor
+    one or two tasks touch, or an input only read), a `WindowIndex` once a query would
+    scan many (O(log n + met) from then on)."""
+
+    __slots__ = ("items", "index")
+
+    SHORT = 16
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Any, int]] | None = []
+        self.index: WindowIndex | None = None
+
+    def add(self, h: Any, idx: int) -> None:
+        if self.index is not None:
+            self.index.add(h, idx)
+        else:
+            self.items.append((h, idx))  # type: ignore[union-attr]
+
+    def meet(self, h: Any, met: set[int], supersede: bool) -> None:
+        """Add the held tasks whose access overlaps ``h`` to ``met``; with ``supersede``
+        (``h`` is written) drop the accesses it covers: later ones follow its task."""
+        items = self.items
+        if items is not None and len(items) > self.SHORT:
+            index = self.index = WindowIndex()
+            for a, i in items:
+                index.add(a, i)
+            items = self.items = None
+        if items is not None:
+            lo, hi = h.lo, h.hi
+            dropped = None
+            shape, strides = h.shape, h.strides
+            for k, (a, i) in enumerate(items):
+                if a.lo < hi and lo < a.hi:
+                    same = a.lo == lo and a.hi == hi and a.shape == shape \
+                        and a.strides == strides  # (one window: the common case)
+                    if not same and not overlaps(a, h):
+                        continue
+                    met.add(i)
+                    if supersede and (same or covers(h, a)):
+                        if dropped is None:
+                            dropped = set()
+                        dropped.add(k)
+            if dropped:
+                self.items = [e for k, e in enumerate(items) if k not in dropped]
+            return
+        index = self.index
+        for entry in index.overlapping(h):  # type: ignore[union-attr]
+            a = entry[1]
+            if overlaps(a, h):
+                met.add(entry[2])
+                if supersede and covers(h, a):
+                    index.remove(entry)  # type: ignore[union-attr]
+
+
+def _aliased(task: Any) -> bool:
+    """Whether a window ``task`` writes overlaps another of its own arguments (the
+    stacks of a batched call are copies: such a task runs alone)."""
+    handles = task.handles
+    for i, (direction, h) in enumerate(zip(task.directions, handles)):
+        if h is not None and direction != IN:
+            for j, other in enumerate(handles):
+                if other is not None and j != i and overlaps(other, h):
+                    return True
+    return False

@@ -1,0 +1,84 @@
+"""The task-batched variant of a kernel (compiler/codegen_tasks.py): which kernels get
+one, and what it is attached as (docs/design/runtime.md §6)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import pytest_pypto.language as pl
+from pytest_pypto import RunConfig
+from pytest_pypto.compiler.api import compile
+from pytest_pypto.runtime.loader import load_artifact
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import scale_kernels as sk  # noqa: E402
+
+CFG = RunConfig(platform="a2a3sim")
+R, C = 8, 16
+
+
+def _kernels(program):
+    compiled = compile(program, CFG)
+    return compiled, load_artifact(compiled).kernels
+
+
+def test_the_paged_attention_kernels_all_get_a_variant():
+    compiled, kernels = _kernels(sk.attention_program(16, 32, 16, 2, 8, 4, dynamic=True))
+    for name in ("scores", "block_softmax", "weighted_values", "merge"):
+        fn = kernels[name].fn
+        assert callable(fn.tasks) and fn.task_bytes > 0, name
+    # the softmax's Out parameters are overwritten whole by one store of a tile of this
+    # shape (the runtime skips gathering them when a task's window has it)
+    assert kernels["block_softmax"].fn.task_fills == {2: (16, 16), 3: (16, 1), 4: (16, 1)}
+    assert kernels["merge"].fn.task_fills == {}  # dst is written on the last block only
+    text = compiled.memory.text("kernels/merge.py")
+    assert "def merge__tasks(_n, " in text and "if (j == 0):" in text.split("__tasks")[1]
+
+
+def clamp_program():
+    @pl.program
+    class Clamp:
+        @pl.function(type=pl.FunctionType.InCore)
+        def edge(self, x: pl.Tensor[[R, C], pl.FP32],
+                 out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            t = pl.load(x, [0, 0], [R, C], clamp=True)
+            out = pl.store(pl.fillpad(t), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def plain(self, x: pl.Tensor[[R, C], pl.FP32],
+                  out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            t = pl.load(x, [0, 0], [R, C])
+            out = pl.store(pl.exp(t), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[R, C], pl.FP32],
+                 out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            out = self.edge(x, out)
+            out = self.plain(x, out)
+            return out
+
+    return Clamp
+
+
+def test_a_clamped_load_gets_no_variant_and_a_plain_kernel_one():
+    compiled, kernels = _kernels(clamp_program())
+    assert getattr(kernels["edge"].fn, "tasks", None) is None
+    assert "__tasks" not in compiled.memory.text("kernels/edge.py")
+    listing = compiled.memory.text("kernels/edge.txt")
+    assert "task-batched variant: none: a load clamps its window" in listing
+    assert "task-batched variant: yes" in compiled.memory.text("kernels/plain.txt")
+    plain = kernels["plain"].fn
+    assert plain.task_fills == {1: (R, C)}  # one whole store at offset 0
+    x = np.linspace(-1, 1, 3 * R * C, dtype=np.float32).reshape(3, R, C)
+    out = np.zeros_like(x)
+    got = plain.tasks(3, x, out)[0]
+    assert got is out  # stored into the stack it was given
+    for i in range(3):  # each task's slice as the kernel computes it alone
+        alone = np.zeros((R, C), np.float32)
+        plain(x[i].copy(), alone)
+        assert out[i].tobytes() == alone.tobytes()
