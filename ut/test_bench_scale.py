@@ -91,7 +91,8 @@ def test_dynamic_program_serves_another_batch_and_pool_with_one_compile(platform
 
 def test_bench_row_checks_the_result_and_counts_tasks():
     params = {"kernel": "static", "platform": "a2a3sim", "batch": 2, "heads": 16,
-              "head_dim": 32, "block": 32, "context": 80, "pool_blocks": 8, "ref_repeat": 1}
+              "head_dim": 32, "block": 32, "context": 80, "pool_blocks": 8, "ref_repeat": 1,
+              "sim_repeat": 2}
     row = bench_scale.measure(params)
     assert row["ok"] and row["max_err"] < bench_scale.ATOL
     assert row["tasks"] == row["expected_tasks"] == 2 * 3 * 4  # 2 requests x 3 blocks
