@@ -465,14 +465,15 @@ def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axi
     return spans is not None and all(first == 0 and end == extent for first, end, extent in spans)
 
 
-def _trip_bytes(btypes: Any) -> int:
-    """Bytes one iteration adds to a batched path: every tile type it batches, counted at
-    4 bytes an element at least (arithmetic widens to FP32), dynamic dims as 1."""
+def _trip_bytes(btypes: Any, dynamic_dim: int = 1) -> int:
+    """Bytes one iteration (or one task, for a task-batched variant) adds to a batched
+    path: every tile type it batches, counted at 4 bytes an element at least (arithmetic
+    widens to FP32), a dynamic dim as ``dynamic_dim``."""
     total = 0
     for t in btypes:
         count = 1
         for d in t.shape:
-            count *= d if isinstance(d, int) else 1
+            count *= d if isinstance(d, int) else dynamic_dim
         total += count * max(4, t.dtype.itemsize)
     return total
 

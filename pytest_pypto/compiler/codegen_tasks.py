@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.compiler.batching import _inplace_param
+from pytest_pypto.compiler.batching import _inplace_param, _trip_bytes
 from pytest_pypto.compiler.codegen import KernelEmitter
 from pytest_pypto.compiler.codegen_stmts import py_const
 from pytest_pypto.compiler.walk import is_tile, iter_stmts, stmt_expr_list
@@ -142,7 +142,7 @@ class TaskEmitter(KernelEmitter):
         self.prepend_dyn_bindings(2, None)
         top = [f"        {name} = _batch.batched_type({self.type_const(t)}, {COUNT})"
                for t, name in self.btypes.items()]
-        per_task = _tile_bytes(self.btypes)
+        per_task = max(_trip_bytes(self.btypes, dynamic_dim=1024), 1)
         return ["", f"    def {fname}{SUFFIX}({', '.join([COUNT, *params])}):", *top,
                 *self.lines, "",
                 f"    {fname}.tasks = {fname}{SUFFIX}",
@@ -201,18 +201,6 @@ def _filled(fn: n.Function) -> dict[int, tuple[int, ...]]:
 def _zero(o: Any) -> bool:
     return (type(o) is int and o == 0) or (isinstance(o, n.Const) and o.value == 0
                                            and type(o.value) is int)
-
-
-def _tile_bytes(types: Any) -> int:
-    """Bytes of one task's tiles in the variant (4 bytes an element at least: arithmetic
-    widens to FP32; a dynamic dim counts as 1024)."""
-    total = 0
-    for t in types:
-        count = 1
-        for d in t.shape:
-            count *= d if isinstance(d, int) else 1024
-        total += count * max(4, t.dtype.itemsize)
-    return max(total, 1)
 
 
 def task_variant(fn: n.Function, main: KernelEmitter, fname: str) -> list[str] | None:
