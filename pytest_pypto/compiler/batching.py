@@ -212,7 +212,7 @@ class _Analysis:
         for s in iter_stmts(body):
             for e in stmt_expr_list(s):
                 if type(e) is n.Call and e.op in self.registry:
-                    p = _inplace_param(self.registry[e.op])
+                    p = inplace_param(self.registry[e.op])
                     if p and isinstance(e.arg(p), n.Var):
                         names.add(e.arg(p).name)
         for s in iter_stmts(body):  # inner carried tiles reach back to their inits
@@ -371,7 +371,7 @@ class _Analysis:
                         got = BATCHED
                 elif _names(arg) & self.dep:
                     raise Reject(f"{call.op} scalar operand '{p.name}' depends on '{self.var}'")
-            p = _inplace_param(spec)
+            p = inplace_param(spec)
             if p is not None:
                 acc = call.arg(p)
                 if not isinstance(acc, n.Var) or acc.name not in self.defined:
@@ -450,7 +450,7 @@ class _Analysis:
         return "tensor:" + root
 
 
-def _inplace_param(spec: OpSpec) -> str | None:
+def inplace_param(spec: OpSpec) -> str | None:
     """The operand an ``execute`` op updates in place (MemRule result "same:<param>")."""
     result = spec.mem.result
     if spec.execute is not None and isinstance(result, str) and result.startswith("same:"):
@@ -465,7 +465,7 @@ def _covers_statically(loop: n.For, tensor: Any, offsets: Any, shape: tuple, axi
     return spans is not None and all(first == 0 and end == extent for first, end, extent in spans)
 
 
-def _trip_bytes(btypes: Any, dynamic_dim: int = 1) -> int:
+def trip_bytes(btypes: Any, dynamic_dim: int = 1) -> int:
     """Bytes one iteration (or one task, for a task-batched variant) adds to a batched
     path: every tile type it batches, counted at 4 bytes an element at least (arithmetic
     widens to FP32), a dynamic dim as ``dynamic_dim``."""

@@ -29,7 +29,7 @@ from pytest_pypto.compiler.batching import (
     LoopPlan,
     _covers_statically,
     _fits_statically,
-    _trip_bytes,
+    trip_bytes,
     window,
 )
 from pytest_pypto.compiler.codegen_alias import last_uses, shareable_moves
@@ -472,7 +472,7 @@ class KernelEmitter(Emitter):
         self.batch, self.btypes = (plan, count), {}
         self.fold_into_stores(s.body)
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
-        per_trip = _trip_bytes(self.btypes)
+        per_trip = trip_bytes(self.btypes)
         if per_trip:  # memory in proportion: a loop whose batched tiles would be large runs per iteration
             conds.append(f"{count} * {per_trip} <= _batch.MAX_BATCH_BYTES")
             outer[0][guard_at] = "    " * depth + "if " + " and ".join(conds) + ":"

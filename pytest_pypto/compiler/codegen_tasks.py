@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_pypto.compiler.batching import _inplace_param, _trip_bytes
+from pytest_pypto.compiler.batching import inplace_param, trip_bytes
 from pytest_pypto.compiler.codegen import KernelEmitter
 from pytest_pypto.compiler.codegen_stmts import py_const
 from pytest_pypto.compiler.walk import is_tile, iter_stmts, stmt_expr_list
@@ -142,7 +142,7 @@ class TaskEmitter(KernelEmitter):
         self.prepend_dyn_bindings(2, None)
         top = [f"        {name} = _batch.batched_type({self.type_const(t)}, {COUNT})"
                for t, name in self.btypes.items()]
-        per_task = max(_trip_bytes(self.btypes, dynamic_dim=1024), 1)
+        per_task = max(trip_bytes(self.btypes, dynamic_dim=1024), 1)
         return ["", f"    def {fname}{SUFFIX}({', '.join([COUNT, *params])}):", *top,
                 *self.lines, "",
                 f"    {fname}.tasks = {fname}{SUFFIX}",
@@ -163,7 +163,7 @@ def _read_only(fn: n.Function, registry: Any) -> set[str]:
                 uses[e.name] = uses.get(e.name, 0) + 1
             elif type(e) is n.Call:
                 spec = registry[e.op]
-                if e.op != LOAD_OP and e.op != STORE_OP and _inplace_param(spec) \
+                if e.op != LOAD_OP and e.op != STORE_OP and inplace_param(spec) \
                         and not spec.task_batchable:  # (a view op shares, never writes)
                     return set()
                 tensor = e.arg("tensor") if e.op == LOAD_OP else None

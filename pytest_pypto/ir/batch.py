@@ -24,7 +24,7 @@ from pytest_pypto.ir.types import TileType
 from pytest_pypto.ir.values import TileValue
 
 # A batched loop holds every iteration's tiles at once; past this many bytes of them
-# (the compiler's estimate, codegen._trip_bytes) the loop runs iteration by iteration,
+# (the compiler's estimate, compiler.batching.trip_bytes) the loop runs iteration by iteration,
 # so memory stays in proportion to the kernel's tiles (docs/design/runtime.md §4).
 MAX_BATCH_BYTES = 64 << 20
 
