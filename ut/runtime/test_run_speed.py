@@ -519,17 +519,12 @@ DT = getattr(pl, sys.argv[1])
 
 @pl.program
 class Copy:
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, a: pl.Tensor[[16, 16], DT],
-              o: pl.Out[pl.Tensor[[16, 16], DT]]) -> pl.Tensor[[16, 16], DT]:
-        t = pl.load(a, [0, 0], [16, 16])
-        o = pl.store(pl.add(t, t), [0, 0], o)
-        return o
-
-    @pl.function(type=pl.FunctionType.Orchestration)
+    @pl.function(type=pl.FunctionType.Opaque)
     def main(self, x: pl.Tensor[[16, 16], DT],
              out: pl.Out[pl.Tensor[[16, 16], DT]]) -> pl.Tensor[[16, 16], DT]:
-        out = self.twice(x, out)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y = pl.add(x, x)
+            out = pl.assemble(out, y, [0, 0])  # (tensor.assemble: looks its dtype up)
         return out
 
 compiled = pytest_pypto.compile(Copy, RunConfig(platform="a2a3sim"))
