@@ -42,7 +42,7 @@ from pytest_pypto.ir.apply import PRECISE, QUIET_FLOATS
 from pytest_pypto.ir.artifact import SIM_BACKEND, CompiledProgram
 from pytest_pypto.ir.errors import SimulationError
 from pytest_pypto.ir.values import UNINITIALIZED
-from pytest_pypto.runtime import rank_races
+from pytest_pypto.runtime import heap, rank_races
 from pytest_pypto.runtime.express import (
     Schedule,
     dry_graph,
@@ -205,6 +205,7 @@ class Worker:
         self.platform = platform
         self.arch = spec(arch)
         self.bind = bind
+        heap.tune()  # batched kernel calls reuse heap pages (runtime.heap)
         # id(CompiledProgram) -> (its weakref, Prepared); id(LoadedArtifact) -> the same
         self._by_program: dict[int, tuple[weakref.ref, Prepared]] = {}
         self._by_loaded: dict[int, tuple[weakref.ref, Prepared]] = {}
