@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from sys import getrefcount
 from time import perf_counter
 from typing import Any
 
@@ -98,58 +99,74 @@ class TaskBatches:
                 or not g.eager or (not self.held and ranks.current() is not None):
             self.flush()  # (a rank's thread is set before its orchestration starts: once)
             return False
+        # one pass: the bytes it holds, and its group (kernel, scalars, window shapes)
         size = 0
-        for h, a in zip(task.handles, task.call_args):
-            if h is not None:
-                size += a.nbytes
+        key: list[Any] = [task.fn]
+        for h, value in zip(task.handles, task.call_args):
+            if h is None:
+                key.append((value.__class__, value))
+            else:
+                size += value.nbytes
+                key.append(value.shape)
         if self.held and (len(self.held) >= self.max_tasks
                           or self.bytes + size > self.max_bytes):
             self.flush()
-        self._link(task)
+        self._link(task, key)
         self.held.append(task)
         self.bytes += size
         g.pending[task.id] = task
         return True
 
-    def _link(self, task: Any) -> None:
-        """The level of ``task`` (one past the held tasks it must follow), then its own
-        accesses indexed."""
+    def _link(self, task: Any, key: list[Any]) -> None:
+        """The level of ``task`` (one past the held tasks it must follow) and its group,
+        then its own accesses indexed."""
         idx = len(self.held)
-        preds: set[int] = set()
+        levels = self._levels
+        levels.append(-1)  # (its own accesses, met by its later arguments, raise nothing)
+        level = 0
         writes, reads = self._writes, self._reads
         handles = task.handles
-        roots = [h.root.id for h in handles if h is not None]
-        alone = len(set(roots)) != len(roots) and _aliased(task)
+        roots = set()
+        count = 0
         for direction, h in zip(task.directions, handles):
             if h is None:
                 continue
             rid = h.root.id
+            roots.add(rid)
+            count += 1
             w = writes.get(rid)
             if direction == IN:
                 if w is not None:
-                    w.meet(h, preds, False)
+                    level = w.meet(h, levels, level, False)
                 r = reads.get(rid)
                 if r is None:
-                    r = reads[rid] = _Accesses()
-                r.add(h, idx)
+                    reads[rid] = _Accesses(h, idx)
+                else:
+                    r.add(h, idx)
                 continue
             r = reads.get(rid)
             if r is not None:
-                r.meet(h, preds, True)
+                level = r.meet(h, levels, level, True)
             if w is None:
-                w = writes[rid] = _Accesses()
+                writes[rid] = _Accesses(h, idx)
             else:
-                w.meet(h, preds, True)
-            w.add(h, idx)
+                level = w.meet(h, levels, level, True)
+                w.add(h, idx)
             if direction != OUT:  # InOut: a read too
                 if r is None:
-                    r = reads[rid] = _Accesses()
-                r.add(h, idx)
-        preds.discard(idx)
-        levels = self._levels
-        levels.append(1 + max([levels[p] for p in preds]) if preds else 0)
-        self._keys.append(None if alone or getattr(task.fn, "tasks", None) is None
-                          else _group(task))
+                    reads[rid] = _Accesses(h, idx)
+                else:
+                    r.add(h, idx)
+        levels[idx] = level
+        group = None
+        if getattr(task.fn, "tasks", None) is not None \
+                and not (len(roots) != count and _aliased(task)):
+            group = tuple(key)
+            try:
+                hash(group)
+            except TypeError:  # an unhashable scalar: runs alone
+                group = None
+        self._keys.append(group)
 
     def sync(self, h: Any, include_readers: bool) -> None:
         """A blocking access of ``h`` from orchestration: run the window when a held task
@@ -157,12 +174,9 @@ class TaskBatches:
         rid = h.root.id
         for table in (self._writes, self._reads) if include_readers else (self._writes,):
             index = table.get(rid)
-            if index is not None:
-                met: set[int] = set()
-                index.meet(h, met, False)
-                if met:
-                    self.flush()
-                    return
+            if index is not None and index.meet(h, self._levels, -1, False) >= 0:
+                self.flush()
+                return
 
     # -- running -------------------------------------------------------------------
     def flush(self) -> None:
@@ -255,31 +269,39 @@ class TaskBatches:
         g.kernel_seconds += spent
         pending = g.pending
         executed = g.executed
-        scalars = [h is None for h in first.handles]
+        positions = range(len(first.handles))
+        tensors = [pos for pos in positions if first.handles[pos] is not None]
+        alone = _ALONE
         for t in tasks:  # (the order is set when the window is done: `flush`)
             del pending[t.id]
             executed.append(t.id)
             t.seconds = share
             t.done = True
-            # what the record needs, not the buffers (as TaskGraph._execute)
-            t.handles = [None if h is None else h.husk() for h in t.handles]
-            t.call_args = [v if scalar else None for v, scalar in zip(t.call_args, scalars)]
+            # what the record needs, not the buffers (as TaskGraph._execute): a handle
+            # nothing else holds (nor can get again) drops its array in place; one the
+            # orchestration or another task still holds is replaced by its husk
+            handles, call_args = t.handles, t.call_args
+            for pos in tensors:
+                h = handles[pos]
+                if getrefcount(h) <= alone:
+                    h.array = None
+                else:
+                    handles[pos] = h.husk()
+                call_args[pos] = None
 
 
-def _group(task: Any) -> Any:
-    """The group of a task: its kernel function, scalar arguments and window shapes."""
-    key: list[Any] = [task.fn]
-    for h, value in zip(task.handles, task.call_args):
-        if h is None:
-            key.append((value.__class__, value))
-        else:
-            key.append(value.shape)
-    group = tuple(key)
-    try:
-        hash(group)
-    except TypeError:  # an unhashable scalar: runs alone
-        return None
-    return group
+def _alone_count() -> int:
+    """What `getrefcount` reports, inside `TaskBatches._call`'s loop, for a handle held
+    only by its task's list (measured the same way: the count differs across CPython
+    versions)."""
+    handles = [object()]
+    for pos in range(1):
+        h = handles[pos]
+        return getrefcount(h)
+    raise AssertionError  # (unreachable)
+
+
+_ALONE = _alone_count()
 
 
 class _Accesses:
@@ -291,8 +313,8 @@ class _Accesses:
 
     SHORT = 16
 
-    def __init__(self) -> None:
-        self.items: list[tuple[Any, int]] | None = []
+    def __init__(self, h: Any, idx: int) -> None:
+        self.items: list[tuple[Any, int]] | None = [(h, idx)]
         self.index: WindowIndex | None = None
 
     def add(self, h: Any, idx: int) -> None:
@@ -301,9 +323,10 @@ class _Accesses:
         else:
             self.items.append((h, idx))  # type: ignore[union-attr]
 
-    def meet(self, h: Any, met: set[int], supersede: bool) -> None:
-        """Add the held tasks whose access overlaps ``h`` to ``met``; with ``supersede``
-        (``h`` is written) drop the accesses it covers: later ones follow its task."""
+    def meet(self, h: Any, levels: list[int], level: int, supersede: bool) -> int:
+        """``level`` raised to one past the level of every held access overlapping
+        ``h`` (a sync point passes -1: whether any does); with ``supersede`` (``h`` is
+        written) drop the accesses it covers: later ones follow its task."""
         items = self.items
         if items is not None and len(items) > self.SHORT:
             index = self.index = WindowIndex()
@@ -320,21 +343,25 @@ class _Accesses:
                         and a.strides == strides  # (one window: the common case)
                     if not same and not overlaps(a, h):
                         continue
-                    met.add(i)
+                    if levels[i] >= level:
+                        level = levels[i] + 1
                     if supersede and (same or covers(h, a)):
                         if dropped is None:
                             dropped = set()
                         dropped.add(k)
             if dropped:
                 self.items = [e for k, e in enumerate(items) if k not in dropped]
-            return
+            return level
         index = self.index
         for entry in index.overlapping(h):  # type: ignore[union-attr]
             a = entry[1]
             if overlaps(a, h):
-                met.add(entry[2])
+                i = entry[2]
+                if levels[i] >= level:
+                    level = levels[i] + 1
                 if supersede and covers(h, a):
                     index.remove(entry)  # type: ignore[union-attr]
+        return level
 
 
 def _aliased(task: Any) -> bool:

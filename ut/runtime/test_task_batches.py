@@ -384,3 +384,30 @@ def test_a_task_marked_for_the_argument_dump_runs_after_the_window_at_submit(mon
     assert len(graph.batches.held) == 1
     graph.submit(copy, [src.array, dst.array], [src, dst], dumps=(0,))  # an argument dump
     assert graph.executed == [0, 1] and not graph.batches.held
+
+
+def test_a_handle_still_held_keeps_its_array_after_its_window_ran(monkeypatch):
+    """A batched call drops the arrays of the handles only its tasks held (in place);
+    one the orchestration still holds must keep its array for the tasks it submits
+    after the window ran."""
+    graph, roots = _graph(monkeypatch)
+    calls: list[int] = []
+    copy = _copy_kernel(calls)
+    src = whole_root(roots, np.zeros((4, 8), np.float32), FP32, "src", "In")
+    mid = [whole_root(roots, np.full((1, 8), -1.0, np.float32), FP32, f"m{r}",
+                      "create_tensor") for r in range(4)]
+    for r in range(4):  # held: the test keeps every `mid` handle
+        s = slice_view(src, [1, 8], [r, 0])
+        graph.submit(copy, [s.array, mid[r].array], [s, mid[r]])
+    graph.batches.flush()
+    assert calls == [4] and all(m.array is not None for m in mid)
+    out = whole_root(roots, np.zeros((4, 8), np.float32), FP32, "out", "create_tensor")
+    for r in range(4):  # submitted after the window ran: they read the held handles
+        o = slice_view(out, [1, 8], [r, 0])
+        graph.submit(copy, [mid[r].array, o.array], [mid[r], o])
+    graph.drain()
+    assert calls == [4, 4]
+    np.testing.assert_array_equal(out.array, 2.0)
+    # the record keeps every task's windows, without buffers
+    assert all(h.array is None for t in graph.tasks for h in t.handles)
+    assert [t.handles[1].root.name for t in graph.tasks[:4]] == ["m0", "m1", "m2", "m3"]
