@@ -90,9 +90,10 @@ class _Live(dict):
     def __init__(self) -> None:
         super().__init__()
         self.made = [0]
+        self._gone = self.gone  # (bound once, not per made tensor)
 
     def add(self, data: Any, nbytes: int) -> None:
-        r = ref(data, self.gone)
+        r = ref(data, self._gone)
         self[id(r)] = (r, nbytes)  # (an array has no hash, nor has its weak reference)
         self.made[0] += nbytes
 
