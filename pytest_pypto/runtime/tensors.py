@@ -171,8 +171,14 @@ class TensorHandle:
         """The same window without its array: what the task record and the dependency
         indexes keep, so they never hold a buffer alive after its last task ran."""
         h = TensorHandle.__new__(TensorHandle)
-        h.root, h.array, h.start, h.shape = self.root, None, self.start, self.shape
-        h.strides, h.lo, h.hi, h.coords = self.strides, self.lo, self.hi, self.coords
+        h.root = self.root  # (one store a line: no tuple built and unpacked)
+        h.array = None
+        h.start = self.start
+        h.shape = self.shape
+        h.strides = self.strides
+        h.lo = self.lo
+        h.hi = self.hi
+        h.coords = self.coords
         return h
 
 

@@ -169,3 +169,14 @@ def test_element_windows_match_the_general_constructor():
             assert got.array.shape == (1,) * len(index)
             assert got.array.item() == h.array[index]
             assert np.shares_memory(got.array, h.root.data)
+
+
+def test_a_husk_keeps_the_window_and_drops_the_array():
+    roots: list = []
+    base = whole_root(roots, np.arange(60, dtype=np.float32).reshape(6, 10), FP32, "b", "In")
+    for h in (base, slice_view(base, (2, 3), (4, 5)), transpose_view(base, 0, 1)):
+        husk = h.husk()
+        assert husk.array is None and husk.root is h.root
+        for field in ("start", "shape", "strides", "lo", "hi", "coords"):
+            assert getattr(husk, field) == getattr(h, field), field
+        assert husk.byte_range == h.byte_range
