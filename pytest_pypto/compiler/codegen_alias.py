@@ -11,8 +11,10 @@ insensitively and conservatively:
   joins its source; an op whose result is ``same:<param>`` (views and in-place writes,
   `MemRule`) joins its result to that operand; assignments, loop-carried values, yields
   and `if` results join what they bind;
-* a class is *written* when any of its names is the ``same:<param>`` operand of an op
-  (in-place writes and views alike: a view may be written through later);
+* a class is *written* when any of its names is the ``same:<param>`` operand of an
+  in-place op.  A view (``MemRule.view``: slice, reshape, transpose_view, ...) writes
+  nothing, it only joins the class: a later in-place write through the view names the
+  view, whose class holds its source too;
 * a move shares its buffer only when its class is not written.
 
 `last_uses` gives, per statement list, the tile locals a `del` may drop right after a
@@ -59,6 +61,14 @@ def _same_param(registry, op: str) -> str | None:
     return None
 
 
+def _written_param(registry, op: str) -> str | None:
+    """The operand an in-place op writes (a ``same:`` op that is not a view)."""
+    spec = registry.get(op)
+    if spec is None or spec.mem.view:
+        return None
+    return _same_param(registry, op)
+
+
 def _aliases(expr, registry) -> set[str]:
     """Names whose buffer the value of ``expr`` may share."""
     if isinstance(expr, n.Var):
@@ -84,7 +94,7 @@ def shareable_moves(fn: n.Function, registry) -> set[int]:
                 continue
             if e.op == MOVE_OP:
                 moves.append((id(e), _aliases(e, registry)))
-            param = _same_param(registry, e.op)
+            param = _written_param(registry, e.op)
             if param is not None:
                 written.extend(_aliases(e.arg(param), registry))
 

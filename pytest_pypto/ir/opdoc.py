@@ -115,6 +115,8 @@ def result_text(spec: OpSpec) -> str:
         return f"a {kind}" if kind else "a Tensor, a Scalar or nothing (no memory space)"
     if rule is None:
         return "no tile (a tensor, a scalar or nothing)"
+    if rule.startswith("same:") and spec.mem.view:
+        return f"a view of the buffer of {rule[5:]} (same memory space; nothing is written)"
     if rule.startswith("same:"):
         return f"in place: the buffer of {rule[5:]} (same memory space)"
     if rule.startswith("attr:"):

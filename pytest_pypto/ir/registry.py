@@ -126,11 +126,15 @@ class MemRule:
     retargetable producer (load/create_tile without target_memory) is steered to,
     and the one automatic move insertion aims for.  ``result`` is a fixed space,
     ``"same:<param>"`` (views, in-place ops), ``"attr:<param>"`` (e.g. load's
-    target_memory), or None (the op yields no tile).
+    target_memory), or None (the op yields no tile).  ``view`` marks a ``same:`` op that
+    only looks at the operand's buffer (slice, reshape, transpose_view, ...) and writes
+    none of it; without it a ``same:`` op writes its operand in place (the two differ
+    for the compiler's move sharing, compiler/codegen_alias.py).
     """
 
     operands: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     result: str | None = None
+    view: bool = False
 
 
 _LiveOperands = bool | tuple[str, ...]
@@ -254,6 +258,8 @@ def register(spec: OpSpec) -> OpSpec:
         raise ValueError(f"op {spec.name!r} registered twice")
     if (spec.compute is None) == (spec.execute is None):
         raise ValueError(f"op {spec.name!r} needs exactly one of compute/execute")
+    if spec.mem.view and not (spec.mem.result or "").startswith("same:"):
+        raise ValueError(f"op {spec.name!r}: a view's result is 'same:<param>'")
     _REGISTRY[spec.name] = spec
     return spec
 

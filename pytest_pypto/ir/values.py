@@ -101,16 +101,18 @@ def pad_value(dtype: DataType, pad: str) -> Any:
 
 def new_buffer(
     shape: tuple[int, ...], dtype: DataType, pad: str | None = None, *,
-    name: str | None = None, value: Any = None,
+    name: str | None = None, value: Any = None, fill: Any = None,
 ) -> np.ndarray:
     """A fresh buffer of ``shape`` filled with ``value`` (default: the undefined-memory
-    value).  One this process cannot allocate is a `SimulationError` naming the tensor
-    (``name``), its shape, dtype and size, not a bare ``MemoryError``."""
+    value; ``fill``: that value already looked up, `fill_value` of ``dtype`` and ``pad``).
+    One this process cannot allocate is a `SimulationError` naming the tensor (``name``),
+    its shape, dtype and size, not a bare ``MemoryError``."""
     npd = dtype.np
     if value is None:
         # the fill is a scalar of the buffer's own dtype: ``fill`` copies its bits, as
         # np.full does, at half the cost
-        fill = fill_value(dtype, pad)
+        if fill is None:
+            fill = fill_value(dtype, pad)
         try:
             buffer = np.empty(shape, dtype=npd)
         except (MemoryError, ValueError) as exc:

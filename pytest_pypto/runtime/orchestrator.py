@@ -18,7 +18,7 @@ import numpy as np
 from pytest_pypto.ir.artifact import dim_label
 from pytest_pypto.ir.dtypes import DataType, dtype_by_name
 from pytest_pypto.ir.errors import MemoryLimitError, SimulationError
-from pytest_pypto.ir.values import new_buffer, size_text
+from pytest_pypto.ir.values import UNINITIALIZED, fill_value, new_buffer, size_text
 from pytest_pypto.runtime.explicit import DUMMY_KERNEL, INVALID, Sched, task_ids
 from pytest_pypto.runtime.graph import TaskGraph
 from pytest_pypto.runtime.lanes import barrier_launch, group_kernel
@@ -43,7 +43,42 @@ def _returned(args: Any, returns: Any) -> Any:
     """What a submit gives back: the argument at each position of ``returns`` (one alone)."""
     if len(returns) == 1:
         return args[returns[0]]
-    return tuple(args[r] for r in returns)
+    return tuple([args[r] for r in returns])
+
+
+# What `create_tensor` derives from its (shape, dtype) arguments under an uninitialized
+# mode: (the dims as ints, the DataType, the bytes, the fill scalar of a buffer left
+# undefined, and for a small buffer a read-only one so filled, which a copy makes at
+# less cost than allocating and filling).  Keyed by the arguments as given (a shape
+# tuple, a DataType or its name).
+_Facts = tuple[tuple[int, ...], DataType, int, Any, Any]
+_MADE: dict[tuple[Any, Any, str], _Facts] = {}
+_MADE_MAX = 1024  # distinct keys kept (a run's orchestration makes a handful of shapes)
+_TEMPLATE_BYTES = 16384  # the largest buffer kept as a template (at most 16 MiB in all)
+
+
+def _made_facts(shape: Any, dtype: DataType | str) -> _Facts:
+    """`_MADE`'s entry for ``shape`` and ``dtype`` (made and remembered when valid)."""
+    key_shape = shape
+    if isinstance(dtype, str):
+        dtype_obj = dtype_by_name(dtype)
+    else:
+        dtype_obj = dtype
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise SimulationError(f"pl.create_tensor got a negative dimension in {list(dims)}")
+    nbytes = dtype_obj.np.itemsize
+    for d in dims:
+        nbytes *= d
+    mode = UNINITIALIZED.get()
+    fill = fill_value(dtype_obj)
+    template = None
+    if key_shape.__class__ is tuple and len(_MADE) < _MADE_MAX:
+        if nbytes <= _TEMPLATE_BYTES:
+            template = new_buffer(dims, dtype_obj, fill=fill)
+            template.flags.writeable = False
+        _MADE[(key_shape, dtype, mode)] = (dims, dtype_obj, nbytes, fill, template)
+    return dims, dtype_obj, nbytes, fill, template
 
 
 class _Live(dict):
@@ -55,9 +90,10 @@ class _Live(dict):
     def __init__(self) -> None:
         super().__init__()
         self.made = [0]
+        self._gone = self.gone  # (bound once, not per made tensor)
 
     def add(self, data: Any, nbytes: int) -> None:
-        r = ref(data, self.gone)
+        r = ref(data, self._gone)
         self[id(r)] = (r, nbytes)  # (an array has no hash, nor has its weak reference)
         self.made[0] += nbytes
 
@@ -116,32 +152,34 @@ class Orchestrator:
         """`pl.create_tensor`: a fresh DDR buffer, poisoned unless ``init_value`` is given;
         with ``manual_dep`` no task's use of it is tracked (runtime/explicit.py)."""
         self.beyond_submits = True
-        if isinstance(dtype, str):
-            dtype = dtype_by_name(dtype)
-        shape = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape):
-            raise SimulationError(f"pl.create_tensor got a negative dimension in {list(shape)}")
+        facts = _MADE.get((shape, dtype, UNINITIALIZED.get())) if shape.__class__ is tuple \
+            else None
+        if facts is None:
+            facts = _made_facts(shape, dtype)
+        shape, dtype, nbytes, fill, template = facts
         label = name or f"create_tensor#{len(self.roots)}"
-        nbytes = dtype.np.itemsize
-        for d in shape:
-            nbytes *= d
-        made = self._made_bytes
         limit = self.max_memory
-        if limit is not None and self._entry_bytes + made[0] + nbytes > limit \
-                and self._graph.batches is not None and self._graph.batches.held:
-            self._graph.batches.flush()  # held tasks keep made tensors alive (task_batches)
-        if limit is not None and self._entry_bytes + made[0] + nbytes > limit:
-            raise MemoryLimitError(
-                f"pl.create_tensor '{label}' {list(shape)} {dtype.name} needs "
-                f"{size_text(nbytes)}; with the {size_text(self._entry_bytes + made[0])} the run "
-                f"holds already (entry tensors {size_text(self._entry_bytes)}, made tensors "
-                f"still alive {size_text(made[0])}) its simulated tensors would exceed the "
-                f"{size_text(limit)} memory limit (--pypto-max-memory)",
-                hint=_MEMORY_HINT,
-            )
-        data = new_buffer(shape, dtype, name=label, value=init_value)
-        handle = self.add_root(data, dtype, label, "create_tensor")
-        handle.root.data = None  # its handles hold it: freed once the last one is gone
+        if limit is not None:
+            made = self._made_bytes
+            if self._entry_bytes + made[0] + nbytes > limit \
+                    and self._graph.batches is not None and self._graph.batches.held:
+                self._graph.batches.flush()  # held tasks keep made tensors alive (task_batches)
+            if self._entry_bytes + made[0] + nbytes > limit:
+                raise MemoryLimitError(
+                    f"pl.create_tensor '{label}' {list(shape)} {dtype.name} needs "
+                    f"{size_text(nbytes)}; with the {size_text(self._entry_bytes + made[0])} the "
+                    f"run holds already (entry tensors {size_text(self._entry_bytes)}, made "
+                    f"tensors still alive {size_text(made[0])}) its simulated tensors would "
+                    f"exceed the {size_text(limit)} memory limit (--pypto-max-memory)",
+                    hint=_MEMORY_HINT,
+                )
+        if init_value is None:
+            data = template.copy() if template is not None else \
+                new_buffer(shape, dtype, name=label, fill=fill)
+        else:
+            data = new_buffer(shape, dtype, name=label, value=init_value)
+        # its handles hold the buffer: freed once the last one is gone
+        handle = whole_root(self.roots, data, dtype, label, "create_tensor", keep=False)
         if limit is not None:  # count it while it lives
             self._live.add(data, nbytes)
         if manual_dep:
@@ -150,7 +188,9 @@ class Orchestrator:
 
     def slice(self, t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = None,
               clamp: bool = False) -> TensorHandle:
-        return slice_view(self._handle(t, "slice"), shape, offsets, valid_shape, bool(clamp))
+        if t.__class__ is not TensorHandle:
+            self._handle(t, "slice")
+        return slice_view(t, shape, offsets, valid_shape, bool(clamp))
 
     def reshape(self, t: TensorHandle, shape: Any) -> TensorHandle:
         return reshape_view(self._handle(t, "reshape"), shape)
@@ -166,7 +206,8 @@ class Orchestrator:
         """`pl.tensor.read`: waits for the pending producers of the element it reads, then
         reads it."""
         self.beyond_submits = True
-        t = self._handle(t, "tensor.read")
+        if t.__class__ is not TensorHandle:
+            self._handle(t, "tensor.read")
         idx = self._index(t, index, "tensor.read")
         if self._graph.pending:  # (an eager graph has none: no window to make)
             self._graph.finish_writers(element_window(t, idx))
@@ -229,7 +270,9 @@ class Orchestrator:
         as one task (`runtime.lanes`).  The rest is explicit scheduling
         (runtime/explicit.py): with ``task_id`` the task's TaskId follows the returned
         arguments; ``dumps``: the argument positions the dump copies (runtime/argdump.py)."""
-        k = self._kernel(kernel)
+        k = self._kernels.get(kernel)
+        if k is None:
+            k = self._kernel(kernel)  # (raises: no such kernel)
         if barrier and blocks is not None and int(blocks) > 1:
             k, blocks = barrier_launch(k, int(blocks), launch), None
         sched = None
@@ -238,7 +281,8 @@ class Orchestrator:
             ids = task_ids(deps, len(self._graph.tasks)) if deps else ()
             sched = Sched(ids, manual, tuple(no_dep), predicate,
                           1 if blocks is None else int(blocks))
-        first = self._submit(k, args, blocks, launch, sched, tuple(dumps))
+        first = self._submit(k, args, blocks, launch, sched,
+                             dumps if dumps.__class__ is tuple else tuple(dumps))
         if sched is not None:  # where it was submitted, for a RaceError (runtime/races.py)
             self._graph.sched.lines[first.id] = sys._getframe(1).f_lineno
         if task_id:
@@ -299,18 +343,19 @@ class Orchestrator:
         call_args: list[Any] = []
         handles: list[TensorHandle | None] = []
         met: list[Any] = []  # the tensor arguments' shapes, in order
+        add_arg, add_handle, add_shape = call_args.append, handles.append, met.append
         for a, kind, dtype in zip(args, kinds, k.dtypes):
             if a.__class__ is TensorHandle:
                 if kind != "tensor" or a.root.dtype.name != dtype or a.window is not None:
                     return None
-                met.append(a.shape)
-                call_args.append(a.array)
-                handles.append(a)
+                add_shape(a.shape)
+                add_arg(a.array)
+                add_handle(a)
             elif kind == "tensor" or isinstance(a, TensorHandle):
                 return None
             else:
-                call_args.append(a)
-                handles.append(None)
+                add_arg(a)
+                add_handle(None)
         key = tuple(met)
         accepted = self._accepted.get((k.name, k.func_id))
         if accepted is None or key not in accepted:
@@ -431,6 +476,14 @@ class Orchestrator:
 
     @staticmethod
     def _index(t: TensorHandle, index: Any, what: str) -> tuple[int, ...]:
+        shape = t.shape
+        if index.__class__ is tuple and len(index) == len(shape):
+            # the common case: a tuple of in-range ints, one per dimension (as given)
+            for i, n in zip(index, shape):
+                if i.__class__ is not int or not 0 <= i < n:
+                    break
+            else:
+                return index
         idx = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
         if len(idx) != len(t.shape):
             raise SimulationError(

@@ -70,24 +70,38 @@ class RootBuffer:
 
 
 def whole_root(
-    roots: list[RootBuffer], data: np.ndarray, dtype: DataType, name: str, origin: str
+    roots: list[RootBuffer], data: np.ndarray, dtype: DataType, name: str, origin: str,
+    keep: bool = True,
 ) -> TensorHandle:
     """A new root buffer appended to ``roots`` (its id: its position) and the handle
-    covering it (every entry argument of every run makes one: no __init__ call)."""
+    covering it (every entry argument of every run makes one: no __init__ call).  With
+    ``keep`` False the root does not hold ``data`` (`RootBuffer.data` None): its handles
+    do, so it is freed with the last of them (a made tensor)."""
     root = RootBuffer.__new__(RootBuffer)
     root.id = len(roots)
-    root.data = data
-    root.shape, root.itemsize, root.nbytes = data.shape, data.itemsize, data.nbytes
+    root.data = data if keep else None
+    root.shape = shape = data.shape
+    root.itemsize, root.nbytes = data.itemsize, data.nbytes
     root.dtype = dtype
     root.name = name
     root.origin = origin
     root._writers = root._readers = None
     roots.append(root)
-    return root.handle()
+    h = TensorHandle.__new__(TensorHandle)  # (`RootBuffer.handle`, inline)
+    h.root = root
+    h.array = data
+    h.start = h.lo = 0
+    h.shape = shape
+    h.strides = _c_strides(shape)
+    h.hi = data.size
+    h.coords = _ZEROS[len(shape)]
+    h.window = None
+    return h
 
 
 _ZEROS = tuple((0,) * n for n in range(65))  # the origin in every rank numpy 2 allows (64)
 _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_ONE = (1,)
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -157,8 +171,14 @@ class TensorHandle:
         """The same window without its array: what the task record and the dependency
         indexes keep, so they never hold a buffer alive after its last task ran."""
         h = TensorHandle.__new__(TensorHandle)
-        h.root, h.array, h.start, h.shape = self.root, None, self.start, self.shape
-        h.strides, h.lo, h.hi, h.coords = self.strides, self.lo, self.hi, self.coords
+        h.root = self.root  # (one store a line: no tuple built and unpacked)
+        h.array = None
+        h.start = self.start
+        h.shape = self.shape
+        h.strides = self.strides
+        h.lo = self.lo
+        h.hi = self.hi
+        h.coords = self.coords
         return h
 
 
@@ -410,9 +430,20 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
 def element_window(t: TensorHandle, index: tuple[int, ...]) -> TensorHandle:
     """The one-element window of ``t`` at ``index`` (in range): what a scalar read or
     write of orchestration touches, so it waits only for that element's tasks."""
-    start = t.start + sum(i * s for i, s in zip(index, t.strides))
+    strides = t.strides
+    if len(index) == 1:  # (a 1-D tensor: most scalar reads) the handle below, at less cost
+        i, = index
+        s, = strides
+        start = t.start + i * s
+        view = TensorHandle.__new__(TensorHandle)
+        view.root, view.array, view.start = t.root, t.array[i:i + 1], start
+        view.shape, view.strides, view.lo, view.hi, view.window = _ONE, strides, start, \
+            start + 1, None
+        view.coords = (start // s,) if s > 0 and not start % s else None  # (_frame_coords)
+        return view
+    start = t.start + sum(i * s for i, s in zip(index, strides))
     view = t.array[tuple(slice(i, i + 1) for i in index)]
-    return TensorHandle(t.root, view, start, (1,) * len(index), t.strides)
+    return TensorHandle(t.root, view, start, (1,) * len(index), strides)
 
 
 def reshape_view(t: TensorHandle, shape: Any) -> TensorHandle:

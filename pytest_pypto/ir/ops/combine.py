@@ -269,7 +269,7 @@ register(OpSpec(
         ParamSpec("shape", "shape", default=None, keyword_only=True),
     ),
     type_rule=_reinterpret_type,
-    mem=MemRule(result="same:tile"),
+    mem=MemRule(result="same:tile", view=True),
     execute=_reinterpret_execute,
     spellings=("reinterpret_view",),
     tier=2,

@@ -305,7 +305,7 @@ register(OpSpec(
     params=(ParamSpec("tile", "tile"), *_SLICE_PARAMS,
             ParamSpec("clamp", "bool", default=False)),
     type_rule=_slice_type,
-    mem=MemRule(result="same:tile"),
+    mem=MemRule(result="same:tile", view=True),
     execute=_slice_execute,
     spellings=("slice",),
     doc="A zero-copy window [offset, offset + shape) of a tile in its own memory space; "
@@ -347,7 +347,7 @@ register(OpSpec(
     wide_safe=True,
     params=(ParamSpec("tile", "tile"), ParamSpec("shape", "shape")),
     type_rule=_reshape_type,
-    mem=MemRule(result="same:tile"),
+    mem=MemRule(result="same:tile", view=True),
     execute=_reshape_execute,
     batchable=True,
     batched_shape=True,
@@ -421,7 +421,7 @@ register(OpSpec(
     task_batchable=True,
     params=(ParamSpec("tile", "tile"),),
     type_rule=_transpose_view_type,
-    mem=MemRule(operands={"tile": ("Mat",)}, result="same:tile"),
+    mem=MemRule(operands={"tile": ("Mat",)}, result="same:tile", view=True),
     execute=_transpose_view_execute,
     spellings=("tile.transpose_view",),
     doc="A zero-copy view of a Mat tile with its trailing two axes exchanged (the NZ<->ZN "
@@ -461,7 +461,7 @@ register(OpSpec(
         ParamSpec("valid_cols", "scalar"),
     ),
     type_rule=_validshape_type,
-    mem=MemRule(result="same:tile"),
+    mem=MemRule(result="same:tile", view=True),
     execute=_validshape_execute,
     spellings=("set_validshape",),
     doc="Metadata only: the same 2-D tile buffer with valid region [valid_rows, valid_cols] "
