@@ -128,7 +128,7 @@ def _cast_execute(src, *, target_type, mode="round", chain=None, arch=None, out=
             data = src.data
             if data.dtype.itemsize >= 4:
                 return place(data.astype(target_type.np), out, (src,))
-            # a narrower float widens exactly into a fresh float32 array (BF16 by its bits)
+            # a narrower float widens exactly into a fresh float32 array
             wide = widen(data, have)
             return place(wide.astype(target_type.np, copy=False), out, (src,))
     hops = resolve_chain(src.dtype.name, target_type.name, chain, arch)
