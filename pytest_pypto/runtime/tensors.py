@@ -365,9 +365,11 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
     clamps the view (its ``window`` keeps the declared shape); what has to fit is the
     extent declared read, valid_shape, when given.  A read of the cut part fails where
     the kernel reads it."""
-    if valid_shape is None and len(shape) == 2 and len(offsets) == 2 and len(t.shape) == 2:
+    if len(shape) == 2 and len(offsets) == 2 and len(t.shape) == 2 and (
+            valid_shape is None or _valid_2d(valid_shape, shape)):
         # Fast path (most slices of orchestration): a 2-D window of ints inside its source,
-        # the same handle as below without the general loops.
+        # the same handle as below without the general loops (a valid_shape inside the
+        # window changes only the checks, which a window inside its source passes).
         d0, d1 = shape
         o0, o1 = offsets
         n0, n1 = t.shape
@@ -425,6 +427,16 @@ def slice_view(t: TensorHandle, shape: Any, offsets: Any, valid_shape: Any = Non
     if shape != declared:
         view.window = declared
     return view
+
+
+def _valid_2d(valid: Any, shape: Any) -> bool:
+    """Whether a 2-D ``valid_shape`` is two ints, each within its window dimension."""
+    if len(valid) != 2:
+        return False
+    v0, v1 = valid
+    d0, d1 = shape
+    return (v0.__class__ is int and v1.__class__ is int and d0.__class__ is int
+            and d1.__class__ is int and 0 <= v0 <= d0 and 0 <= v1 <= d1)
 
 
 def element_window(t: TensorHandle, index: tuple[int, ...]) -> TensorHandle:

@@ -93,3 +93,32 @@ def test_views_of_different_roots_never_overlap():
 def test_byte_ranges_scale_with_the_element_size():
     h = slice_view(_root((8, 16), FP16).handle(), [2, 4], [1, 3])
     assert h.byte_range == ((16 + 3) * 2, (2 * 16 + 3 + 4) * 2)
+
+
+def _fields(h):
+    return (h.root, h.start, h.shape, h.strides, h.lo, h.hi, h.coords, h.window,
+            h.array.shape, h.array.tobytes())
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_a_2d_slice_with_a_valid_shape_is_the_general_paths_handle(data):
+    """The 2-D fast path takes a valid_shape too: the same handle as the general path
+    (numpy ints go that way), and the same refusals."""
+    import pytest
+
+    from pytest_pypto.ir.errors import SimulationError
+
+    t = slice_view(_root((9, 12)).handle(), [8, 10], [1, 2])  # a window of a window
+    ext, offs = data.draw(windows((8, 10)))
+    valid = [data.draw(st.integers(-1, e + 1)) for e in ext]
+    general = ([np.int64(e) for e in ext], [np.int64(o) for o in offs],
+               [np.int64(v) for v in valid])
+    try:
+        want = slice_view(t, *general)
+    except SimulationError as e:
+        with pytest.raises(SimulationError) as got:
+            slice_view(t, ext, offs, valid)
+        assert str(got.value) == str(e)
+        return
+    assert _fields(slice_view(t, ext, offs, valid)) == _fields(want)
