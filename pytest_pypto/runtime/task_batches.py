@@ -2,7 +2,8 @@
 
 An eager graph (`graph.TaskGraph`) runs each task as it is submitted.  With task
 batching (docs/design/runtime.md §6) it holds the submitted tasks instead, up to
-`MAX_TASKS` tasks and `MAX_HELD_BYTES` bytes of their windows, and runs the window
+`MAX_TASKS` tasks and `MAX_HELD_BYTES` bytes of the made tensors' windows they hold
+(a window of an entry tensor keeps no memory alive), and runs the window
 when it is full, at a sync point that touches what a held task writes (or, for a
 write, reads), at a launch, at explicit scheduling, when the memory guard would stop a
 made tensor (held tasks keep theirs alive) and when the run drains.
@@ -55,8 +56,8 @@ from pytest_pypto.runtime.tensors import WindowIndex, covers, overlaps
 from pytest_pypto.runtime.timeout import RunTimedOut
 
 ENV_VAR = "PYPTO_BATCH_TASKS"
-MAX_TASKS = 4096  # tasks one window holds
-MAX_HELD_BYTES = 256 << 20  # bytes of the windows its tasks hold (views or made tensors)
+MAX_TASKS = 16384  # tasks one window holds
+MAX_HELD_BYTES = 256 << 20  # bytes of the made tensors' windows its tasks hold
 IN, OUT = "In", "Out"
 
 # Diagnostics: batched calls made in this process and the tasks they stood for.
@@ -106,7 +107,8 @@ class TaskBatches:
             if h is None:
                 key.append((value.__class__, value))
             else:
-                size += value.nbytes
+                if h.root.origin == "create_tensor":  # (a window of an entry tensor
+                    size += value.nbytes  # keeps no memory alive: only made ones count)
                 key.append(value.shape)
         if self.held and (len(self.held) >= self.max_tasks
                           or self.bytes + size > self.max_bytes):
