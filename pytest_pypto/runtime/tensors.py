@@ -54,9 +54,11 @@ class RootBuffer:
             self._readers = WindowIndex()
         return self._readers
 
-    def handle(self) -> TensorHandle:
-        """The handle covering the whole buffer."""
-        data = self.data
+    def handle(self, data: np.ndarray | None = None) -> TensorHandle:
+        """The handle covering the whole buffer (``data``: the buffer, when the root does
+        not hold it)."""
+        if data is None:
+            data = self.data
         h = TensorHandle.__new__(TensorHandle)
         h.root = self
         h.array = data
@@ -80,23 +82,13 @@ def whole_root(
     root = RootBuffer.__new__(RootBuffer)
     root.id = len(roots)
     root.data = data if keep else None
-    root.shape = shape = data.shape
-    root.itemsize, root.nbytes = data.itemsize, data.nbytes
+    root.shape, root.itemsize, root.nbytes = data.shape, data.itemsize, data.nbytes
     root.dtype = dtype
     root.name = name
     root.origin = origin
     root._writers = root._readers = None
     roots.append(root)
-    h = TensorHandle.__new__(TensorHandle)  # (`RootBuffer.handle`, inline)
-    h.root = root
-    h.array = data
-    h.start = h.lo = 0
-    h.shape = shape
-    h.strides = _c_strides(shape)
-    h.hi = data.size
-    h.coords = _ZEROS[len(shape)]
-    h.window = None
-    return h
+    return root.handle(data)
 
 
 _ZEROS = tuple((0,) * n for n in range(65))  # the origin in every rank numpy 2 allows (64)
