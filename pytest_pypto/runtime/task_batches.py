@@ -79,7 +79,9 @@ class TaskBatches:
         self.held: list[Any] = []
         self.bytes = 0
         self._levels: list[int] = []  # per held task: 1 + the highest level it follows
-        self._keys: list[Any] = []  # per held task: its group, or None (runs alone)
+        # per level, its groups in the order of their first task: group key (a task that
+        # runs alone: its own key) -> the group's tasks
+        self._steps: list[dict[Any, list[Any]]] = []
         self._writes: dict[int, _Accesses] = {}  # root id -> held writes
         self._reads: dict[int, _Accesses] = {}  # root id -> held reads
 
@@ -160,15 +162,23 @@ class TaskBatches:
                 else:
                     r.add(h, idx)
         levels[idx] = level
-        group = None
+        group: Any = -1 - idx  # (runs alone)
         if getattr(task.fn, "tasks", None) is not None \
                 and not (len(roots) != count and _aliased(task)):
-            group = tuple(key)
+            whole = tuple(key)
             try:
-                hash(group)
+                hash(whole)
+                group = whole
             except TypeError:  # an unhashable scalar: runs alone
-                group = None
-        self._keys.append(group)
+                pass
+        steps = self._steps
+        while len(steps) <= level:
+            steps.append({})
+        members = steps[level].get(group)
+        if members is None:
+            steps[level][group] = [task]
+        else:
+            members.append(task)
 
     def sync(self, h: Any, include_readers: bool) -> None:
         """A blocking access of ``h`` from orchestration: run the window when a held task
@@ -186,17 +196,14 @@ class TaskBatches:
         held = self.held
         if not held:
             return
-        levels, keys = self._levels, self._keys
-        self.held, self._levels, self._keys = [], [], []
+        steps = self._steps
+        self.held, self._levels, self._steps = [], [], []
         self._writes, self._reads = {}, {}
         self.bytes = 0
         g = self.graph
         start = len(g.executed)
         # level by level (a task follows only tasks of lower levels), each level's groups
         # in the order of their first task
-        steps: list[dict[Any, list[Any]]] = [{} for _ in range(max(levels) + 1)]
-        for i, (level, key, task) in enumerate(zip(levels, keys, held)):
-            steps[level].setdefault(-1 - i if key is None else key, []).append(task)
         for step in steps:
             for group in step.values():
                 self._run(group)
@@ -270,13 +277,11 @@ class TaskBatches:
         share = spent / len(tasks)
         g.kernel_seconds += spent
         pending = g.pending
-        executed = g.executed
         positions = range(len(first.handles))
         tensors = [pos for pos in positions if first.handles[pos] is not None]
         alone = _ALONE
-        for t in tasks:  # (the order is set when the window is done: `flush`)
-            del pending[t.id]
-            executed.append(t.id)
+        for t in tasks:  # (the order and the record's execution order are set when the
+            del pending[t.id]  # window is done: `flush`)
             t.seconds = share
             t.done = True
             # what the record needs, not the buffers (as TaskGraph._execute): a handle
@@ -334,6 +339,15 @@ class _Accesses:
                 index.add(a, i)
             items = self.items = None
         if items is not None:
+            if len(items) == 1:  # (the common case: one earlier access, often the same
+                a, i = items[0]  # handle: a chain's InOut tensor, a made tensor's writer)
+                if a is h or (a.lo == h.lo and a.hi == h.hi and a.shape == h.shape
+                              and a.strides == h.strides):  # (one root: the table's key)
+                    if levels[i] >= level:
+                        level = levels[i] + 1
+                    if supersede:
+                        items.clear()
+                    return level
             lo, hi = h.lo, h.hi
             dropped = None
             shape, strides = h.shape, h.strides

@@ -189,6 +189,24 @@ class Prepared:
         self.schedules: dict[tuple, Schedule] = {}
 
 
+def age_young_objects() -> None:
+    """Move the objects the collector tracks as young into its oldest generation, unscanned.
+
+    A run made them while the collector was off: its record (tasks, husks of their windows,
+    made buffers' roots), a few per task, so hundreds of thousands for a large run.  Left
+    young, the first collections after the run would scan every one of them, and again when
+    they age (1.4 s after a 131k-task paged-attention run); and their promotion would start
+    full collections of the whole process.  ``gc.freeze`` then ``gc.unfreeze`` moves them
+    to the oldest generation without a scan: they are still freed by reference counting,
+    and any garbage cycle among them by the next full collection.  Nothing is done when
+    objects are frozen already (someone else's `gc.freeze`, e.g. the lint runner's shared
+    trees: unfreezing would release theirs too).  (docs/design/runtime.md §4)
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+
+
 class Worker:
     """Executes artifacts of one sim platform."""
 
@@ -277,6 +295,7 @@ class Worker:
         try:
             return self._dispatch(artifact, arrays, config, outputs_in, express)
         finally:
+            age_young_objects()
             gc.enable()
 
     def _dispatch(self, artifact: Any, arrays: tuple, config: RunConfig | None,

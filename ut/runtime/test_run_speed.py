@@ -113,6 +113,50 @@ def test_a_run_leaves_a_disabled_collector_disabled():
         gc.enable()
 
 
+_AGING = """
+import gc, sys
+import numpy as np
+import pytest_pypto
+from pytest_pypto import RunConfig
+from pytest_pypto.runtime.worker import Worker
+from ut.runtime.test_run_speed import Twice
+
+def where(obj):
+    return [g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g))]
+
+if sys.argv[1] == "frozen":
+    gc.freeze()
+compiled = pytest_pypto.compile(Twice, RunConfig(platform="a2a3sim"))
+x = np.ones((16, 16), np.float32)
+run = Worker("a2a3sim").run(compiled, x, np.zeros_like(x), config=RunConfig(platform="a2a3sim"))
+print(where(run) == [2], gc.get_freeze_count() > 0, gc.is_tracked(run))
+"""
+
+
+def _aging(mode: str) -> str:
+    """Run a small program in a fresh interpreter (this suite freezes its own heap:
+    conftest.py): whether the oldest generation (alone) holds the SimRun it returned,
+    whether objects are frozen, whether the SimRun is tracked."""
+    out = subprocess.run([sys.executable, "-c", _AGING, mode], capture_output=True, text=True,
+                         cwd=_ROOT, check=True)
+    return out.stdout.strip()
+
+
+_ROOT = __file__.rsplit("/ut/", 1)[0]
+
+
+def test_a_runs_record_is_aged_into_the_oldest_generation_unscanned():
+    """The objects a run leaves (its record, made while the collector was off) start in the
+    collector's oldest generation, so the first collections after a large run do not scan
+    them all; they are aged, not frozen."""
+    assert _aging("plain") == "True False True"
+
+
+def test_a_run_leaves_objects_frozen_by_others_alone():
+    """Someone else froze objects: the run does not thaw them (its own stay young)."""
+    assert _aging("frozen") == "False True True"
+
+
 # -- the 2-D fast path of slice_view gives the handle the general path gives ----------------
 
 
