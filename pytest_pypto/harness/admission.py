@@ -47,7 +47,7 @@ RESIDENT_SLOTS = 32  # at most this many large cases resident at once are seen
 RESIDENT_NAME = "large-case.resident.{}"  # a slot's lock file
 
 __all__ = [
-    "LARGE_SHARE", "LOCK_NAME", "PEAK_FACTOR", "Admission", "admitted", "declared_bytes",
+    "CGROUP_FILES", "LARGE_SHARE", "LOCK_NAME", "PEAK_FACTOR", "Admission", "admitted", "declared_bytes",
     "is_large", "large_case", "mem_available", "residents",
 ]
 
@@ -74,17 +74,39 @@ def is_large(nbytes: int, total: int | None = None) -> bool:
     return total is not None and nbytes >= total * LARGE_SHARE
 
 
-def mem_available() -> int | None:
-    """Bytes the machine can still give without swapping (``MemAvailable`` of
-    /proc/meminfo); None when it cannot be read."""
+# A container's memory cgroup (v2, v1): its limit and its current use.
+CGROUP_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+
+
+def mem_available(
+    meminfo: str = "/proc/meminfo", cgroups: Iterable[tuple[str, str]] = CGROUP_FILES
+) -> int | None:
+    """Bytes the machine can still give without swapping: ``MemAvailable`` of
+    ``meminfo``, or less when a memory cgroup (a container) has less room left under its
+    limit; None when ``MemAvailable`` cannot be read."""
+    available = None
     try:
-        with open("/proc/meminfo") as f:
+        with open(meminfo) as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # given in kB
+                    available = int(line.split()[1]) * 1024  # given in kB
+                    break
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
+    if available is None:
+        return None
+    for limit, used in cgroups:
+        try:
+            with open(limit) as f, open(used) as g:
+                cap, now = f.read().strip(), g.read().strip()
+        except OSError:
+            continue
+        if cap.isdigit() and now.isdigit():  # "max": no limit
+            available = min(available, max(0, int(cap) - int(now)))
+    return available
 
 
 def residents() -> int:

@@ -282,3 +282,26 @@ def test_the_runner_ends_the_peak_after_the_golden(monkeypatch, memory, machine,
     assert result.passed, result.error
     assert _PhaseProbe.seen == [("golden", large, int(large)), ("program", False, int(large))]
     assert not _held() and admission.residents() == 0
+
+
+def test_available_memory_is_memavailable_capped_by_a_cgroup(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    600 kB\n")
+    assert admission.mem_available(str(meminfo), ()) == 600 * 1024
+    limit, used, unlimited = tmp_path / "max", tmp_path / "current", tmp_path / "none"
+    limit.write_text(f"{300 * 1024}\n")
+    used.write_text(f"{100 * 1024}\n")
+    unlimited.write_text("max\n")
+    cgroups = [(str(unlimited), str(used)), (str(tmp_path / "absent"), str(used))]
+    assert admission.mem_available(str(meminfo), cgroups) == 600 * 1024
+    cgroups.append((str(limit), str(used)))  # a container with 200 kB left under its limit
+    assert admission.mem_available(str(meminfo), cgroups) == 200 * 1024
+    meminfo.write_text("MemTotal:       1000 kB\n")  # an old kernel: no MemAvailable
+    assert admission.mem_available(str(meminfo), ()) is None
+    assert admission.mem_available(str(tmp_path / "missing"), ()) is None
+
+
+def test_this_machine_reports_its_available_memory():
+    available = admission.mem_available()
+    assert available is not None and 0 < available <= os.sysconf("SC_PAGE_SIZE") * os.sysconf(
+        "SC_PHYS_PAGES")
