@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from pytest_pypto.config import RunConfig
-from pytest_pypto.harness.admission import declared_bytes, large_case
+from pytest_pypto.harness.admission import admitted, declared_bytes
 from pytest_pypto.harness.cache import CompileCache
 from pytest_pypto.harness.cases import PTOTestCase, RunResult, TensorSpec
 from pytest_pypto.harness.compare import MismatchError, find_mismatch
@@ -247,12 +247,14 @@ class Runner:
         specs = getattr(case, "tensor_specs", None)
         if specs is None:
             specs = case.define_tensors()
-        # One large case at a time on a machine (admission.py); the steps are called from
-        # this frame itself, so a caller looking at _execute's callee sees the step.
-        with large_case(declared_bytes(specs)):
+        # A large case's inputs and golden (its memory peak) run alone on the machine, the
+        # rest overlaps the next one's peak (admission.py); the steps are called from this
+        # frame itself, so a caller looking at _execute's callee sees the step.
+        with admitted(declared_bytes(specs)) as admission:
             rng = self._rng_factory()
             specs, tensors, scalars = case._harness_inputs(rng, self.config.seed)
             expected = case._harness_golden(specs, tensors, scalars)
+            admission.peak_over()
             program = case.get_program()
             started = time.perf_counter()
             try:
