@@ -185,7 +185,9 @@ class TaskGraph:
 
     # -- submission --------------------------------------------------------------
     def submit(self, kernel: Any, call_args: list, handles: list, sched: Any = None,
-               dumps: tuple[int, ...] = ()) -> Task:
+               dumps: tuple[int, ...] = (), group: Any = None) -> Task:
+        """Record one task (and, eager, run or hold it); ``group``: its window group key
+        and made bytes when the caller found them already (`TaskBatches.take`)."""
         task = Task(len(self.tasks), kernel, call_args, handles)
         task.dumps = dumps
         self.tasks.append(task)
@@ -195,7 +197,8 @@ class TaskGraph:
             sched.apply(task, self.sched)
         task.epoch = len(self.executed)
         if self.eager:
-            if self.batches is None or not self.batches.take(task, sched is None and not dumps):
+            if self.batches is None \
+                    or not self.batches.take(task, sched is None and not dumps, group):
                 self._execute(task)
             return task
         self.pending[task.id] = task

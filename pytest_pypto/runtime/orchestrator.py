@@ -319,11 +319,12 @@ class Orchestrator:
         """Check and record the task(s) of one call; the (first) task."""
         fast = self._arguments(k, args)
         if fast is not None:
-            call_args, handles = fast
+            call_args, handles, group = fast
         else:
             call_args, handles = self._checked_arguments(k, args)
+            group = None
         if blocks is None:
-            return self._graph.submit(k, call_args, handles, sched, dumps)
+            return self._graph.submit(k, call_args, handles, sched, dumps, group)
         n = int(blocks)
         if n < 1:
             raise SimulationError(
@@ -332,36 +333,47 @@ class Orchestrator:
             )
         return self._graph.launch(k, call_args, handles, n, launch, sched, dumps)[0]
 
-    def _arguments(self, k: Kernel, args: Any) -> tuple[list, list] | None:
-        """(call_args, handles) of a call whose check passed before: every tensor of its
-        parameter's dtype, and the same tensor shapes as an earlier call of ``k`` that
+    def _arguments(self, k: Kernel, args: Any) -> tuple[list, list, tuple[list, int]] | None:
+        """(call_args, handles, group) of a call whose check passed before: every tensor of
+        its parameter's dtype, and the same tensor shapes as an earlier call of ``k`` that
         `_checked_arguments` accepted (the outcome of its checks depends on nothing else).
-        None: check it in full."""
+        ``group``: what a task window keys the task's group by and the made bytes it
+        holds (`task_batches.TaskBatches.take`), found in the same pass.  None: check the
+        call in full."""
         kinds = k.kinds
         if len(args) != len(kinds):
             return None
         call_args: list[Any] = []
         handles: list[TensorHandle | None] = []
         met: list[Any] = []  # the tensor arguments' shapes, in order
-        add_arg, add_handle, add_shape = call_args.append, handles.append, met.append
+        key: list[Any] = [k.fn]  # the kernel, each scalar (type, value) and window shape
+        size = 0
+        add_arg, add_handle, add_shape, add_key = \
+            call_args.append, handles.append, met.append, key.append
         for a, kind, dtype in zip(args, kinds, k.dtypes):
             if a.__class__ is TensorHandle:
-                if kind != "tensor" or a.root.dtype.name != dtype or a.window is not None:
+                root = a.root
+                if kind != "tensor" or root.dtype.name != dtype or a.window is not None:
                     return None
+                array = a.array
                 add_shape(a.shape)
-                add_arg(a.array)
+                add_arg(array)
                 add_handle(a)
+                add_key(array.shape)
+                if root.origin == "create_tensor":  # (an entry tensor's window keeps no
+                    size += array.nbytes  # memory alive: only made ones count)
             elif kind == "tensor" or isinstance(a, TensorHandle):
                 return None
             else:
                 add_arg(a)
                 add_handle(None)
-        key = tuple(met)
+                add_key((a.__class__, a))
+        shapes = tuple(met)
         accepted = self._accepted.get((k.name, k.func_id))
-        if accepted is None or key not in accepted:
+        if accepted is None or shapes not in accepted:
             self._checked_arguments(k, args)  # raises, or accepts these shapes
-            self._accepted.setdefault((k.name, k.func_id), set()).add(key)
-        return call_args, handles
+            self._accepted.setdefault((k.name, k.func_id), set()).add(shapes)
+        return call_args, handles, (key, size)
 
     def _checked_arguments(self, k: Kernel, args: Any) -> tuple[list, list]:
         """(call_args, handles) of a call, every argument checked against ``k``'s

@@ -94,24 +94,28 @@ class TaskBatches:
         return cls(graph)
 
     # -- holding -------------------------------------------------------------------
-    def take(self, task: Any, plain: bool) -> bool:
-        """Hold ``task`` (True), or run the window so it may run at once (False)."""
+    def take(self, task: Any, plain: bool, group: Any = None) -> bool:
+        """Hold ``task`` (True), or run the window so it may run at once (False).
+        ``group``: (its group key as a list, the made bytes it holds) when the caller
+        found them (`Orchestrator._arguments`), else found here."""
         g = self.graph
         if not plain or task.kwargs is not None or task.block is not None or task.manual \
                 or task.predicate is not None or g.dump_level or g.sched.used \
                 or not g.eager or (not self.held and ranks.current() is not None):
             self.flush()  # (a rank's thread is set before its orchestration starts: once)
             return False
-        # one pass: the bytes it holds, and its group (kernel, scalars, window shapes)
-        size = 0
-        key: list[Any] = [task.fn]
-        for h, value in zip(task.handles, task.call_args):
-            if h is None:
-                key.append((value.__class__, value))
-            else:
-                if h.root.origin == "create_tensor":  # (a window of an entry tensor
-                    size += value.nbytes  # keeps no memory alive: only made ones count)
-                key.append(value.shape)
+        if group is not None:
+            key, size = group
+        else:  # one pass: the bytes it holds, and its group (kernel, scalars, window shapes)
+            size = 0
+            key = [task.fn]
+            for h, value in zip(task.handles, task.call_args):
+                if h is None:
+                    key.append((value.__class__, value))
+                else:
+                    if h.root.origin == "create_tensor":  # (a window of an entry tensor
+                        size += value.nbytes  # keeps no memory alive: only made ones count)
+                    key.append(value.shape)
         if self.held and (len(self.held) >= self.max_tasks
                           or self.bytes + size > self.max_bytes):
             self.flush()
