@@ -13,7 +13,10 @@ task is ordered after each earlier held task it conflicts with -- it reads what 
 other writes (RAW), writes what the other writes (WAW) or writes what the other
 reads (WAR): the device graph does not track WAR, but the results must not depend on
 that -- found through per-root indexes of the held accesses (`tensors.WindowIndex`; a
-writer that covers an earlier access supersedes it, the order being transitive).
+writer that covers an earlier access supersedes it, the order being transitive).  Reads
+of an entry In tensor (a KV pool read in thousands of windows) are not indexed: its root
+keeps the highest level of a held task reading it, and a write of it (the compiler
+refuses one) is ordered after every such read.
 Each held task gets a level, one past the highest level of the tasks it follows (0:
 none), and the window runs level by level; a level's tasks never conflict with each
 other, and each level runs as groups, in the order of their first task: the tasks of one
@@ -84,6 +87,10 @@ class TaskBatches:
         self._steps: list[dict[Any, list[Any]]] = []
         self._writes: dict[int, _Accesses] = {}  # root id -> held writes
         self._reads: dict[int, _Accesses] = {}  # root id -> held reads
+        # root id -> the highest level of a held task reading that entry In tensor: its
+        # reads are not indexed one by one (thousands of windows of a KV pool), since
+        # only a write of it (which PyPTO programs do not make) would meet them
+        self._in_reads: dict[int, int] = {}
 
     @classmethod
     def of(cls, graph: Any) -> TaskBatches | None:
@@ -132,20 +139,28 @@ class TaskBatches:
         levels = self._levels
         levels.append(-1)  # (its own accesses, met by its later arguments, raise nothing)
         level = 0
-        writes, reads = self._writes, self._reads
+        writes, reads, in_reads = self._writes, self._reads, self._in_reads
         handles = task.handles
         roots = set()
         count = 0
+        entry_reads = None
         for direction, h in zip(task.directions, handles):
             if h is None:
                 continue
-            rid = h.root.id
+            root = h.root
+            rid = root.id
             roots.add(rid)
             count += 1
             w = writes.get(rid)
             if direction == IN:
                 if w is not None:
                     level = w.meet(h, levels, level, False)
+                if root.origin == "In":  # (summarized once the level is known, below)
+                    if entry_reads is None:
+                        entry_reads = [rid]
+                    else:
+                        entry_reads.append(rid)
+                    continue
                 r = reads.get(rid)
                 if r is None:
                     reads[rid] = _Accesses(h, idx)
@@ -155,6 +170,9 @@ class TaskBatches:
             r = reads.get(rid)
             if r is not None:
                 level = r.meet(h, levels, level, True)
+            seen = in_reads.get(rid)
+            if seen is not None and seen >= level:  # after every held read of it (a
+                level = seen + 1  # conservative order: only fewer tasks per group)
             if w is None:
                 writes[rid] = _Accesses(h, idx)
             else:
@@ -166,6 +184,10 @@ class TaskBatches:
                 else:
                     r.add(h, idx)
         levels[idx] = level
+        if entry_reads is not None:
+            for rid in entry_reads:
+                if in_reads.get(rid, -1) < level:
+                    in_reads[rid] = level
         group: Any = -1 - idx  # (runs alone)
         if getattr(task.fn, "tasks", None) is not None \
                 and not (len(roots) != count and _aliased(task)):
@@ -188,6 +210,9 @@ class TaskBatches:
         """A blocking access of ``h`` from orchestration: run the window when a held task
         writes (or, with ``include_readers``, reads) what it touches."""
         rid = h.root.id
+        if include_readers and rid in self._in_reads:  # (held reads of an In tensor are
+            self.flush()  # not indexed: any of them may overlap)
+            return
         for table in (self._writes, self._reads) if include_readers else (self._writes,):
             index = table.get(rid)
             if index is not None and index.meet(h, self._levels, -1, False) >= 0:
@@ -202,7 +227,7 @@ class TaskBatches:
             return
         steps = self._steps
         self.held, self._levels, self._steps = [], [], []
-        self._writes, self._reads = {}, {}
+        self._writes, self._reads, self._in_reads = {}, {}, {}
         self.bytes = 0
         g = self.graph
         start = len(g.executed)

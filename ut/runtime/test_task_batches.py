@@ -296,6 +296,34 @@ def test_a_sync_point_runs_the_window_only_when_it_touches_a_held_write(monkeypa
     assert graph.executed == [0, 1, 2, 3] and not graph.pending
 
 
+def test_a_write_of_an_entry_input_follows_every_held_read_of_it(monkeypatch):
+    """Reads of an entry In tensor are kept as one level per root, not indexed: a write of
+    it (the compiler refuses one; the graph still orders it) runs after all of them."""
+    graph, roots = _graph(monkeypatch)
+    calls: list[int] = []
+    copy, shift = _copy_kernel(calls), _copy_kernel(calls)  # two kernels: two groups
+    src = whole_root(roots, np.zeros((8, 8), np.float32), FP32, "src", "In")
+
+    def made(name, value=0.0, shape=(2, 8)):
+        return whole_root(roots, np.full(shape, value, np.float32), FP32, name, "create_tensor")
+
+    five, o0 = made("five", 5.0), made("o0")
+    graph.submit(shift, [five.array, o0.array], [five, o0])  # 0: its group runs first
+    outs = [made(f"out{r}") for r in range(4)]
+    for r in range(4):  # 1-4: read src
+        s, d = slice_view(src, [2, 8], [2 * r, 0]), outs[r]
+        graph.submit(copy, [s.array, d.array], [s, d])
+    top = slice_view(src, [2, 8], [0, 0])
+    graph.submit(shift, [five.array, top.array], [five, top])  # 5: writes src
+    after = made("after")
+    graph.submit(copy, [top.array, after.array], [top, after])  # 6: reads the write
+    graph.drain()
+    np.testing.assert_array_equal(outs[0].array, 1.0)  # read before task 5 wrote
+    np.testing.assert_array_equal(src.array[:2], 6.0)
+    np.testing.assert_array_equal(after.array, 7.0)
+    assert graph.executed == list(range(7))
+
+
 @pytest.mark.parametrize("bounds", [{"max_tasks": 3}, {"max_bytes": 3 * 64 + 1}])
 def test_the_window_respects_its_bound(monkeypatch, bounds):
     graph, roots = _graph(monkeypatch, **bounds)
