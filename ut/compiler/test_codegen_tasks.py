@@ -82,3 +82,18 @@ def test_a_clamped_load_gets_no_variant_and_a_plain_kernel_one():
         alone = np.zeros((R, C), np.float32)
         plain(x[i].copy(), alone)
         assert out[i].tobytes() == alone.tobytes()
+
+
+def test_a_task_batched_call_is_cache_sized_and_a_batched_loop_keeps_its_own_budget():
+    """A task-batched call holds at most `ir.batch.MAX_BATCH_BYTES` of tiles per call:
+    a few MiB, so the stacks, their widenings and the products stay in the core's cache
+    (measured on the paged-attention bench: 64 MiB calls took twice the kernel time of
+    4 MiB ones); a batched loop cannot be split, so its all-or-nothing budget is the
+    separate, larger `MAX_LOOP_BYTES` (docs/design/runtime.md §4)."""
+    from pytest_pypto.ir import batch  # lazy: the module the generated kernels call
+
+    assert batch.MAX_BATCH_BYTES <= 8 << 20
+    assert batch.MAX_LOOP_BYTES >= 64 << 20
+    _, kernels = _kernels(sk.attention_program(16, 128, 128, 2, 8, 4))
+    per = batch.MAX_BATCH_BYTES // kernels["scores"].fn.task_bytes
+    assert 8 <= per <= 64  # the bench's QK kernel: tens of tasks per call
