@@ -474,7 +474,7 @@ class KernelEmitter(Emitter):
         self.body(s.body, depth + 1, tuple(v for v, _ in s.carried))
         per_trip = trip_bytes(self.btypes)
         if per_trip:  # memory in proportion: a loop whose batched tiles would be large runs per iteration
-            conds.append(f"{count} * {per_trip} <= _batch.MAX_BATCH_BYTES")
+            conds.append(f"{count} * {per_trip} <= _batch.MAX_LOOP_BYTES")
             outer[0][guard_at] = "    " * depth + "if " + " and ".join(conds) + ":"
         self.folded, self.folded_values = set(), {}
         self.direct, self.direct_loads = {}, set()

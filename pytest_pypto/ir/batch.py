@@ -26,7 +26,12 @@ from pytest_pypto.ir.values import TileValue
 # A batched loop holds every iteration's tiles at once; past this many bytes of them
 # (the compiler's estimate, compiler.batching.trip_bytes) the loop runs iteration by iteration,
 # so memory stays in proportion to the kernel's tiles (docs/design/runtime.md §4).
-MAX_BATCH_BYTES = 64 << 20
+MAX_LOOP_BYTES = 64 << 20
+# A task-batched call (runtime.task_batches) holds at most this many bytes of its variant's
+# tiles; a larger group is called in parts.  Cache-sized: the stacks, their float32
+# widenings and the products of one call then stay in the core's cache (on the
+# paged-attention bench, 64 MiB calls spent twice the kernel time of 4 MiB ones).
+MAX_BATCH_BYTES = 4 << 20
 
 
 @functools.lru_cache(maxsize=1024)

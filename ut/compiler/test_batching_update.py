@@ -259,8 +259,9 @@ def test_strided_windows_are_the_per_iteration_windows(axis):
 
 
 def test_a_loop_whose_batched_tiles_pass_the_memory_budget_runs_per_iteration(tmp_path, monkeypatch):
-    """A batched loop holds every iteration's tiles at once: past `MAX_BATCH_BYTES` of them
-    the generated guard takes the per-iteration path (same bits, no batched tile made)."""
+    """A batched loop holds every iteration's tiles at once: past `MAX_LOOP_BYTES` of them
+    the generated guard takes the per-iteration path (same bits, no batched tile made).
+    The task-batched calls' budget (`MAX_BATCH_BYTES`) does not bound a loop."""
     from pytest_pypto.ir import batch  # lazy: the module the generated kernels call
 
     made = []
@@ -274,9 +275,15 @@ def test_a_loop_whose_batched_tiles_pass_the_memory_budget_runs_per_iteration(tm
     run(compiled, *within, config=CFG)
     assert made and set(made) == {B}  # within the budget: batched over the B row blocks
     made.clear()
-    monkeypatch.setattr(batch, "MAX_BATCH_BYTES", 1024)  # far below B blocks of [R, C] FP32
+    monkeypatch.setattr(batch, "MAX_BATCH_BYTES", 1024)  # the task calls' budget: no effect
+    unbounded = [a.copy() for a in arrays]
+    run(compiled, *unbounded, config=CFG)
+    assert made and set(made) == {B}
+    made.clear()
+    monkeypatch.setattr(batch, "MAX_LOOP_BYTES", 1024)  # far below B blocks of [R, C] FP32
     beyond = [a.copy() for a in arrays]
     run(compiled, *beyond, config=CFG)
     assert made == []
-    for a, b in zip(within, beyond):
+    for a, b, c in zip(within, beyond, unbounded):
         _same_bits(a, b)
+        _same_bits(a, c)

@@ -124,3 +124,23 @@ def test_windows_fast_path_matches_the_general_windows():
     assert np.shares_memory(fast, t)
     with pytest.raises(OpBoundsError, match="outside the tensor"):
         batch.windows(t, (2, 8), (3, 4), 0, 3)  # past the last column
+
+
+@pytest.mark.parametrize("name", ["BF16", "FP8E4M3FN", "FP16", "FP32", "INT8", "INT32"])
+@pytest.mark.parametrize("lead", [(), (3,)], ids=["tile", "stacked"])
+def test_a_row_major_copy_keeps_every_bit_of_a_transposed_view(name, lead):
+    """`values.row_major_copy` (the copy a move makes of a transpose_view) gives a
+    C-contiguous array of the same dtype and bits, NaN payloads and the poison included;
+    extension float types go through the unsigned integer of their width."""
+    from pytest_pypto.ir.values import row_major_copy
+
+    npd = np.dtype(D.dtype_by_name(name).np)
+    rng = np.random.default_rng(3)
+    raw = rng.integers(0, 256, size=(*lead, 24, 40 * npd.itemsize), dtype=np.uint8)
+    data = raw.view(npd)  # every bit pattern: NaNs with payloads, infs, subnormals
+    view = np.swapaxes(data, -1, -2)
+    got = row_major_copy(view)
+    assert got.dtype == view.dtype and got.shape == view.shape and got.flags.c_contiguous
+    assert not np.shares_memory(got, data)
+    want = np.ascontiguousarray(view.view(f"u{npd.itemsize}"))
+    assert got.view(f"u{npd.itemsize}").tobytes() == want.tobytes()

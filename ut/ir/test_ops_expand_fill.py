@@ -25,6 +25,7 @@ from pytest_pypto.ir.apply import apply
 from pytest_pypto.ir.ops._rules import OpBoundsError
 from pytest_pypto.ir.registry import REGISTRY, OpArchError, OpSpaceError, OpTypeError
 from pytest_pypto.ir.types import ScalarType
+from pytest_pypto.ir.values import TileValue
 
 A2A3, A5 = spec("a2a3"), spec("a5")
 WIDE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
@@ -383,3 +384,39 @@ def test_reinterpret_view_rules():
                   {"dtype": D.FP16, "shape": (16, 16)}))
     assert REGISTRY["tile.reinterpret_view"].mem.result == "same:tile"
 
+
+
+@pytest.mark.parametrize("op", ["fillpad", "fillpad_expand"])
+@pytest.mark.parametrize("valid", [(3, 4, 6), (3, 2, 6), (3, 4, 0), (3, 1, 5), (2, 4, 6)])
+@pytest.mark.parametrize("dtype", [D.FP32, D.BF16, D.INT8])
+def test_a_stacked_fillpad_pads_exactly_what_its_valid_region_leaves(op, valid, dtype):
+    """A task-batched fillpad (a leading task axis, docs/design/runtime.md §6): the source's
+    valid region is copied, every other element is the pad (also along the task axis),
+    and a fully valid source comes back as a copy of its own bits."""
+    shape = (3, 4, 6)
+    a = random_data(np.random.default_rng(7), shape, dtype)
+    src = tv(a, dtype, valid)
+    out_shape = shape if op == "fillpad" else (3, 5, 8)
+    if op == "fillpad":
+        out = apply(REGISTRY["tile.fillpad"], src, pad_value="max")
+    else:
+        out = apply(REGISTRY["tile.fillpad_expand"], src, shape=out_shape, pad_value="max")
+    want = np.full(out_shape, _extreme(dtype, True)).astype(STORAGE[dtype.name])
+    region = tuple(slice(0, v) for v in valid)
+    want[region] = a[region]
+    assert out.data.dtype == want.dtype and out.data.shape == out_shape
+    assert out.data.tobytes() == want.tobytes()
+    assert out.valid == out_shape and not np.shares_memory(out.data, src.data)
+
+
+def test_a_fully_valid_fillpad_of_fp32_storage_still_rounds_to_its_dtype():
+    """A BF16 tile held in FP32 storage (a precise run) is rounded to BF16 storage by
+    fillpad, fully valid or not: the plain-copy path takes only a tile in its own dtype."""
+    wide = np.array([[1.0 + 2.0 ** -10, 3.0], [-2.5, 1.0 / 3.0]], np.float32)
+    for valid in ((2, 2), (2, 1)):
+        src = TileValue(wide.copy(), valid, D.BF16, "Vec")  # FP32 storage, as precise keeps
+        out = apply(REGISTRY["tile.fillpad"], src, pad_value="zero")
+        assert out.data.dtype == STORAGE["BF16"]
+        want = np.zeros((2, 2), np.float32)
+        want[:, :valid[1]] = wide[:, :valid[1]]
+        assert out.data.tobytes() == want.astype(STORAGE["BF16"]).tobytes()

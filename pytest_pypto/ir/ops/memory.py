@@ -38,7 +38,7 @@ from pytest_pypto.ir.registry import (
     register,
 )
 from pytest_pypto.ir.types import TensorType, TileType
-from pytest_pypto.ir.values import TileValue, new_buffer, widen
+from pytest_pypto.ir.values import TileValue, new_buffer, row_major_copy, widen
 
 SCALE_SPACES = ("LeftScale", "RightScale")
 # The names the compiler passes dispatch on (a load, a store, a move of one tile).
@@ -399,7 +399,7 @@ def _move_execute(src, *, target_memory=None, out=None, share=False, **_):
         # a copy; also of a view whose rows are not contiguous (a transpose_view): the
         # copy lays it out row-major, where numpy's matmul is 2-3x faster than on the
         # transposed layout, which costs more than this copy
-        data = data.copy()
+        data = row_major_copy(data)
     return TileValue(data, tuple(src.valid), src.dtype, space, src.pad)
 
 
