@@ -3,8 +3,8 @@
 The key is a sha256 over everything that can change an artifact: the program's
 printed IR, where it came from (file, span and source text: listings and run-time
 errors point at the user's lines), the tensor specs of a case, the platform, the
-artifact-changing compile options (``dump_passes``, batched loops) and the toolchain
-version.  Options that only choose where output goes (``save_kernels_dir``) are not
+artifact-changing compile options (``dump_passes``, batched loops), the toolchain
+version and a digest of the toolchain's sources (`harness.toolchain`).  Options that only choose where output goes (``save_kernels_dir``) are not
 in the key; the runner re-applies them on every compile, hit or miss.
 
 An entry is a directory ``<root>/<key>/`` holding ``artifact/`` (what the compiler
@@ -66,6 +66,7 @@ from pytest_pypto.harness.cache_entry import (
     warning_record,
 )
 from pytest_pypto.harness.cache_entry import sha as _sha
+from pytest_pypto.harness.toolchain import toolchain_digest
 from pytest_pypto.ir.printer import print_program
 from pytest_pypto.language.deferred import DeferredProgram
 
@@ -145,6 +146,7 @@ def _keyed(
         "dump_passes": bool(config.dump_passes),
         "batch_loops": bool(batch_loops),
         "version": __version__,
+        "toolchain": toolchain_digest(),  # (the sources: harness/toolchain.py)
     }
     if config.assembler_plans_memory:  # refuses some pl.MemRef programs (memref_slots.py)
         parts["assembler_plans_memory"] = True

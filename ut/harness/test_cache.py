@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 import pytest_pypto.compiler.api as api
+import pytest_pypto.harness.cache as cache_module
 from pytest_pypto.config import RunConfig
 from pytest_pypto.harness.cache import CompileCache, cache_key
 from pytest_pypto.harness.cases import TensorSpec
 from pytest_pypto.harness.runner import Runner
+from pytest_pypto.harness.toolchain import digest_of
 from pytest_pypto.ir.dtypes import FP16, FP32
 from st.kernels import add_program as tiled_add_program
 
@@ -48,6 +50,47 @@ def test_key_changes_with_program_arch_mode_and_dump_passes() -> None:
     }
     assert base not in changed.values()
     assert len(set(changed.values())) == len(changed)
+
+
+def test_key_follows_the_toolchains_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same version string, another compiler (an editable install edited, a newer build):
+    another key, so the older compiler's artifact is not served."""
+    base = cache_key(ADD, A2)
+    monkeypatch.setattr(cache_module, "toolchain_digest", lambda: "another compiler")
+    assert cache_key(ADD, A2) != base
+
+
+def _tree(root: Path) -> Path:
+    package = root / "pkg"
+    for rel in ("_version.py", "arch.py", "config.py", "language/parser.py", "ir/ops/add.py",
+                "compiler/codegen.py", "runtime/graph.py", "plugin/options.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text(f"# {rel}\n")
+    return package
+
+
+@pytest.mark.parametrize("edited", ["arch.py", "language/parser.py", "ir/ops/add.py",
+                                    "compiler/codegen.py", "_version.py"])
+def test_the_toolchain_digest_covers_what_makes_and_runs_generated_code(
+    tmp_path: Path, edited: str
+) -> None:
+    package = _tree(tmp_path)
+    before = digest_of(package)
+    assert digest_of(package) == before  # deterministic
+    (package / edited).write_text("# changed\n")
+    assert digest_of(package) != before
+    (package / edited).write_text(f"# {edited}\n")
+    assert digest_of(package) == before
+    (package / "compiler" / "new_pass.py").write_text("# a new module\n")
+    assert digest_of(package) != before
+
+
+def test_the_toolchain_digest_ignores_the_runtime_and_the_plugin(tmp_path: Path) -> None:
+    package = _tree(tmp_path)
+    before = digest_of(package)
+    (package / "runtime" / "graph.py").write_text("# changed\n")  # reads artifacts only
+    (package / "plugin" / "options.py").write_text("# changed\n")
+    assert digest_of(package) == before
 
 
 def test_key_ignores_output_only_options() -> None:
