@@ -22,7 +22,7 @@ import ctypes
 import os
 
 ENV_VAR = "PYPTO_HEAP_TUNE"
-MMAP_THRESHOLD = 64 << 20  # bytes: a batched call's tiles are bounded by ir.batch.MAX_BATCH_BYTES
+MMAP_THRESHOLD = 64 << 20  # bytes: a batched loop's tiles are bounded by ir.batch.MAX_LOOP_BYTES
 TRIM_THRESHOLD = 256 << 20  # bytes of free heap kept resident
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
 
