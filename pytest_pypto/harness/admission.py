@@ -113,16 +113,9 @@ def residents() -> int:
     """How many large cases of this user are resident on the machine now (this process's
     own included)."""
     count = 0
-    for slot in range(RESIDENT_SLOTS):
-        fd = _open(RESIDENT_NAME.format(slot))
-        if fd is None:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            count += 1
-        finally:
-            os.close(fd)  # also drops the probe's own shared lock
+    for fd in _slot_fds():
+        count += not _try_lock(fd, fcntl.LOCK_SH)
+        os.close(fd)  # also drops the probe's own shared lock
     return count
 
 
@@ -195,17 +188,29 @@ def _room_for(nbytes: int) -> bool:
 def _take_slot() -> int | None:
     """An fd holding a free resident slot (None when none is free or usable).  Called
     under the peak lock, so two cases never race for a slot."""
+    for fd in _slot_fds():
+        if _try_lock(fd, fcntl.LOCK_EX):
+            return fd
+        os.close(fd)
+    return None
+
+
+def _slot_fds() -> Iterator[int]:
+    """An open fd of each resident slot's lock file (those that can be opened), one at a
+    time: the caller closes each it does not keep."""
     for slot in range(RESIDENT_SLOTS):
         fd = _open(RESIDENT_NAME.format(slot))
-        if fd is None:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return fd
-    return None
+        if fd is not None:
+            yield fd
+
+
+def _try_lock(fd: int, kind: int) -> bool:
+    """Whether the ``kind`` (shared or exclusive) flock on ``fd`` was taken at once."""
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _open(name: str) -> int | None:
