@@ -81,24 +81,37 @@ def _made_facts(shape: Any, dtype: DataType | str) -> _Facts:
     return dims, dtype_obj, nbytes, fill, template
 
 
-class _Live(dict):
-    """The made buffers still alive (id of a weak reference each -> it and the buffer's
-    bytes) and their total (``made[0]``): a buffer's entry drops out, and its bytes from
-    the total, when the buffer is freed.  (A weak reference with a callback, not
-    `weakref.finalize`: a fifth of its cost per made tensor.)"""
+class _Live:
+    """The made buffers that may still be alive, each a weak reference and its bytes, and
+    ``bound``: their bytes, an upper bound of what the live ones hold.  `alive` drops the
+    freed ones and makes the bound exact; it runs when a check against the limit would
+    fail on the bound, and after the list doubled (so it stays in proportion to the
+    buffers alive).  (Weak references without callbacks: a callback per freed buffer cost
+    more than the occasional sweep.)"""
+
+    __slots__ = ("entries", "bound", "_sweep_at")
+
+    SWEEP_MIN = 1024  # entries before the first sweep
 
     def __init__(self) -> None:
-        super().__init__()
-        self.made = [0]
-        self._gone = self.gone  # (bound once, not per made tensor)
+        self.entries: list[tuple[Any, int]] = []
+        self.bound = 0
+        self._sweep_at = self.SWEEP_MIN
 
     def add(self, data: Any, nbytes: int) -> None:
-        r = ref(data, self._gone)
-        self[id(r)] = (r, nbytes)  # (an array has no hash, nor has its weak reference)
-        self.made[0] += nbytes
+        entries = self.entries
+        entries.append((ref(data), nbytes))
+        self.bound += nbytes
+        if len(entries) >= self._sweep_at:
+            self.alive()
 
-    def gone(self, r: Any) -> None:
-        self.made[0] -= self.pop(id(r))[1]
+    def alive(self) -> int:
+        """Bytes of the made buffers alive now (the bound made exact)."""
+        kept = [e for e in self.entries if e[0]() is not None]
+        self.entries = kept
+        self.bound = sum(n for _, n in kept)
+        self._sweep_at = max(self.SWEEP_MIN, 2 * len(kept))
+        return self.bound
 
 
 class Orchestrator:
@@ -120,11 +133,10 @@ class Orchestrator:
         self.beyond_submits = False
         # The memory guard (RunConfig.max_memory, docs/design/runtime.md §4): bytes of the
         # entry tensors, and of the made tensors still alive (each made buffer lives as
-        # long as a handle or a pending task holds it: `_made_bytes` drops it when freed).
+        # long as a handle or a pending task holds it: `_live` finds which are).
         self.max_memory = max_memory
         self._entry_bytes = 0
         self._live = _Live()
-        self._made_bytes = self._live.made
 
     def admit_entry(self, span: Any = None) -> None:
         """Count the staged entry tensors against the memory guard (MemoryLimitError naming
@@ -160,16 +172,20 @@ class Orchestrator:
         label = name or f"create_tensor#{len(self.roots)}"
         limit = self.max_memory
         if limit is not None:
-            made = self._made_bytes
-            if self._entry_bytes + made[0] + nbytes > limit \
-                    and self._graph.batches is not None and self._graph.batches.held:
-                self._graph.batches.flush()  # held tasks keep made tensors alive (task_batches)
-            if self._entry_bytes + made[0] + nbytes > limit:
+            live = self._live
+            made = live.bound
+            if self._entry_bytes + made + nbytes > limit:  # (on the bound: then exactly)
+                made = live.alive()
+                if self._entry_bytes + made + nbytes > limit \
+                        and self._graph.batches is not None and self._graph.batches.held:
+                    self._graph.batches.flush()  # held tasks keep made tensors alive
+                    made = live.alive()  # (task_batches)
+            if self._entry_bytes + made + nbytes > limit:
                 raise MemoryLimitError(
                     f"pl.create_tensor '{label}' {list(shape)} {dtype.name} needs "
-                    f"{size_text(nbytes)}; with the {size_text(self._entry_bytes + made[0])} the "
+                    f"{size_text(nbytes)}; with the {size_text(self._entry_bytes + made)} the "
                     f"run holds already (entry tensors {size_text(self._entry_bytes)}, made "
-                    f"tensors still alive {size_text(made[0])}) its simulated tensors would "
+                    f"tensors still alive {size_text(made)}) its simulated tensors would "
                     f"exceed the {size_text(limit)} memory limit (--pypto-max-memory)",
                     hint=_MEMORY_HINT,
                 )

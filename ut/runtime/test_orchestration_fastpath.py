@@ -112,9 +112,31 @@ def test_the_memory_limit_counts_every_cached_creation():
 def test_made_tensors_count_only_under_a_limit():
     free, limited = orchestrator(), orchestrator(max_memory=1 << 20)
     kept = [free.create_tensor((8, 8), FP32), limited.create_tensor((8, 8), FP32)]
-    assert free._made_bytes[0] == 0
-    assert limited._made_bytes[0] == 256
+    assert free._live.alive() == 0
+    assert limited._live.alive() == 256
     del kept
+    assert limited._live.alive() == 0  # freed: no longer counted
+
+
+def test_the_memory_limit_counts_only_made_tensors_still_alive_across_sweeps():
+    """The live list is swept as it grows and checked exactly before a refusal: tensors
+    freed long ago never count, those alive always do."""
+    rt = orchestrator(max_memory=64 * 1024)
+    kept = []
+    for i in range(3000):  # three sweeps' worth; one tensor in a hundred stays alive
+        t = rt.create_tensor((8, 8), FP32, name=f"t{i}")  # 256 bytes each
+        if i % 100 == 0:
+            kept.append(t)
+    del t
+    assert rt._live.alive() == 256 * len(kept)
+    assert len(rt._live.entries) == len(kept)
+    # up to 256 tensors alive (with the 30 kept) fit the 64 KiB limit, the next is refused;
+    # the bound alone (every tensor ever made, 750 KiB) would have refused at once
+    held = [rt.create_tensor((8, 8), FP32, name=f"h{i}") for i in range(256 - len(kept))]
+    with pytest.raises(MemoryLimitError, match=r"made tensors still alive 64\.00 KiB"):
+        rt.create_tensor((8, 8), FP32, name="more")
+    del held[:10]
+    assert rt.create_tensor((8, 8), FP32, name="fits").array.nbytes == 256  # freed: room
 
 
 def entry(rt, array, dtype, name="x") -> TensorHandle:
