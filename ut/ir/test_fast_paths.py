@@ -9,6 +9,7 @@ where they do not apply (a packed row vector, a third operand, other dtypes).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from pytest_pypto.ir import batch
 from pytest_pypto.ir import dtypes as D
 from pytest_pypto.ir.apply import QUIET_FLOATS, apply
 from pytest_pypto.ir.ops._rules import OpBoundsError
+from pytest_pypto.ir.ops.tensor_scalar import _read
 from pytest_pypto.ir.registry import REGISTRY
 from pytest_pypto.runtime.loader import registry_bind
 
@@ -144,3 +146,26 @@ def test_a_row_major_copy_keeps_every_bit_of_a_transposed_view(name, lead):
     assert not np.shares_memory(got, data)
     want = np.ascontiguousarray(view.view(f"u{npd.itemsize}"))
     assert got.view(f"u{npd.itemsize}").tobytes() == want.tobytes()
+
+
+# -- tensor.read: one element as a Python scalar, without a numpy scalar in between -----
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.float32, np.float16,
+                                   ml_dtypes.bfloat16, np.bool_])
+@pytest.mark.parametrize("shape,index", [((7,), (3,)), ((7,), (6,)), ((3, 4), (2, 1)),
+                                         ((), ())])
+def test_a_read_is_the_elements_python_scalar(dtype, shape, index):
+    data = (np.arange(int(np.prod(shape)) or 1) % 5 * 1.5).astype(dtype).reshape(shape)
+    got = _read(data, index)
+    want = data[index].item()
+    assert type(got) is type(want) and got == want
+    if len(index) == 1:  # a numpy integer index reads the same
+        assert _read(data, (np.int64(index[0]),)) == want
+
+
+@pytest.mark.parametrize("index", [(-1,), (7,), (100,)])
+def test_a_read_out_of_bounds_is_refused_on_every_form(index):
+    with pytest.raises(OpBoundsError, match=rf"tensor index {index[0]} on axis 0 is out of "
+                                            r"bounds for shape \[7\]"):
+        _read(np.arange(7, dtype=np.int32), index)

@@ -95,7 +95,11 @@ def _index(tensor: Any, indices: Any) -> tuple[int, ...]:
 
 
 def _read(tensor: Any, indices: Any = (), out: Any = None) -> Any:
-    return tensor[_index(tensor, indices)].item()
+    if len(indices) == 1 and tensor.ndim == 1:  # the common form (a length, a table entry)
+        i = int(indices[0])
+        if 0 <= i < tensor.shape[0]:  # (else `_index` raises the bounds error)
+            return tensor.item(i)
+    return tensor.item(_index(tensor, indices))  # (`ndarray.item`: no numpy scalar between)
 
 
 def _write(tensor: Any, value: Any = None, indices: Any = (), out: Any = None) -> Any:
