@@ -200,11 +200,20 @@ def age_young_objects() -> None:
     to the oldest generation without a scan: they are still freed by reference counting,
     and any garbage cycle among them by the next full collection.  Nothing is done when
     objects are frozen already (someone else's `gc.freeze`, e.g. the lint runner's shared
-    trees: unfreezing would release theirs too).  (docs/design/runtime.md §4)
+    trees: unfreezing would release theirs too), nor after a small run (fewer than
+    `AGE_MIN_OBJECTS` young objects: a collection scans those quickly, while asking whether
+    objects are frozen walks every frozen one).  (docs/design/runtime.md §4)
     """
+    if gc.get_count()[0] < AGE_MIN_OBJECTS:  # (O(1): the young objects made since)
+        return
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
+
+
+# Young objects a run leaves before `age_young_objects` moves them (a few per task: some
+# thousand tasks).
+AGE_MIN_OBJECTS = 50_000
 
 
 class Worker:

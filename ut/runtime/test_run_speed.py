@@ -124,19 +124,26 @@ from ut.runtime.test_run_speed import Twice
 def where(obj):
     return [g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g))]
 
+import pytest_pypto.runtime.worker as worker
+asked = []
+real_count = gc.get_freeze_count
+gc.get_freeze_count = lambda: asked.append(1) or real_count()
+if sys.argv[1] != "small":
+    worker.AGE_MIN_OBJECTS = 0  # (a small program stands for a large run)
 if sys.argv[1] == "frozen":
     gc.freeze()
 compiled = pytest_pypto.compile(Twice, RunConfig(platform="a2a3sim"))
 x = np.ones((16, 16), np.float32)
 run = Worker("a2a3sim").run(compiled, x, np.zeros_like(x), config=RunConfig(platform="a2a3sim"))
-print(where(run) == [2], gc.get_freeze_count() > 0, gc.is_tracked(run))
+print(where(run) == [2], real_count() > 0, gc.is_tracked(run), bool(asked))
 """
 
 
 def _aging(mode: str) -> str:
     """Run a small program in a fresh interpreter (this suite freezes its own heap:
     conftest.py): whether the oldest generation (alone) holds the SimRun it returned,
-    whether objects are frozen, whether the SimRun is tracked."""
+    whether objects are frozen, whether the SimRun is tracked, whether the run asked
+    whether objects are frozen."""
     out = subprocess.run([sys.executable, "-c", _AGING, mode], capture_output=True, text=True,
                          cwd=_ROOT, check=True)
     return out.stdout.strip()
@@ -149,12 +156,18 @@ def test_a_runs_record_is_aged_into_the_oldest_generation_unscanned():
     """The objects a run leaves (its record, made while the collector was off) start in the
     collector's oldest generation, so the first collections after a large run do not scan
     them all; they are aged, not frozen."""
-    assert _aging("plain") == "True False True"
+    assert _aging("plain") == "True False True True"
+
+
+def test_a_small_run_is_not_aged_and_does_not_count_frozen_objects():
+    """A small run's few young objects are left to the collector, without asking whether
+    objects are frozen (that walks every frozen object: this suite freezes ~10^5)."""
+    assert _aging("small") == "False False True False"
 
 
 def test_a_run_leaves_objects_frozen_by_others_alone():
     """Someone else froze objects: the run does not thaw them (its own stay young)."""
-    assert _aging("frozen") == "False True True"
+    assert _aging("frozen") == "False True True True"
 
 
 # -- the 2-D fast path of slice_view gives the handle the general path gives ----------------
