@@ -354,7 +354,7 @@ class Orchestrator:
         its parameter's dtype, and the same tensor shapes as an earlier call of ``k`` that
         `_checked_arguments` accepted (the outcome of its checks depends on nothing else).
         ``group``: what a task window keys the task's group by and the made bytes it
-        holds (`task_batches.TaskBatches.take`), found in the same pass.  None: check the
+        holds (`task_batches.group_of`, found here in the same pass).  None: check the
         call in full."""
         kinds = k.kinds
         if len(args) != len(kinds):

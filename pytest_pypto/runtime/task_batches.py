@@ -111,18 +111,7 @@ class TaskBatches:
                 or not g.eager or (not self.held and ranks.current() is not None):
             self.flush()  # (a rank's thread is set before its orchestration starts: once)
             return False
-        if group is not None:
-            key, size = group
-        else:  # one pass: the bytes it holds, and its group (kernel, scalars, window shapes)
-            size = 0
-            key = [task.fn]
-            for h, value in zip(task.handles, task.call_args):
-                if h is None:
-                    key.append((value.__class__, value))
-                else:
-                    if h.root.origin == "create_tensor":  # (a window of an entry tensor
-                        size += value.nbytes  # keeps no memory alive: only made ones count)
-                    key.append(value.shape)
+        key, size = group if group is not None else group_of(task)
         if self.held and (len(self.held) >= self.max_tasks
                           or self.bytes + size > self.max_bytes):
             self.flush()
@@ -324,6 +313,23 @@ class TaskBatches:
                 else:
                     handles[pos] = h.husk()
                 call_args[pos] = None
+
+
+def group_of(task: Any) -> tuple[list[Any], int]:
+    """``task``'s group key (its kernel, each scalar's type and value, each window's shape)
+    and the bytes of made tensors' windows it holds (a window of an entry tensor keeps no
+    memory alive), in one pass.  `Orchestrator._arguments` finds the same in its own pass
+    over a submit's arguments (ut/runtime/test_task_batches.py checks they agree)."""
+    size = 0
+    key: list[Any] = [task.fn]
+    for h, value in zip(task.handles, task.call_args):
+        if h is None:
+            key.append((value.__class__, value))
+        else:
+            if h.root.origin == "create_tensor":
+                size += value.nbytes
+            key.append(value.shape)
+    return key, size
 
 
 def _alone_count() -> int:

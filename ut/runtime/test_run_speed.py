@@ -139,6 +139,9 @@ print(where(run) == [2], real_count() > 0, gc.is_tracked(run), bool(asked))
 """
 
 
+_ROOT = __file__.rsplit("/ut/", 1)[0]  # (the script imports ut.runtime from the repository)
+
+
 def _aging(mode: str) -> str:
     """Run a small program in a fresh interpreter (this suite freezes its own heap:
     conftest.py): whether the oldest generation (alone) holds the SimRun it returned,
@@ -147,9 +150,6 @@ def _aging(mode: str) -> str:
     out = subprocess.run([sys.executable, "-c", _AGING, mode], capture_output=True, text=True,
                          cwd=_ROOT, check=True)
     return out.stdout.strip()
-
-
-_ROOT = __file__.rsplit("/ut/", 1)[0]
 
 
 def test_a_runs_record_is_aged_into_the_oldest_generation_unscanned():

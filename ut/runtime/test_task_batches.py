@@ -218,6 +218,30 @@ def test_batched_shift_runs_and_an_error_inside_a_batch_names_task_and_line(monk
     assert info.value.span.line == line_of(SHIFT_SOURCE, "shift-load")
 
 
+def test_a_submits_one_pass_group_is_the_windows_own(monkeypatch):
+    """`Orchestrator._arguments` builds each task's group key and held bytes in its own
+    pass over the arguments; they must be what `task_batches.group_of` finds for the task."""
+    batch, heads, dim, block, pool = 2, 16, 64, 32, 16
+    compiled = compile(sk.attention_program(heads, dim, block, batch, pool, pool // batch,
+                                            dynamic=True), CFG)
+    inputs = sk.make_inputs(batch, heads, dim, block, pool, [70, 33])
+    seen = []
+    real_take = task_batches.TaskBatches.take
+
+    def take(self, task, plain, group=None):
+        seen.append((group, task_batches.group_of(task)))
+        return real_take(self, task, plain, group)
+
+    monkeypatch.setenv(task_batches.ENV_VAR, "1")
+    monkeypatch.setattr(task_batches.TaskBatches, "take", take)
+    run(compiled, *[inputs[n].copy() for n in sk.ORDER], config=CFG)
+    given = [(g, own) for g, own in seen if g is not None]
+    assert len(given) == len(seen) == sk.task_count(batch, heads, block, [70, 33])
+    assert any(size for (_, size), _ in given)  # made tensors held (not all zero)
+    for (key, size), (own_key, own_size) in given:
+        assert (key, size) == (own_key, own_size)
+
+
 # ---------------------------------------------------------------- the graph's window
 
 
